@@ -1,0 +1,116 @@
+"""The partition-assignment folder (reference formats.md §2): `<ntype>.txt` per node type + `partition_meta.json`.
+
+Text is what DGL's `dispatch_data.py` reads; the shuffle converts it once into a binary `.npy` per type
+(`to_binary`) so that later lookups are memory-mapped, chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from graphshard.errors import InputError
+from graphshard.formats.chunked import ChunkedGraph
+
+META_FILE = "partition_meta.json"
+PART_DTYPE = np.int32
+
+
+@dataclass(frozen=True)
+class AssignmentMeta:
+    num_parts: int
+    algo_name: str
+    version: str = "1.0.0"
+
+
+def write_parts(folder: Path, ntype: str, parts: np.ndarray) -> Path:
+    """Write one `<ntype>.txt` (one partition id per line) with pyarrow's csv writer."""
+    path = Path(folder) / f"{ntype}.txt"
+    table = pa.table({"p": np.asarray(parts, dtype=np.int64)})
+    pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False))
+    return path
+
+
+def write_meta(folder: Path, num_parts: int, algo_name: str) -> Path:
+    path = Path(folder) / META_FILE
+    path.write_text(json.dumps({"version": "1.0.0", "num_parts": int(num_parts), "algo_name": algo_name}, indent=2))
+    return path
+
+
+def read_meta(folder: Path) -> AssignmentMeta:
+    path = Path(folder) / META_FILE
+    if not path.exists():
+        raise InputError(path, None, "partition_meta.json with num_parts and algo_name", "no such file")
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as err:
+        raise InputError(path, None, "valid JSON", err.msg) from None
+    num_parts = data.get("num_parts")
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise InputError(path, "num_parts", "an integer >= 1", num_parts)
+    return AssignmentMeta(num_parts=num_parts, algo_name=str(data.get("algo_name", "unknown")),
+                          version=str(data.get("version", "1.0.0")))
+
+
+def _check_ids(path: Path, block: np.ndarray, first_line: int, num_parts: int) -> None:
+    bad = np.flatnonzero((block < 0) | (block >= num_parts))
+    if len(bad):
+        raise InputError(path, f"line {first_line + int(bad[0]) + 1}", f"a partition id in [0, {num_parts})",
+                         int(block[bad[0]]))
+
+
+def convert_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int, out: Path) -> Path:
+    """Stream one `<ntype>.txt` into an int32 `.npy`, checking every line: `expected_rows` ids in [0, num_parts).
+
+    Memory stays at one csv block (16 MiB) whatever the node count.
+    """
+    path = Path(folder) / f"{ntype}.txt"
+    if not path.exists():
+        raise InputError(path, f"node type '{ntype}'", f"an assignment file with {expected_rows} lines", "no such file")
+    dest = np.lib.format.open_memmap(out, mode="w+", dtype=PART_DTYPE, shape=(expected_rows,))
+    row = 0
+    if path.stat().st_size:
+        try:
+            reader = pacsv.open_csv(
+                path,
+                read_options=pacsv.ReadOptions(column_names=["p"], block_size=1 << 24),
+                convert_options=pacsv.ConvertOptions(column_types={"p": pa.int64()}),
+            )
+            for batch in reader:
+                block = batch.column(0).to_numpy()
+                if row + len(block) > expected_rows:
+                    raise InputError(path, "line count", f"{expected_rows} lines (one per '{ntype}' node)",
+                                     f"more than {expected_rows}")
+                _check_ids(path, block, row, num_parts)
+                dest[row:row + len(block)] = block
+                row += len(block)
+        except pa.ArrowInvalid as err:
+            raise InputError(path, "partition id", "one integer per line", str(err).splitlines()[0]) from None
+    if row != expected_rows:
+        raise InputError(path, "line count", f"{expected_rows} lines (one per '{ntype}' node)", f"{row} lines")
+    dest.flush()
+    del dest
+    return out
+
+
+def read_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int) -> np.ndarray:
+    """Read and check one `<ntype>.txt` into memory (for small graphs and tests)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = convert_parts(folder, ntype, expected_rows, num_parts, Path(tmp) / "p.npy")
+        return np.load(out)
+
+
+def to_binary(folder: Path, graph: ChunkedGraph, out_dir: Path) -> tuple[AssignmentMeta, dict[str, Path]]:
+    """Check an assignment folder against a graph and write `<ntype>.npy` (int32) copies into `out_dir`."""
+    meta = read_meta(folder)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for ntype in graph.node_type:
+        paths[ntype] = convert_parts(folder, ntype, graph.num_nodes(ntype), meta.num_parts, out_dir / f"{ntype}.npy")
+    return meta, paths

@@ -1,0 +1,127 @@
+"""Writes a chunked graph one chunk at a time (used by the generators and the chunking tool).
+
+The graph is built in a temporary sibling folder and renamed into place by `finish()`, so a failed run never leaves
+something that looks like a finished chunked graph.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from graphshard.errors import GraphshardError
+from graphshard.fsutil import publish, staging_dir
+from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
+
+
+def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:
+    np.save(path, arr, allow_pickle=False)
+
+
+def _write_parquet(path: Path, arr: np.ndarray, delimiter: str) -> None:
+    cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
+    pq.write_table(pa.table({f"c{i}": c for i, c in enumerate(cols)}), path)
+
+
+def _write_csv(path: Path, arr: np.ndarray, delimiter: str) -> None:
+    cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
+    table = pa.table({f"c{i}": c for i, c in enumerate(cols)})
+    pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none"))
+
+
+WRITERS = {"numpy": (_write_numpy, ".npy"), "parquet": (_write_parquet, ".parquet"), "csv": (_write_csv, ".csv")}
+
+
+class ChunkedGraphWriter:
+    """Accumulates chunk files and their row counts; `finish()` writes metadata.json and publishes the folder."""
+
+    def __init__(self, out_dir: str | Path, graph_name: str, node_types: list[str], edge_types: list[str],
+                 overwrite: bool = False, delimiter: str = " "):
+        self.out_dir = Path(out_dir)
+        if self.out_dir.exists() and not overwrite:
+            raise GraphshardError(f"{self.out_dir}: output folder exists (pass --overwrite to replace it)")
+        self.overwrite = overwrite
+        self.graph_name = graph_name
+        self.node_types = list(node_types)
+        self.edge_types = list(edge_types)
+        self.delimiter = delimiter
+        self._stage = staging_dir(self.out_dir)
+        self._nodes_per_chunk: dict[str, list[int]] = {nt: [] for nt in node_types}
+        self._edges: dict[str, dict] = {}
+        self._edges_per_chunk: dict[str, list[int]] = {et: [] for et in edge_types}
+        self._node_data: dict[str, dict[str, dict]] = defaultdict(dict)
+        self._edge_data: dict[str, dict[str, dict]] = defaultdict(dict)
+
+    def _write(self, rel: str, arr: np.ndarray, fmt: str) -> str:
+        if fmt not in FORMAT_NAMES:
+            raise GraphshardError(f"unsupported chunk format '{fmt}': expected one of {FORMAT_NAMES}")
+        fn, ext = WRITERS[fmt]
+        path = self._stage / (rel + ext)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fn(path, arr, self.delimiter)
+        return rel + ext
+
+    def _spec(self, store: dict, fmt: str) -> dict:
+        if not store:
+            store.update({"format": {"name": fmt, **({"delimiter": self.delimiter} if fmt == "csv" else {})},
+                          "data": []})
+        elif store["format"]["name"] != fmt:
+            raise GraphshardError(f"all chunks of one spec must share a format: {store['format']['name']} vs {fmt}")
+        return store
+
+    def set_node_chunks(self, ntype: str, counts: list[int]) -> None:
+        """Rows per node chunk of a type (needed even for types without features)."""
+        self._nodes_per_chunk[ntype] = [int(c) for c in counts]
+
+    def add_edges(self, etype: str, src: np.ndarray, dst: np.ndarray, fmt: str) -> None:
+        """Append one edge chunk (per-type src and dst IDs)."""
+        spec = self._spec(self._edges.setdefault(etype, {}), fmt)
+        chunk = len(spec["data"])
+        rel = f"edges/{etype.replace(':', '__')}-{chunk}"
+        spec["data"].append(self._write(rel, np.stack([src, dst], axis=1).astype(np.int64, copy=False), fmt))
+        self._edges_per_chunk[etype].append(int(len(src)))
+
+    def add_node_feature(self, ntype: str, feat: str, arr: np.ndarray, fmt: str) -> None:
+        """Append one chunk of a node feature."""
+        spec = self._spec(self._node_data[ntype].setdefault(feat, {}), fmt)
+        spec["data"].append(self._write(f"node_data/{ntype}-{feat}-{len(spec['data'])}", arr, fmt))
+
+    def add_edge_feature(self, etype: str, feat: str, arr: np.ndarray, fmt: str) -> None:
+        """Append one chunk of an edge feature."""
+        spec = self._spec(self._edge_data[etype].setdefault(feat, {}), fmt)
+        rel = f"edge_data/{etype.replace(':', '__')}-{feat}-{len(spec['data'])}"
+        spec["data"].append(self._write(rel, arr, fmt))
+
+    def finish(self) -> Path:
+        """Write metadata.json (validated) and move the folder into place; returns the metadata path."""
+        meta = {
+            "graph_name": self.graph_name,
+            "node_type": self.node_types,
+            "num_nodes_per_chunk": [self._nodes_per_chunk[nt] for nt in self.node_types],
+            "edge_type": self.edge_types,
+            "num_edges_per_chunk": [self._edges_per_chunk[et] for et in self.edge_types],
+            "edges": self._edges,
+            "node_data": dict(self._node_data),
+            "edge_data": dict(self._edge_data),
+        }
+        graph = parse_metadata(meta, self._stage, self._stage / "metadata.json")
+        (self._stage / "metadata.json").write_text(json.dumps(graph.to_json_dict(), indent=2))
+        publish(self._stage, self.out_dir, overwrite=self.overwrite)
+        return self.out_dir / "metadata.json"
+
+    def abort(self) -> None:
+        shutil.rmtree(self._stage, ignore_errors=True)
+
+    def __enter__(self) -> "ChunkedGraphWriter":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()

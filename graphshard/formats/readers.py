@@ -1,0 +1,183 @@
+"""Chunk file readers, one class per format and a table from format name to reader.
+
+Every reader returns numpy arrays for one chunk file at a time, so memory is bounded by the chunk size, and can
+count a file's rows cheaply (npy header, parquet footer, a line scan for csv) without loading it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from graphshard.errors import InputError
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat
+
+
+def _open_error(path: Path, err: Exception) -> InputError:
+    if not path.exists():
+        return InputError(path, None, "an existing chunk file", "no such file")
+    return InputError(path, None, "a readable chunk file", f"{type(err).__name__}: {err}")
+
+
+class ChunkReader:
+    """Reads one chunk file of a format into numpy arrays."""
+
+    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        """The whole file as a 1-D or 2-D numpy array."""
+        raise NotImplementedError
+
+    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+        """Row count without materializing the data."""
+        raise NotImplementedError
+
+    def rows(self, path: Path, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of the file."""
+        return self.table(path, fmt)[start:stop]
+
+
+def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
+    """A table of one list column or of N scalar columns as an (n,) or (n, N) array."""
+    if table.num_columns == 1:
+        col = table.column(0).combine_chunks()
+        if pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type) or pa.types.is_large_list(col.type):
+            flat = col.flatten().to_numpy(zero_copy_only=False)
+            n = len(col)
+            return flat.reshape(n, -1) if n else flat.reshape(0, 0)
+        return col.to_numpy(zero_copy_only=False)
+    cols = [table.column(i).combine_chunks().to_numpy(zero_copy_only=False) for i in range(table.num_columns)]
+    dtypes = {c.dtype for c in cols}
+    if len(dtypes) != 1:
+        raise InputError(path, None, "columns of one dtype", sorted(str(d) for d in dtypes))
+    return np.stack(cols, axis=1)
+
+
+class NumpyReader(ChunkReader):
+    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        try:
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        except Exception as err:  # noqa: BLE001 - re-raised with the file name
+            raise _open_error(path, err) from None
+
+    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+        arr = self.table(path, fmt)
+        return int(arr.shape[0]) if arr.ndim else 0
+
+    def rows(self, path: Path, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
+        return np.ascontiguousarray(self.table(path, fmt)[start:stop])
+
+
+class ParquetReader(ChunkReader):
+    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        try:
+            return _arrow_to_numpy(pq.read_table(path), path)
+        except InputError:
+            raise
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(path, err) from None
+
+    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+        try:
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(path, err) from None
+
+
+class CsvReader(ChunkReader):
+    def _read(self, path: Path, fmt: FileFormat) -> pa.Table:
+        try:
+            return pacsv.read_csv(
+                path,
+                read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
+                parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
+            )
+        except Exception as err:  # noqa: BLE001
+            if not path.exists():
+                raise _open_error(path, err) from None
+            raise InputError(path, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
+                             f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
+
+    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        return _arrow_to_numpy(self._read(path, fmt), path)
+
+    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+        try:
+            with open(path, "rb") as fh:
+                count, last = 0, b"\n"
+                while block := fh.read(1 << 24):
+                    count += block.count(b"\n")
+                    last = block[-1:]
+                return count + (last != b"\n")
+        except OSError as err:
+            raise _open_error(path, err) from None
+
+
+READERS: dict[str, ChunkReader] = {"numpy": NumpyReader(), "parquet": ParquetReader(), "csv": CsvReader()}
+
+
+def reader_for(fmt: FileFormat) -> ChunkReader:
+    return READERS[fmt.name]
+
+
+# ---- graph-level helpers ---------------------------------------------------------------------------------------
+
+def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2-column shape."""
+    spec = graph.edges[etype]
+    path = graph.path(spec.data[chunk])
+    arr = reader_for(spec.format).table(path, spec.format)
+    if arr.ndim != 2 or arr.shape[1] < 2:
+        raise InputError(path, f"edges['{etype}']", "2 columns (src, dst)", f"shape {tuple(arr.shape)}")
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise InputError(path, f"edges['{etype}']", "integer node IDs", f"dtype {arr.dtype}")
+    return np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+
+
+def read_chunk(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> np.ndarray:
+    """One feature chunk file as a numpy array (bool stays bool)."""
+    return np.asarray(reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format))
+
+
+def chunk_row_counts(graph: ChunkedGraph, spec: ChunkFileSpec) -> list[int]:
+    """Row count of every file of a spec, read cheaply from headers/footers."""
+    reader = reader_for(spec.format)
+    return [reader.num_rows(graph.path(p), spec.format) for p in spec.data]
+
+
+@dataclass(frozen=True)
+class RowIndex:
+    """Where rows live across the files of a spec: offsets[i] is the first global row of file i."""
+
+    offsets: np.ndarray
+
+    @classmethod
+    def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec) -> "RowIndex":
+        return cls(np.concatenate([[0], np.cumsum(chunk_row_counts(graph, spec))]).astype(np.int64))
+
+    @property
+    def total(self) -> int:
+        return int(self.offsets[-1])
+
+
+def read_rows(graph: ChunkedGraph, spec: ChunkFileSpec, start: int, stop: int,
+              index: RowIndex | None = None) -> np.ndarray:
+    """Global rows [start, stop) of a spec whose files split rows differently from the request."""
+    index = index or RowIndex.of(graph, spec)
+    reader = reader_for(spec.format)
+    first = int(np.searchsorted(index.offsets, start, side="right") - 1)
+    pieces = []
+    i = max(first, 0)
+    while i < len(spec.data) and index.offsets[i] < stop:
+        lo = max(start, int(index.offsets[i])) - int(index.offsets[i])
+        hi = min(stop, int(index.offsets[i + 1])) - int(index.offsets[i])
+        if hi > lo:
+            pieces.append(reader.rows(graph.path(spec.data[i]), spec.format, lo, hi))
+        i += 1
+    if not pieces:
+        probe = reader.rows(graph.path(spec.data[0]), spec.format, 0, 0)
+        return probe[:0]
+    return np.concatenate(pieces) if len(pieces) > 1 else np.asarray(pieces[0])

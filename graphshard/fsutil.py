@@ -1,0 +1,62 @@
+"""Atomic publication of outputs: build under a hidden temporary sibling, rename into place when complete."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from graphshard.errors import GraphshardError
+
+
+def staging_dir(final: Path) -> Path:
+    """A fresh hidden folder beside `final` (same filesystem, so the final rename is atomic)."""
+    final = Path(final)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        stage = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        stage.mkdir()
+    except OSError as err:
+        raise GraphshardError(f"{final.parent}: cannot create output folder ({err.strerror})") from None
+    return stage
+
+
+def publish(stage: Path, final: Path, overwrite: bool = False) -> Path:
+    """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
+    final = Path(final)
+    if final.exists():
+        if not overwrite:
+            raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+        trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
+        os.replace(final, trash)
+        os.replace(stage, final)
+        shutil.rmtree(trash, ignore_errors=True)
+    else:
+        os.replace(stage, final)
+    return final
+
+
+@contextmanager
+def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a staging folder; publish it to `final` on success, delete it on any error."""
+    final = Path(final)
+    if final.exists() and not overwrite:
+        raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+    stage = staging_dir(final)
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    publish(stage, final, overwrite)
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write a small text file via a temporary name and a rename."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
