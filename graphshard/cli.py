@@ -16,20 +16,27 @@ from graphshard.errors import GraphshardError
 COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_command(sub: argparse._SubParsersAction, name: str) -> None:
+    module = importlib.import_module(f"graphshard.commands.{name}")
+    p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+    module.add_arguments(p)
+    p.set_defaults(_run=module.run)
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the chosen subcommand's module is imported (fast start), all of them for top-level help."""
     parser = argparse.ArgumentParser(prog="graphshard", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"graphshard {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMANDS:
-        module = importlib.import_module(f"graphshard.commands.{name}")
-        p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
-        module.add_arguments(p)
-        p.set_defaults(_run=module.run)
+    chosen = next((a for a in (argv or []) if not a.startswith("-")), None)
+    for name in [chosen] if chosen in COMMANDS else COMMANDS:
+        _add_command(sub, name)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv).parse_args(argv)
     try:
         return int(args._run(args) or 0)
     except GraphshardError as err:
