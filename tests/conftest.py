@@ -1,0 +1,43 @@
+"""Shared fixtures: small generated chunked graphs, made once per test session and cached by their arguments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+from graphshard.generate import GENERATORS
+
+
+@pytest.fixture(scope="session")
+def make_graph(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Path]:
+    """`make_graph(kind, **kwargs) -> metadata.json path` for kind in {"rmat", "mag"}; same arguments, same graph.
+
+    The graphs are shared by the whole session: treat them as read-only (copy one before corrupting it).
+    """
+    base = tmp_path_factory.mktemp("graphs")
+    cache: dict[str, Path] = {}
+
+    def make(kind: str, **kwargs) -> Path:
+        key = json.dumps([kind, kwargs], sort_keys=True, default=str)
+        if key not in cache:
+            name = f"{kind}-{hashlib.blake2b(key.encode(), digest_size=6).hexdigest()}"
+            cache[key] = GENERATORS[kind](base / name, **kwargs)
+        return cache[key]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def rmat_small(make_graph) -> Path:
+    """Homogeneous R-MAT graph: 2,000 nodes, 20,000 edges, 3 chunks, numpy files (metadata.json path)."""
+    return make_graph("rmat", nodes=2000, edges=20000, chunks=3)
+
+
+@pytest.fixture(scope="session")
+def mag_small(make_graph) -> Path:
+    """Heterogeneous MAG-like graph: 4 node types (2,633 nodes), 8 edge types, 2 chunks (metadata.json path)."""
+    return make_graph("mag", papers=1000, chunks=2)
