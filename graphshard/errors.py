@@ -28,6 +28,10 @@ class InputError(GraphshardError):
             msg += f", found {found}"
         super().__init__(f"{where}: {msg}" if where else msg)
 
+    def __reduce__(self):
+        """Pickle by constructor arguments, so the error crosses process boundaries (Dask workers) intact."""
+        return (type(self), (self.file, self.field, self.expected, self.found))
+
 
 class ProblemList(GraphshardError):
     """Several independent problems found by a check, reported together."""
