@@ -40,3 +40,6 @@ class ProblemList(GraphshardError):
         self.problems = problems
         lines = [f"{len(problems)} problem(s):"] + [f"  - {p}" for p in problems]
         super().__init__("\n".join(lines))
+
+    def __reduce__(self):
+        return (type(self), (self.problems,))
