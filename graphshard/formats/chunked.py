@@ -9,12 +9,21 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from graphshard.errors import InputError
 
 FORMAT_NAMES = ("csv", "numpy", "parquet")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-.]+$")
+
+
+class FieldProblem(ValueError):
+    """A metadata inconsistency found by a validator: which field, what was expected, what was found."""
+
+    def __init__(self, field: str, expected: str, found: object = None):
+        super().__init__(f"{field}: expected {expected}" + (f", found {found}" if found is not None else ""))
+        self.field, self.expected, self.found = field, expected, found
 
 
 class FileFormat(BaseModel):
@@ -74,7 +83,7 @@ class ChunkedGraph(BaseModel):
     @classmethod
     def _graph_name(cls, v: str) -> str:
         if not re.match(r"^[A-Za-z0-9_]+$", v):
-            raise ValueError(f"graph_name '{v}' must use letters, digits and '_' only")
+            raise FieldProblem("graph_name", "letters, digits and '_' only", repr(v))
         return v
 
     @field_validator("node_type")
@@ -82,68 +91,72 @@ class ChunkedGraph(BaseModel):
     def _node_types(cls, v: list[str]) -> list[str]:
         for name in v:
             if not name or ":" in name or "/" in name:
-                raise ValueError(f"node type '{name}' must be non-empty without ':' or '/'")
+                raise FieldProblem("node_type", "names non-empty without ':' or '/'", repr(name))
         if len(set(v)) != len(v):
-            raise ValueError(f"node types repeat: {v}")
+            raise FieldProblem("node_type", "distinct node types", v)
         return v
 
     @field_validator("num_nodes_per_chunk", "num_edges_per_chunk")
     @classmethod
-    def _counts(cls, v: list[list[int]]) -> list[list[int]]:
-        for row in v:
+    def _counts(cls, v: list[list[int]], info: ValidationInfo) -> list[list[int]]:
+        for i, row in enumerate(v):
             if any(c < 0 for c in row):
-                raise ValueError(f"chunk row counts must be >= 0, found {row}")
+                raise FieldProblem(f"{info.field_name}[{i}]", "chunk row counts >= 0", row)
         return v
 
     @model_validator(mode="after")
     def _consistent(self) -> "ChunkedGraph":
         if len(self.num_nodes_per_chunk) != len(self.node_type):
-            raise ValueError(
-                f"num_nodes_per_chunk has {len(self.num_nodes_per_chunk)} rows, expected one per node type "
-                f"({len(self.node_type)})"
-            )
+            raise FieldProblem("num_nodes_per_chunk", f"one row per node type ({len(self.node_type)})",
+                               f"{len(self.num_nodes_per_chunk)} rows")
         if len(self.num_edges_per_chunk) != len(self.edge_type):
-            raise ValueError(
-                f"num_edges_per_chunk has {len(self.num_edges_per_chunk)} rows, expected one per edge type "
-                f"({len(self.edge_type)})"
-            )
+            raise FieldProblem("num_edges_per_chunk", f"one row per edge type ({len(self.edge_type)})",
+                               f"{len(self.num_edges_per_chunk)} rows")
         if len(set(self.edge_type)) != len(self.edge_type):
-            raise ValueError(f"edge types repeat: {self.edge_type}")
-        for et in self.edge_type:
-            parsed = EdgeType.parse(et)
+            raise FieldProblem("edge_type", "distinct edge types", self.edge_type)
+        for i, et in enumerate(self.edge_type):
+            try:
+                parsed = EdgeType.parse(et)
+            except ValueError:
+                raise FieldProblem(f"edge_type[{i}]", "a canonical edge type 'src:rel:dst'", repr(et)) from None
             for end in (parsed.src, parsed.dst):
                 if end not in self.node_type:
-                    raise ValueError(f"edge type '{et}' names node type '{end}', not in node_type {self.node_type}")
+                    raise FieldProblem(f"edge_type[{i}]", f"node types from node_type {self.node_type}",
+                                       f"'{end}' in '{et}'")
         for et in self.edges:
             if et not in self.edge_type:
-                raise ValueError(f"edges has edge type '{et}' that is not in edge_type {self.edge_type}")
-        for et in self.edge_type:
+                raise FieldProblem(f"edges['{et}']", f"an edge type listed in edge_type {self.edge_type}", repr(et))
+        for i, et in enumerate(self.edge_type):
             if et not in self.edges:
-                raise ValueError(f"edge type '{et}' has no entry in 'edges'")
+                raise FieldProblem("edges", f"an entry for every edge type, including '{et}'", "none for it")
             n_files = len(self.edges[et].data)
-            n_chunks = len(self.num_edges_per_chunk[self.edge_type.index(et)])
+            n_chunks = len(self.num_edges_per_chunk[i])
             if n_files != n_chunks:
-                raise ValueError(f"edges['{et}'] lists {n_files} files but num_edges_per_chunk has {n_chunks} chunks")
+                raise FieldProblem(f"edges['{et}'].data", f"one file per chunk of num_edges_per_chunk[{i}] ({n_chunks})",
+                                   f"{n_files} files")
         for nt in self.node_data:
             if nt not in self.node_type:
-                raise ValueError(f"node_data has node type '{nt}' that is not in node_type {self.node_type}")
+                raise FieldProblem(f"node_data['{nt}']", f"a node type listed in node_type {self.node_type}", repr(nt))
         for et in self.edge_data:
             if et not in self.edge_type:
-                raise ValueError(f"edge_data has edge type '{et}' that is not in edge_type {self.edge_type}")
-        for feats in list(self.node_data.values()) + list(self.edge_data.values()):
-            for feat in feats:
-                if not feat or "/" in feat:
-                    raise ValueError(f"feature name '{feat}' must be non-empty without '/'")
+                raise FieldProblem(f"edge_data['{et}']", f"an edge type listed in edge_type {self.edge_type}", repr(et))
+        for section in ("node_data", "edge_data"):
+            for owner, feats in getattr(self, section).items():
+                for feat in feats:
+                    if not feat or "/" in feat:
+                        raise FieldProblem(f"{section}['{owner}']", "feature names non-empty without '/'", repr(feat))
         derived_n = [sum(r) for r in self.num_nodes_per_chunk]
         derived_e = [sum(r) for r in self.num_edges_per_chunk]
         if self.num_nodes_per_type is None:
             self.num_nodes_per_type = derived_n
         elif list(self.num_nodes_per_type) != derived_n:
-            raise ValueError(f"num_nodes_per_type {self.num_nodes_per_type} != sums of num_nodes_per_chunk {derived_n}")
+            raise FieldProblem("num_nodes_per_type", f"the sums of num_nodes_per_chunk {derived_n}",
+                               self.num_nodes_per_type)
         if self.num_edges_per_type is None:
             self.num_edges_per_type = derived_e
         elif list(self.num_edges_per_type) != derived_e:
-            raise ValueError(f"num_edges_per_type {self.num_edges_per_type} != sums of num_edges_per_chunk {derived_e}")
+            raise FieldProblem("num_edges_per_type", f"the sums of num_edges_per_chunk {derived_e}",
+                               self.num_edges_per_type)
         return self
 
     # ---- lookups -------------------------------------------------------------------------------------------
@@ -197,12 +210,33 @@ class ChunkedGraph(BaseModel):
         return self.model_dump(mode="json", exclude={"base_dir", "metadata_path"}, exclude_none=True)
 
 
-def _pydantic_message(err: ValidationError) -> tuple[str, str]:
-    """Turn the first pydantic error into (field path, message)."""
+def _field_path(loc: tuple) -> str:
+    """A pydantic location as the user's JSON path: edges['a:b:c'].format.name, node_data['paper']['feat']."""
+    keyed = {"edges": 1, "node_data": 2, "edge_data": 2}.get(loc[0] if loc else "", 0)
+    out = str(loc[0]) if loc else "(top level)"
+    for i, x in enumerate(loc[1:], start=1):
+        out += f"[{x}]" if isinstance(x, int) else (f"['{x}']" if i <= keyed else f".{x}")
+    return out
+
+
+def _pydantic_problem(err: ValidationError) -> tuple[str, str, object]:
+    """Turn the first pydantic error into (field path, expected, found)."""
     first = err.errors()[0]
-    loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
-    msg = first["msg"].removeprefix("Value error, ")
-    return loc, msg
+    ctx = first.get("ctx") or {}
+    if isinstance(ctx.get("error"), FieldProblem):
+        problem = ctx["error"]
+        return problem.field, problem.expected, problem.found
+    loc = _field_path(first["loc"])
+    kind, value = first["type"], first.get("input")
+    if kind == "missing":
+        return loc, "a value (required field)", "nothing"
+    if kind == "too_short":
+        return loc, f"at least {ctx.get('min_length')} item(s)", f"{ctx.get('actual_length')}"
+    if kind == "literal_error":
+        return loc, f"one of {ctx.get('expected')}", repr(value)
+    expected = first["msg"].removeprefix("Value error, ").removeprefix("Input should be ")
+    found = repr(value) if value is not None and len(repr(value)) <= 80 else None
+    return loc, expected, found
 
 
 def parse_metadata(data: dict, base_dir: Path, source: str | Path = "metadata.json") -> ChunkedGraph:
@@ -212,8 +246,8 @@ def parse_metadata(data: dict, base_dir: Path, source: str | Path = "metadata.js
     try:
         graph = ChunkedGraph.model_validate({**data, "base_dir": Path(base_dir)})
     except ValidationError as err:
-        loc, msg = _pydantic_message(err)
-        raise InputError(source, loc, msg) from None
+        field, expected, found = _pydantic_problem(err)
+        raise InputError(source, field, expected, found) from None
     graph.metadata_path = Path(source)
     return graph
 
