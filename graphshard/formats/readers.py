@@ -39,6 +39,10 @@ class ChunkReader:
         """Rows [start, stop) of the file."""
         return self.table(path, fmt)[start:stop]
 
+    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        """A few leading rows (at least one when the file has any), read without loading the whole file."""
+        return self.rows(path, fmt, 0, 1)
+
 
 def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
     """A table of one list column or of N scalar columns as an (n,) or (n, N) array."""
@@ -80,6 +84,13 @@ class ParquetReader(ChunkReader):
         except Exception as err:  # noqa: BLE001
             raise _open_error(path, err) from None
 
+    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        try:
+            batch = next(pq.ParquetFile(path).iter_batches(batch_size=1), None)
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(path, err) from None
+        return self.table(path, fmt) if batch is None else _arrow_to_numpy(pa.Table.from_batches([batch]), path)
+
     def num_rows(self, path: Path, fmt: FileFormat) -> int:
         try:
             return int(pq.ParquetFile(path).metadata.num_rows)
@@ -103,6 +114,17 @@ class CsvReader(ChunkReader):
 
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
         return _arrow_to_numpy(self._read(path, fmt), path)
+
+    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        try:
+            stream = pacsv.open_csv(
+                path,
+                read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 16),
+                parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
+            )
+            return _arrow_to_numpy(pa.Table.from_batches([stream.read_next_batch()]), path)
+        except Exception:  # noqa: BLE001 - empty or unreadable: the full read reports it precisely
+            return self.table(path, fmt)
 
     def num_rows(self, path: Path, fmt: FileFormat) -> int:
         try:
