@@ -1,0 +1,64 @@
+"""The partitioner interface: one subclass per method, each writing `<ntype>.txt` files with ids in [0, nparts)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+from distributed import Client
+
+from graphshard.assign.options import AssignOptions
+from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import ChunkedGraph
+
+TEXT_BLOCK = 1 << 22  # rows per block when streaming an assignment file
+
+
+class Partitioner:
+    """Decides each node's part; `check` refuses options the method cannot honour, before any work is done."""
+
+    name: str = ""
+    #: options this method honours beyond the common ones, e.g. {"balance_ntypes", "objtype"}
+    supports: frozenset[str] = frozenset()
+
+    def check(self, graph: ChunkedGraph, nparts: int, options: AssignOptions) -> None:
+        """Raise GraphshardError for an option the method would otherwise silently ignore."""
+        asked = {
+            "balanced": options.balanced,
+            "balance_ntypes": bool(options.balance_ntypes),
+            "balance_edges": options.balance_edges,
+            "objtype": options.objtype != "cut",
+        }
+        for option, given in asked.items():
+            if given and option not in self.supports:
+                raise GraphshardError(f"method '{self.name}' cannot honour '{option}' "
+                                      f"({self.why_not(option)}); drop the option or choose another method")
+
+    def why_not(self, option: str) -> str:
+        """A short reason shown when an unsupported option is asked for."""
+        return "not implemented by this method"
+
+    def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
+               client: Client | None = None) -> dict:
+        """Write `out/<ntype>.txt` for every node type; return facts for the report (timings, objective, ...)."""
+        raise NotImplementedError
+
+
+def write_blocks(path: Path, blocks: Iterable[np.ndarray]) -> Path:
+    """Stream integer blocks into one text file, one value per line (the `<ntype>.txt` format)."""
+    schema = pa.schema([("p", pa.int64())])
+    with pacsv.CSVWriter(str(path), schema, write_options=pacsv.WriteOptions(include_header=False)) as writer:
+        for block in blocks:
+            writer.write_table(pa.table({"p": np.asarray(block, dtype=np.int64)}, schema=schema))
+    return path
+
+
+def write_homogeneous(graph: ChunkedGraph, parts: np.ndarray, out: Path) -> None:
+    """Split a type-major homogeneous part array into one `<ntype>.txt` per node type."""
+    off = graph.type_node_offsets
+    for t, nt in enumerate(graph.node_type):
+        seg = parts[off[t]:off[t + 1]]
+        write_blocks(out / f"{nt}.txt", (seg[i:i + TEXT_BLOCK] for i in range(0, len(seg), TEXT_BLOCK)))

@@ -1,0 +1,57 @@
+"""Options of the assignment step (`graphshard assign`), with DGL's meanings where DGL has the option.
+
+Fields:
+- `method`: random | metis | parmetis | kaminpar | file.
+- `seed`: every random choice (random draws, METIS/ParMETIS/KaMinPar seeds) derives from it.
+- `balanced` (random): exactly balanced counts per node type (part sizes differ by at most one node).
+- `balance_ntypes` (metis, parmetis): balance classes; every class becomes one 0/1 METIS constraint column, as in
+  DGL's `balance_ntypes`. An entry is either `"ntype"` (one class per node type) or `"<ntype>/<feat>"` (the values of
+  an integer or bool node feature of that type, e.g. `"paper/train_mask"`; nodes of the other types form one class of
+  their own). Several entries combine into product classes; only non-empty classes become columns.
+- `balance_edges` (metis, parmetis): balance in-degrees too; as in DGL, one in-degree column per class (or a single
+  in-degree column when there are no classes, which then replaces the node-count balance).
+- `objtype` (metis): `cut` minimises the edge cut, `vol` the total communication volume.
+- `num_trainers_per_machine`: partition into `num_parts * T` parts, record each node's trainer id
+  (`trainer_ids/<ntype>.txt`), then merge: part = trainer_id // T.
+- `ufactor`: allowed imbalance in thousandths (30 = 1.03), for every constraint.
+- `dir` (file): the user's assignment folder.
+- `mpi_ranks`, `parmetis_lib` (parmetis): number of MPI ranks; path of a `libparmetis.so` (default: Debian's int64
+  PT-Scotch ParMETIS interface).
+- `kaminpar_preset` (kaminpar): one of `kaminpar.context_names()`; `kaminpar_threads`: threads KaMinPar uses.
+- `metis_lib` (metis): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis ships).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+METHODS = ("random", "metis", "parmetis", "kaminpar", "file")
+
+
+class AssignOptions(BaseModel):
+    """How the assignment step decides each node's partition (see the module docstring for every field)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: Literal["random", "metis", "parmetis", "kaminpar", "file"] = "random"
+    seed: int = 0
+    balanced: bool = False
+    balance_ntypes: list[str] = Field(default_factory=list)
+    balance_edges: bool = False
+    objtype: Literal["cut", "vol"] = "cut"
+    num_trainers_per_machine: int = Field(default=1, ge=1)
+    ufactor: int = Field(default=30, ge=1)
+    dir: Path | None = None
+    mpi_ranks: int = Field(default=2, ge=1)
+    parmetis_lib: str | None = None
+    kaminpar_preset: str = "default"
+    kaminpar_threads: int = Field(default=2, ge=1)
+    metis_lib: str | None = None
+
+    @property
+    def has_constraints(self) -> bool:
+        """True when balance columns beyond plain node counts are asked for."""
+        return bool(self.balance_ntypes) or self.balance_edges
