@@ -1,0 +1,80 @@
+"""Benchmark `graphshard generate rmat`: wall time and peak RSS (from /usr/bin/time -v) against a write floor.
+
+The floor, measured in the same run, is a process that only writes the same number of bytes as .npy chunk files
+(zeros, same chunk sizes): the ratio says what generating the values costs beyond the I/O.
+
+    flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/generate.py --edges 100000000 --nodes 5000000 \
+        --chunks 8 --out /work/data/bench-rmat100m
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from datetime import date
+from pathlib import Path
+
+TIME = "/usr/bin/time"
+GRAPHSHARD = str(Path(sys.executable).with_name("graphshard"))
+
+FLOOR = textwrap.dedent("""
+    import sys, numpy as np, os
+    out, sizes = sys.argv[1], [int(x) for x in sys.argv[2:]]
+    os.makedirs(out, exist_ok=True)
+    for i, n in enumerate(sizes):
+        np.save(f"{out}/chunk-{i}.npy", np.zeros(n, dtype=np.uint8))
+""")
+
+
+def timed(cmd: list[str]) -> dict:
+    """Run a command under /usr/bin/time -v; wall seconds and peak RSS in MiB."""
+    proc = subprocess.run([TIME, "-v", *cmd], capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
+    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", proc.stderr).group(1)
+    seconds = sum(float(x) * 60**i for i, x in enumerate(reversed(wall.split(":"))))
+    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
+    return {"wall_s": seconds, "peak_rss_mib": rss_kb / 1024}
+
+
+def folder_file_sizes(folder: Path) -> list[int]:
+    return sorted((p.stat().st_size for p in folder.rglob("*") if p.is_file()), reverse=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edges", type=int, default=100_000_000)
+    ap.add_argument("--nodes", type=int, default=5_000_000)
+    ap.add_argument("--chunks", type=int, default=8)
+    ap.add_argument("--format", default="numpy")
+    ap.add_argument("--out", type=Path, default=Path("/work/data/bench-rmat100m"))
+    ap.add_argument("--keep", action="store_true", help="keep the generated graph (default: delete it)")
+    args = ap.parse_args()
+
+    cmd = [GRAPHSHARD, "generate", "rmat", "--out", str(args.out), "--nodes", str(args.nodes), "--edges",
+           str(args.edges), "--chunks", str(args.chunks), "--format", args.format, "--overwrite"]
+    gen = timed(cmd)
+    sizes = folder_file_sizes(args.out)
+    floor_dir = args.out.with_name(args.out.name + "-floor")
+    floor = timed([sys.executable, "-c", FLOOR, str(floor_dir), *map(str, sizes)])
+    shutil.rmtree(floor_dir)
+    if not args.keep:
+        shutil.rmtree(args.out)
+    total = sum(sizes)
+    print(f"date: {date.today()}  machine: 2 cores, 24 GiB")
+    print(f"command: {' '.join(cmd[1:])}")
+    print(f"| run | wall | peak RSS |\n|---|---|---|")
+    print(f"| generate rmat: {args.edges:,} edges, {args.nodes:,} nodes, {args.chunks} chunks, {args.format}, "
+          f"{total / 2**30:.2f} GiB in {len(sizes)} files | {gen['wall_s']:.1f} s | {gen['peak_rss_mib']:.0f} MiB |")
+    print(f"| floor: write the same {len(sizes)} files as zeros (np.save) | {floor['wall_s']:.1f} s | "
+          f"{floor['peak_rss_mib']:.0f} MiB |")
+    print(f"ratio generate / floor: {gen['wall_s'] / floor['wall_s']:.1f}x wall; "
+          f"{args.edges / gen['wall_s'] / 1e6:.2f} M edges/s")
+
+
+if __name__ == "__main__":
+    main()
