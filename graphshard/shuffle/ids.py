@@ -1,0 +1,98 @@
+"""New (shuffled) IDs from per-block counts: partition-major, then type, then original order (reference §3).
+
+Every node type is cut into blocks; a task counts the nodes of each partition in a block. From the small
+(type, block, partition) count matrix the client derives the first new ID of every (partition, type) group and of
+every (type, block, partition) slice, so each block's nodes get their new IDs independently: no process ever sorts
+the whole graph. Edges use the same arithmetic with (edge type, edge chunk) in place of (node type, block), which
+makes an edge's new ID its position in the concatenation of its owner's buckets in (type, chunk) order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def block_offsets(total: int, block_rows: int) -> np.ndarray:
+    """Offsets [0, b, 2b, ..., total] of fixed-size blocks (one empty block for an empty type)."""
+    return np.append(np.arange(0, total, block_rows, dtype=np.int64), np.int64(total)) if total else np.zeros(2, np.int64)
+
+
+def count_parts(parts: np.ndarray, num_parts: int) -> np.ndarray:
+    """How many entries of `parts` fall in each partition."""
+    return np.bincount(parts, minlength=num_parts).astype(np.int64)
+
+
+def group_order(parts: np.ndarray, num_parts: int) -> np.ndarray:
+    """Stable order that groups entries by partition (a radix sort when the partition ids fit 16 bits)."""
+    key = parts.astype(np.int16, copy=False) if num_parts <= np.iinfo(np.int16).max else parts
+    return np.argsort(key, kind="stable")
+
+
+def ids_in_block(parts: np.ndarray, bases: np.ndarray) -> np.ndarray:
+    """New IDs of a block's entries: `bases[p]` plus the entry's rank among the block's entries of partition p."""
+    num_parts = len(bases)
+    counts = count_parts(parts, num_parts)
+    order = group_order(parts, num_parts)
+    firsts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    out = np.empty(len(parts), dtype=np.int64)
+    sorted_parts = parts[order]
+    out[order] = bases[sorted_parts] + (np.arange(len(parts), dtype=np.int64) - firsts[sorted_parts])
+    return out
+
+
+@dataclass(frozen=True)
+class IdSpace:
+    """The new-ID layout of one kind (nodes or edges) from `counts[t]` = (blocks of type t, partitions) matrices."""
+
+    counts: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, counts: list[np.ndarray]) -> "IdSpace":
+        return cls(tuple(np.asarray(c, dtype=np.int64) for c in counts))
+
+    @property
+    def num_parts(self) -> int:
+        return int(self.counts[0].shape[1])
+
+    @property
+    def num_types(self) -> int:
+        return len(self.counts)
+
+    def group_counts(self) -> np.ndarray:
+        """(partitions, types) sizes of the (partition, type) groups."""
+        return np.stack([c.sum(axis=0) for c in self.counts], axis=1)
+
+    def group_starts(self) -> np.ndarray:
+        """(partitions, types) first new ID of each group, groups laid out partition-major then type."""
+        sizes = self.group_counts()
+        return (np.cumsum(sizes.ravel()) - sizes.ravel()).reshape(sizes.shape)
+
+    def block_bases(self, t: int) -> np.ndarray:
+        """(blocks, partitions) first new ID of the entries of each block of type t owned by each partition."""
+        within = np.cumsum(self.counts[t], axis=0) - self.counts[t]
+        return within + self.group_starts()[:, t][None, :]
+
+    def part_starts(self) -> np.ndarray:
+        """First new ID of each partition, plus the total at the end."""
+        sizes = self.group_counts().sum(axis=1)
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def ranges(self, t: int) -> list[list[int]]:
+        """[[start, end), ...] of type t in every partition (a node_map / edge_map entry)."""
+        starts, sizes = self.group_starts()[:, t], self.group_counts()[:, t]
+        return [[int(s), int(s + n)] for s, n in zip(starts, sizes)]
+
+    def type_of(self, new_ids: np.ndarray) -> np.ndarray:
+        """Type id of each new ID (empty groups are skipped by taking the last group starting at or before it)."""
+        starts = self.group_starts().ravel()
+        return (np.searchsorted(starts, new_ids, side="right") - 1) % self.num_types
+
+    def part_of(self, new_ids: np.ndarray) -> np.ndarray:
+        """Owner partition of each new ID."""
+        return np.searchsorted(self.part_starts(), new_ids, side="right") - 1
+
+    @property
+    def total(self) -> int:
+        return int(sum(c.sum() for c in self.counts))

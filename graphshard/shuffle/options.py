@@ -1,0 +1,35 @@
+"""Options of the shuffle + write step (a contract with the config and flow layers: keep the field names)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class DispatchOptions(BaseModel):
+    """How partitions are built and written.
+
+    `halo_mode` "full" builds the halo exactly as DGL's `partition_graph` does for `halo_hops` (0, 1, >= 2);
+    "in_edges" writes what DGL's distributed pipeline writes: owned in-edges and their sources as halo nodes.
+    `scratch_dir` holds the bucket files of the exchange (default: inside the output's staging folder).
+    `node_block_rows` is the number of nodes one Dask task handles when computing new IDs and routing node features.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    halo_hops: int = Field(default=1, ge=0)
+    halo_mode: Literal["full", "in_edges"] = "full"
+    save_orig_nids: bool = False
+    save_orig_eids: bool = False
+    graph_formats: list[Literal["coo", "csc", "csr"]] = Field(default_factory=lambda: ["coo"])
+    scratch_dir: Path | None = None
+    node_block_rows: int = Field(default=1 << 20, ge=1)
+
+    @field_validator("graph_formats")
+    @classmethod
+    def _formats(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError("graph_formats must name at least one of coo, csc, csr")
+        return list(dict.fromkeys(v))

@@ -1,0 +1,137 @@
+"""One partition's local graph and data, built from its buckets (one Dask task per partition).
+
+Local layout as DGL's `partition_graph` writes it: owned nodes first (local IDs 0..n-1 in new-ID order), then halo
+nodes in new-ID order; owned edges first (new-ID order), then halo edges in new-ID order. Reserved fields carry
+DGL's dtypes (reference §3). Memory is bounded by the partition: owned edges and rows, plus one bucket at a time
+while scanning the other partitions for the halo.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graphshard.shuffle.halo import Edges, find_halo
+from graphshard.shuffle.ids import IdSpace
+from graphshard.shuffle.plan import ShufflePlan
+from graphshard.shuffle.scratch import read_bucket
+
+
+class Stacker:
+    """Concatenates pieces into one preallocated array (no second copy of the whole)."""
+
+    def __init__(self, rows: int):
+        self.rows, self.filled, self.out = rows, 0, None
+
+    def add(self, piece: np.ndarray) -> None:
+        if self.out is None:
+            self.out = np.empty((self.rows, *piece.shape[1:]), dtype=piece.dtype)
+        self.out[self.filled:self.filled + len(piece)] = piece
+        self.filled += len(piece)
+
+    def result(self) -> np.ndarray:
+        assert self.filled == self.rows, (self.filled, self.rows)
+        return self.out if self.out is not None else np.zeros(0, dtype=np.int64)
+
+
+@dataclass
+class PartitionData:
+    """What one partition writes: its local graph and its owned rows."""
+
+    num_nodes: int
+    src: np.ndarray
+    dst: np.ndarray
+    ndata: dict[str, np.ndarray]
+    edata: dict[str, np.ndarray]
+    node_feats: dict[str, np.ndarray] = field(default_factory=dict)
+    edge_feats: dict[str, np.ndarray] = field(default_factory=dict)
+    orig_nids: dict[str, np.ndarray] = field(default_factory=dict)
+    orig_eids: dict[str, np.ndarray] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def _owned_edges(plan: ShufflePlan, part: int, edges: IdSpace) -> tuple[Edges, dict, dict]:
+    """Owned edges in new-ID order (buckets in (type, chunk) order), their features and original IDs."""
+    counts = edges.group_counts()[part]
+    first = int(edges.part_starts()[part])
+    total = int(counts.sum())
+    src, dst = Stacker(total), Stacker(total)
+    etype = np.repeat(np.arange(plan.num_etypes, dtype=np.int32), counts)
+    feats, origs = {}, {}
+    for et, name in enumerate(plan.graph.edge_type):
+        specs = plan.edge_feats[et]
+        stacks = [Stacker(int(counts[et])) for _ in range(len(specs) + plan.options.save_orig_eids)]
+        for chunk in range(plan.num_chunks(et)):
+            records = read_bucket(plan.scratch.edge_bucket(et, chunk, part))
+            src.add(records[0])
+            dst.add(records[1])
+            for stack, rec in zip(stacks, records[2:]):
+                stack.add(rec)
+        if plan.options.save_orig_eids:
+            origs[name] = stacks.pop(0).result()
+        feats.update({f"{name}/{spec.name}": stack.result() for spec, stack in zip(specs, stacks)})
+    owned = Edges(src.result(), dst.result(), np.arange(first, first + total, dtype=np.int64), etype)
+    return owned, feats, origs
+
+
+def _owned_node_rows(plan: ShufflePlan, part: int, nodes: IdSpace) -> tuple[dict, dict]:
+    """Node features and original IDs of the owned nodes, type by type, in new-ID order."""
+    counts = nodes.group_counts()[part]
+    feats, origs = {}, {}
+    for t, name in enumerate(plan.graph.node_type):
+        specs = plan.node_feats[t]
+        n_stacks = len(specs) + plan.options.save_orig_nids
+        if not n_stacks:
+            continue
+        stacks = [Stacker(int(counts[t])) for _ in range(n_stacks)]
+        for block in range(plan.num_blocks(t)):
+            for stack, rec in zip(stacks, read_bucket(plan.scratch.node_bucket(t, block, part))):
+                stack.add(rec)
+        if plan.options.save_orig_nids:
+            origs[name] = stacks.pop(0).result().astype(np.int64, copy=False)
+        feats.update({f"{name}/{spec.name}": stack.result() for spec, stack in zip(specs, stacks)})
+    return feats, origs
+
+
+def _to_local(ids: np.ndarray, lo: int, hi: int, halo_nodes: np.ndarray) -> np.ndarray:
+    """Local IDs: owned node x -> x - lo, halo node -> (hi - lo) + its rank among the halo nodes."""
+    out = ids - lo
+    outside = (ids < lo) | (ids >= hi)
+    out[outside] = (hi - lo) + np.searchsorted(halo_nodes, ids[outside])
+    return out
+
+
+def build_partition(plan: ShufflePlan, part: int, nodes: IdSpace, edges: IdSpace) -> PartitionData:
+    """The local graph, reserved fields, features and original IDs of partition `part`."""
+    lo, hi = (int(x) for x in nodes.part_starts()[part:part + 2])
+    owned, edge_feats, orig_eids = _owned_edges(plan, part, edges)
+    if plan.options.halo_hops == 0:  # DGL keeps only the edges between owned nodes
+        owned = owned.take(np.flatnonzero((owned.src >= lo) & (owned.src < hi)))
+        halo_edges, halo_nodes = Edges.concat([]), np.zeros(0, dtype=np.int64)
+    else:
+        halo_edges, halo_nodes = find_halo(plan, part, nodes, edges, owned.src)
+    node_feats, orig_nids = _owned_node_rows(plan, part, nodes)
+    n_inner, n_halo = hi - lo, len(halo_nodes)
+    node_ids = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo_nodes.astype(np.int64)])
+    all_edges = Edges.concat([owned, halo_edges])
+    ndata = {
+        "_ID": node_ids,
+        "inner_node": np.concatenate([np.ones(n_inner, np.uint8), np.zeros(n_halo, np.uint8)]),
+        "part_id": np.concatenate([np.full(n_inner, part, np.int64), nodes.part_of(halo_nodes).astype(np.int64)]),
+        "_TYPE": nodes.type_of(node_ids).astype(np.int16),
+    }
+    edata = {
+        "_ID": all_edges.eid.astype(np.int64, copy=False),
+        "inner_edge": np.concatenate([np.ones(len(owned.src), np.uint8), np.zeros(len(halo_edges.src), np.uint8)]),
+        "_TYPE": all_edges.etype.astype(np.int32, copy=False),
+    }
+    return PartitionData(
+        num_nodes=n_inner + n_halo,
+        src=_to_local(all_edges.src, lo, hi, halo_nodes),
+        dst=_to_local(all_edges.dst, lo, hi, halo_nodes),
+        ndata=ndata, edata=edata, node_feats=node_feats, edge_feats=edge_feats,
+        orig_nids=orig_nids, orig_eids=orig_eids,
+        stats={"part": part, "inner_nodes": n_inner, "halo_nodes": n_halo,
+               "inner_edges": len(owned.src), "halo_edges": len(halo_edges.src)},
+    )

@@ -1,0 +1,85 @@
+"""What every shuffle task needs to know, in one small picklable object (no arrays beyond offsets)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphshard.errors import InputError
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
+from graphshard.formats.readers import RowIndex
+from graphshard.shuffle.ids import block_offsets
+from graphshard.shuffle.options import DispatchOptions
+from graphshard.shuffle.scratch import Scratch
+
+
+@dataclass(frozen=True)
+class FeatureSpec:
+    """One node or edge feature: its owner type, name, chunk files and where its rows live across them."""
+
+    type_id: int
+    name: str
+    spec: ChunkFileSpec
+    index: RowIndex
+
+
+@dataclass(frozen=True)
+class ShufflePlan:
+    """The graph, the scratch layout, the partition count, the options, the node blocks and the features."""
+
+    graph: ChunkedGraph
+    scratch: Scratch
+    num_parts: int
+    options: DispatchOptions
+    node_blocks: tuple[np.ndarray, ...]
+    node_feats: tuple[tuple[FeatureSpec, ...], ...]
+    edge_feats: tuple[tuple[FeatureSpec, ...], ...]
+
+    @property
+    def num_ntypes(self) -> int:
+        return len(self.graph.node_type)
+
+    @property
+    def num_etypes(self) -> int:
+        return len(self.graph.edge_type)
+
+    def num_blocks(self, ntype_id: int) -> int:
+        return len(self.node_blocks[ntype_id]) - 1
+
+    def num_chunks(self, etype_id: int) -> int:
+        return len(self.graph.num_edges_per_chunk[etype_id])
+
+
+def feature_index(kind: str, type_name: str, feat: str, expected_rows: int, *, graph: ChunkedGraph) -> RowIndex:
+    """Row offsets of a feature's files, checked against the node or edge count of its type."""
+    spec = (graph.node_data if kind == "node" else graph.edge_data)[type_name][feat]
+    index = RowIndex.of(graph, spec)
+    if index.total != expected_rows:
+        where = "node_data" if kind == "node" else "edge_data"
+        raise InputError(graph.metadata_path, f"{where}['{type_name}']['{feat}']",
+                         f"{expected_rows} rows in total (one per {kind} of '{type_name}')", f"{index.total} rows")
+    return index
+
+
+def make_plan(graph: ChunkedGraph, scratch: Scratch, num_parts: int, options: DispatchOptions,
+              indexes: dict[tuple[str, str, str], RowIndex] | None) -> ShufflePlan:
+    """Assemble the plan; `indexes` maps (kind, type name, feature) to the feature's row index (None: no features,
+    enough for the steps that do not read them)."""
+    def feats(kind: str, names: list[str], data: dict) -> tuple[tuple[FeatureSpec, ...], ...]:
+        return tuple(tuple(FeatureSpec(t, f, spec, indexes[(kind, name, f)])
+                           for f, spec in data.get(name, {}).items() if indexes is not None)
+                     for t, name in enumerate(names))
+
+    return ShufflePlan(
+        graph=graph, scratch=scratch, num_parts=num_parts, options=options,
+        node_blocks=tuple(block_offsets(graph.num_nodes(nt), options.node_block_rows) for nt in graph.node_type),
+        node_feats=feats("node", graph.node_type, graph.node_data),
+        edge_feats=feats("edge", graph.edge_type, graph.edge_data),
+    )
+
+
+def feature_keys(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
+    """(kind, type name, feature, expected rows) of every node and edge feature of the graph."""
+    keys = [("node", nt, f, graph.num_nodes(nt)) for nt, feats in graph.node_data.items() for f in feats]
+    return keys + [("edge", et, f, graph.num_edges(et)) for et, feats in graph.edge_data.items() for f in feats]
