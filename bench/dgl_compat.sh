@@ -16,7 +16,8 @@ export PIP_CONFIG_FILE=/dev/null
 # First choice per issue 4; the fallback is the combination recorded in shared/reference/figures.md.
 PRIMARY=("dgl==2.1.0" "torch==2.1.2" "torchdata==0.7.1")
 FALLBACK=("dgl==2.1.0" "torch==2.2.1" "torchdata==0.8.0")
-COMMON=("numpy<2" "setuptools<70" pydantic pyyaml pyarrow psutil pytest pytest-timeout)
+# pyarrow 26 refuses numpy < 2 at import ("requires NumPy 2.0 or newer"); 20.0 is checked to work with numpy 1.26.
+COMMON=("numpy<2" "setuptools<70" pydantic pyyaml "pyarrow<21" psutil pytest pytest-timeout)
 
 setup() {
     local pip="$DGL_VENV/bin/pip"
@@ -34,16 +35,19 @@ setup() {
     fi
     # Keep later installs from moving numpy/torch/dgl.
     local constraints="$DGL_VENV/dgl-constraints.txt"
-    printf '%s\n' "${pins[@]}" "numpy<2" "setuptools<70" > "$constraints"
+    printf '%s\n' "${pins[@]}" "numpy<2" "setuptools<70" "pyarrow<21" > "$constraints"
     "$pip" install --no-deps -e "$REPO"
     # graphshard's other dependencies, each only if it resolves under numpy<2 (dask runs the dispatch; prefect is optional).
     local dep
-    for dep in "dask[dataframe,distributed]" pymetis kaminpar matplotlib "prefect==3.8.8" "prefect-dask==0.3.7" "fastapi<0.151"; do
-        "$pip" install -c "$constraints" "$dep" || echo "dgl_compat: optional dependency $dep not installed" >&2
+    for dep in "dask[dataframe,distributed]" pymetis cmeel-metis kaminpar matplotlib \
+               "prefect==3.8.8 prefect-dask==0.3.7 fastapi<0.151"; do
+        # shellcheck disable=SC2086  # the prefect group is three requirements installed together
+        "$pip" install -c "$constraints" $dep || echo "dgl_compat: optional dependency $dep not installed" >&2
     done
     "$DGL_VENV/bin/python" - <<'PY'
-import dgl, torch, numpy, graphshard.formats
-print(f"dgl {dgl.__version__} torch {torch.__version__} numpy {numpy.__version__}: graphshard.formats imports")
+import dgl, torch, numpy, pyarrow, graphshard.formats.readers, graphshard.formats.dgl_binary
+print(f"dgl {dgl.__version__} torch {torch.__version__} numpy {numpy.__version__} pyarrow {pyarrow.__version__}: "
+      "graphshard.formats imports")
 PY
 }
 

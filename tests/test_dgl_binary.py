@@ -182,3 +182,19 @@ def test_memmap_input_round_trips(tmp_path: Path) -> None:
     mm[:] = np.arange(1_000_000)
     save_tensor_dict(tmp_path / "t.dgl", {"ids": mm})
     np.testing.assert_array_equal(load_tensor_dict(tmp_path / "t.dgl")["ids"], mm)
+
+
+def test_csc_rows_are_sorted_by_edge_type_when_typed(tmp_path: Path) -> None:
+    """Like DGL's partitioner (sort_csc_by_tag), in-edges of a node are grouped by `_TYPE`, then edge-ID order."""
+    src, dst = np.array([0, 1, 2, 3, 0]), np.array([4, 4, 4, 4, 1])
+    etype = np.array([1, 0, 1, 0, 0], dtype=np.int32)
+    indptr, indices, eids = compressed(dst, src, 5, etype)
+    np.testing.assert_array_equal(indptr, [0, 0, 1, 1, 1, 5])
+    np.testing.assert_array_equal(eids, [4, 1, 3, 0, 2])
+    np.testing.assert_array_equal(indices, [0, 1, 3, 0, 2])
+    save_graph(tmp_path / "g.dgl", 5, src, dst, edata={"_TYPE": etype}, formats=("csc",))
+    raw = (tmp_path / "g.dgl").read_bytes()
+    assert eids.tobytes() in raw
+    g = load_graph(tmp_path / "g.dgl")
+    np.testing.assert_array_equal(g.src, src)
+    np.testing.assert_array_equal(g.dst, dst)

@@ -120,9 +120,11 @@ def _write_metagraph(f: BinaryIO) -> None:
     _write_sparse(f, CSR_MAGIC, 1, 1, (np.array([0, 1], dtype=np.int64), zero, zero), (False,))
 
 
-def compressed(rows: np.ndarray, cols: np.ndarray, num_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR of (rows, cols): indptr, indices, edge IDs; edges inside a row keep edge-ID order."""
-    order = np.argsort(rows, kind="stable")
+def compressed(rows: np.ndarray, cols: np.ndarray, num_rows: int, tags: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR of (rows, cols): indptr, indices, edge IDs; inside a row edges are in tag order (as DGL's
+    `sort_csr_by_tag` leaves them for typed sampling), then edge-ID order."""
+    order = np.argsort(rows, kind="stable") if tags is None else np.lexsort((tags, rows))
     indptr = np.zeros(num_rows + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=num_rows), out=indptr[1:])
     return indptr, cols[order], order.astype(np.int64, copy=False)
@@ -152,7 +154,10 @@ def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> Non
 def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarray,
                ndata: Mapping[str, np.ndarray] | None = None, edata: Mapping[str, np.ndarray] | None = None,
                formats: Sequence[str] = ("coo",)) -> None:
-    """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl`; COO always, CSR/CSC when asked."""
+    """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl`; COO always, CSR/CSC when asked.
+
+    CSR/CSC rows are sorted by `edata["_TYPE"]` when present, as DGL's partitioner saves heterogeneous partitions.
+    """
     src = _storable(np.asarray(src, dtype=np.int64))
     dst = _storable(np.asarray(dst, dtype=np.int64))
     ndata, edata = dict(ndata or {}), dict(edata or {})
@@ -189,7 +194,8 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
                 _write_sparse(f, COO_MAGIC, num_nodes, num_nodes, (src, dst, _EMPTY_IDS), (False, False))
             else:
                 rows, cols = (src, dst) if name == "csr" else (dst, src)
-                _write_sparse(f, CSR_MAGIC, num_nodes, num_nodes, compressed(rows, cols, num_nodes), (False,))
+                arrays = compressed(rows, cols, num_nodes, edata.get("_TYPE"))
+                _write_sparse(f, CSR_MAGIC, num_nodes, num_nodes, arrays, (False,))
         f.write(_U64.pack(1) + _I64.pack(num_nodes))  # nodes per type
         for tensors in (ndata, edata):
             _write_u64(f, 1)
