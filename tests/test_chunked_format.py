@@ -1,0 +1,136 @@
+"""The metadata.json model and the chunk writer: derived counts, paths, csv delimiters, parquet list columns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.chunked import load_metadata, parse_metadata
+from graphshard.formats.chunked_writer import ChunkedGraphWriter
+from graphshard.formats.readers import read_chunk, read_edge_chunk, read_rows
+from graphshard.ingest import check_graph
+
+
+def _tiny(out: Path, fmt: str = "numpy", delimiter: str = " ") -> Path:
+    w = ChunkedGraphWriter(out, "tiny", ["a", "b"], ["a:r:b", "b:s:a"], delimiter=delimiter)
+    w.add_edges("a:r:b", np.array([0, 1, 2]), np.array([1, 0, 1]), fmt)
+    w.add_edges("a:r:b", np.array([2]), np.array([0]), fmt)
+    w.add_edges("b:s:a", np.array([0, 1]), np.array([2, 2]), fmt)
+    w.set_node_chunks("a", [2, 1])
+    w.set_node_chunks("b", [2])
+    x = np.arange(6, dtype=np.float32).reshape(3, 2)
+    w.add_node_feature("a", "x", x[:2], fmt)
+    w.add_node_feature("a", "x", x[2:], fmt)
+    w.add_edge_feature("b:s:a", "w", np.array([0.5, 1.5]), fmt)
+    return w.finish()
+
+
+@pytest.mark.parametrize("delimiter", [" ", ",", "\t", "|"])
+def test_csv_delimiter_is_honoured(tmp_path, delimiter):
+    meta = _tiny(tmp_path / "g", "csv", delimiter)
+    g = load_metadata(meta)
+    assert g.edges["a:r:b"].format.delimiter == delimiter
+    first = (meta.parent / g.edges["a:r:b"].data[0]).read_text().splitlines()[0]
+    assert first == f"0{delimiter}1"
+    src, dst = read_edge_chunk(g, "a:r:b", 0)
+    assert src.tolist() == [0, 1, 2] and dst.tolist() == [1, 0, 1]
+    assert read_rows(g, g.node_data["a"]["x"], 0, 3).tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert check_graph(g) == []
+
+
+def test_csv_read_with_the_wrong_delimiter_names_it(tmp_path):
+    meta = _tiny(tmp_path / "g", "csv", ",")
+    data = json.loads(meta.read_text())
+    data["edges"]["a:r:b"]["format"]["delimiter"] = " "
+    meta.write_text(json.dumps(data))
+    problems = check_graph(meta)
+    assert problems and all(p.field.startswith("edges['a:r:b']") for p in problems)
+    assert "2 columns" in str(problems[0]) or "format.delimiter" in str(problems[0])
+
+
+def test_counts_are_derived_accepted_or_rejected(tmp_path):
+    meta = _tiny(tmp_path / "g")
+    data = json.loads(meta.read_text())
+    assert data["num_nodes_per_type"] == [3, 2] and data["num_edges_per_type"] == [4, 2]
+    derived = {k: v for k, v in data.items() if k not in ("num_nodes_per_type", "num_edges_per_type")}
+    g = parse_metadata(derived, meta.parent)
+    assert g.num_nodes_per_type == [3, 2] and g.num_edges("a:r:b") == 4 and g.total_nodes == 5
+    assert parse_metadata(data, meta.parent).num_edges_per_type == [4, 2]
+    with pytest.raises(InputError, match=r"field 'num_edges_per_type': expected the sums of num_edges_per_chunk \[4, 2\]"):
+        parse_metadata({**data, "num_edges_per_type": [4, 3]}, meta.parent)
+
+
+def test_offsets_and_lookups(tmp_path):
+    g = load_metadata(_tiny(tmp_path / "g"))
+    assert g.node_chunk_offsets("a").tolist() == [0, 2, 3]
+    assert g.edge_chunk_offsets("a:r:b").tolist() == [0, 3, 4]
+    assert g.type_node_offsets.tolist() == [0, 3, 5]
+    assert g.canonical("b:s:a").src == "b" and g.etype_id("b:s:a") == 1 and not g.is_homogeneous
+
+
+def test_relative_and_absolute_paths(tmp_path):
+    meta = _tiny(tmp_path / "g")
+    data = json.loads(meta.read_text())
+    moved = tmp_path / "elsewhere.npy"
+    (meta.parent / data["node_data"]["a"]["x"]["data"][1]).rename(moved)
+    data["node_data"]["a"]["x"]["data"][1] = str(moved)
+    meta.write_text(json.dumps(data))
+    g = load_metadata(meta.parent)  # a folder finds its metadata.json
+    assert g.path(data["node_data"]["a"]["x"]["data"][0]) == meta.parent / data["node_data"]["a"]["x"]["data"][0]
+    assert g.path(str(moved)) == moved
+    assert read_rows(g, g.node_data["a"]["x"], 0, 3)[2].tolist() == [4, 5]
+    assert check_graph(g) == []
+
+
+def test_parquet_list_column_feature(tmp_path):
+    meta = _tiny(tmp_path / "g", "parquet")
+    data = json.loads(meta.read_text())
+    path = meta.parent / data["node_data"]["a"]["x"]["data"][0]
+    pq.write_table(pa.table({"x": pa.array([[0.0, 1.0], [2.0, 3.0]], type=pa.list_(pa.float32()))}), path)
+    g = load_metadata(meta)
+    arr = read_chunk(g, g.node_data["a"]["x"], 0)
+    assert arr.shape == (2, 2) and arr.dtype == np.float32 and arr.tolist() == [[0, 1], [2, 3]]
+    assert check_graph(g) == []
+
+
+def test_parquet_edges_use_first_two_columns(tmp_path):
+    meta = _tiny(tmp_path / "g", "parquet")
+    data = json.loads(meta.read_text())
+    path = meta.parent / data["edges"]["b:s:a"]["data"][0]
+    pq.write_table(pa.table({"s": [0, 1], "d": [2, 2], "extra": [9, 9]}), path)
+    src, dst = read_edge_chunk(load_metadata(meta), "b:s:a", 0)
+    assert src.tolist() == [0, 1] and dst.tolist() == [2, 2]
+
+
+def test_writer_failure_leaves_nothing(tmp_path):
+    with pytest.raises(GraphshardError, match="unsupported chunk format"):
+        with ChunkedGraphWriter(tmp_path / "g", "tiny", ["a"], ["a:r:a"]) as w:
+            w.add_edges("a:r:a", np.array([0]), np.array([0]), "numpy")
+            w.add_node_feature("a", "x", np.array([0]), "hdf5")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_metadata_problems_name_the_field(tmp_path):
+    meta = _tiny(tmp_path / "g")
+    base = json.loads(meta.read_text())
+    cases = [
+        (lambda d: d["num_nodes_per_chunk"].pop(), "num_nodes_per_chunk", "one row per node type (2)"),
+        (lambda d: d["num_edges_per_chunk"][0].append(1), "edges['a:r:b'].data", "one file per chunk"),
+        (lambda d: d["node_data"].update(c={}), "node_data['c']", "node type listed in node_type"),
+        (lambda d: d["edge_type"].__setitem__(0, "a:r:z"), "edge_type[0]", "'z' in 'a:r:z'"),
+        (lambda d: d.update(graph_name="a-b"), "graph_name", "letters, digits and '_'"),
+        (lambda d: d["num_nodes_per_chunk"][1].__setitem__(0, -2), "num_nodes_per_chunk[1]", ">= 0"),
+        (lambda d: d.pop("edges"), "edges", "required field"),
+    ]
+    for edit, field, expected in cases:
+        data = json.loads(json.dumps(base))
+        edit(data)
+        with pytest.raises(InputError) as err:
+            parse_metadata(data, meta.parent, meta)
+        assert err.value.field == field and expected in str(err.value) and str(meta) in str(err.value), str(err.value)

@@ -1,0 +1,103 @@
+"""Round trips: generate -> read -> the same arrays, in every format and chunk count; row-range reads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.readers import RowIndex, chunk_row_counts, read_chunk, read_edge_chunk, read_rows, reader_for
+from graphshard.generate.common import chunk_bounds, chunk_rng
+from graphshard.generate import mag, rmat
+
+FORMATS = ["numpy", "parquet", "csv", "mixed"]
+LOSSLESS_DTYPES = ("numpy", "parquet")  # csv reads float32 back as float64, int16 as int64: values still equal
+
+
+def _same(read: np.ndarray, expected: np.ndarray, fmt: str) -> None:
+    assert read.shape == expected.shape
+    if fmt in LOSSLESS_DTYPES:
+        assert read.dtype == expected.dtype
+    assert np.array_equal(read.astype(expected.dtype), expected)
+
+
+@pytest.mark.parametrize("chunks", [1, 3, 7])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_rmat_round_trip(make_graph, fmt, chunks):
+    nodes, edges, seed = 500, 3000, 11
+    g = load_metadata(make_graph("rmat", nodes=nodes, edges=edges, chunks=chunks, fmt=fmt, seed=seed, feat_dim=5))
+    et, nt = rmat.ETYPE, rmat.NTYPE
+    assert g.num_edges_per_chunk == [np.diff(chunk_bounds(edges, chunks)).tolist()]
+    assert g.num_nodes_per_chunk == [np.diff(chunk_bounds(nodes, chunks)).tolist()]
+    e_bounds, n_bounds = chunk_bounds(edges, chunks), chunk_bounds(nodes, chunks)
+    for i in range(chunks):
+        src, dst, weight = rmat.edge_chunk(seed, i, e_bounds[i + 1] - e_bounds[i], nodes)
+        r_src, r_dst = read_edge_chunk(g, et, i)
+        assert np.array_equal(r_src, src) and np.array_equal(r_dst, dst)
+        _same(read_chunk(g, g.edge_data[et]["weight"], i), weight, g.edge_data[et]["weight"].format.name)
+        feats = rmat.node_features(chunk_rng(seed, "rmat:nodes", i), n_bounds[i + 1] - n_bounds[i], 5)
+        for name, arr in feats.items():
+            spec = g.node_data[nt][name]
+            _same(read_chunk(g, spec, i), arr, spec.format.name)
+    if fmt == "mixed":
+        used = {g.edges[et].format.name} | {s.format.name for s in g.node_data[nt].values()}
+        assert used == {"csv", "numpy", "parquet"}
+
+
+@pytest.mark.parametrize("chunks", [1, 3, 7])
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_mag_round_trip(make_graph, fmt, chunks):
+    seed, papers = 4, 200
+    g = load_metadata(make_graph("mag", papers=papers, chunks=chunks, fmt=fmt, seed=seed))
+    counts = mag.node_counts(papers, chunks)
+    assert dict(zip(g.node_type, g.num_nodes_per_type)) == counts
+    for relation in mag.RELATIONS:
+        s, r, d = relation[:3]
+        fwd, rev = mag.forward_etype(s, r, d), mag.reverse_etype(s, r, d)
+        bounds = chunk_bounds(g.num_edges(fwd), chunks)
+        assert len(g.edges[fwd].data) == chunks == len(g.edges[rev].data)
+        for i in range(chunks):
+            src, dst = mag.edge_chunk(seed, relation, i, bounds[i + 1] - bounds[i], counts)
+            f_src, f_dst = read_edge_chunk(g, fwd, i)
+            r_src, r_dst = read_edge_chunk(g, rev, i)
+            assert np.array_equal(f_src, src) and np.array_equal(f_dst, dst)
+            assert np.array_equal(r_src, dst) and np.array_equal(r_dst, src)
+    n = counts["paper"]
+    feat_bounds = chunk_bounds(n, chunks + 1)
+    expected_feat = np.concatenate([
+        chunk_rng(seed, "mag:paper:feat", i).standard_normal((feat_bounds[i + 1] - feat_bounds[i], 16),
+                                                             dtype=np.float32)
+        for i in range(chunks + 1)])
+    spec = g.node_data["paper"]["feat"]
+    assert len(spec.data) == chunks + 1
+    _same(read_rows(g, spec, 0, n), expected_feat, spec.format.name)
+    bounds = chunk_bounds(n, chunks)
+    for i in range(chunks):
+        for name, arr in mag.paper_columns(chunk_rng(seed, "mag:paper", i), bounds[i + 1] - bounds[i]).items():
+            spec = g.node_data["paper"][name]
+            _same(read_chunk(g, spec, i), arr, spec.format.name)
+            # the same rows through read_rows, whose request crosses the feat files' different boundaries
+            _same(read_rows(g, spec, bounds[i], bounds[i + 1]), arr, spec.format.name)
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "parquet", "csv"])
+def test_read_rows_across_file_boundaries(make_graph, fmt):
+    g = load_metadata(make_graph("mag", papers=200, chunks=3, fmt=fmt, seed=4))
+    spec = g.node_data["paper"]["feat"]
+    index = RowIndex.of(g, spec)
+    assert chunk_row_counts(g, spec) == np.diff(chunk_bounds(200, 4)).tolist()
+    assert index.total == 200 and index.offsets.tolist() == chunk_bounds(200, 4)
+    whole = read_rows(g, spec, 0, 200, index)
+    for start, stop in [(0, 1), (45, 55), (49, 151), (199, 200), (0, 200), (120, 120)]:
+        part = read_rows(g, spec, start, stop, index)
+        assert np.array_equal(part, whole[start:stop]) and part.shape == (stop - start, 16)
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "parquet", "csv"])
+def test_head_reads_leading_rows(make_graph, fmt):
+    g = load_metadata(make_graph("rmat", nodes=300, edges=1000, chunks=2, fmt=fmt))
+    for spec in [g.edges[rmat.ETYPE], *g.node_data[rmat.NTYPE].values(), g.edge_data[rmat.ETYPE]["weight"]]:
+        full = read_chunk(g, spec, 0)
+        head = reader_for(spec.format).head(g.path(spec.data[0]), spec.format)
+        assert 1 <= len(head) <= len(full) and head.shape[1:] == full.shape[1:] and head.dtype == full.dtype
+        assert np.array_equal(head, full[: len(head)])
