@@ -1,0 +1,222 @@
+"""dispatch(): generated graphs -> partitions, re-read and checked against the input (tests/invariants.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from graphshard.cli import main
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.assignment import write_meta, write_parts
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.dgl_binary import load_graph
+from graphshard.shuffle import DispatchOptions, dispatch
+from invariants import check_partitions
+
+ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
+
+
+@pytest.fixture(scope="session")
+def shuffle_client():
+    """One small LocalCluster for the whole session (2 workers x 1 thread, like the target machine)."""
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def random_assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0,
+                      fixed: dict[str, int] | None = None) -> Path:
+    """A seeded random assignment folder; node types in `fixed` go entirely to the given partition."""
+    g = load_metadata(metadata)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for nt in g.node_type:
+        n = g.num_nodes(nt)
+        parts = np.full(n, fixed[nt]) if fixed and nt in fixed else rng.integers(0, num_parts, n)
+        write_parts(folder, nt, parts)
+    write_meta(folder, num_parts, "random")
+    return folder
+
+
+def run_and_check(client, metadata, tmp_path, num_parts, halo_mode="full", seed=0, fixed=None, **options):
+    asg = random_assignment(metadata, tmp_path / "asg", num_parts, seed, fixed)
+    opts = DispatchOptions(halo_mode=halo_mode, **options)
+    config = dispatch(metadata, asg, tmp_path / "out", opts, client)
+    assert config == (tmp_path / "out" / f"{load_metadata(metadata).graph_name}.json").resolve()
+    return config, check_partitions(config, metadata, asg, halo_mode)
+
+
+@pytest.mark.parametrize("fmt,chunks,num_parts,hops", [
+    ("numpy", 3, 1, 1),
+    ("csv", 2, 2, 1),
+    ("parquet", 4, 4, 2),
+    ("mixed", 3, 7, 1),
+    ("numpy", 3, 4, 0),
+    ("numpy", 1, 4, 3),
+])
+def test_homogeneous(shuffle_client, make_graph, tmp_path, fmt, chunks, num_parts, hops):
+    md = make_graph("rmat", nodes=400, edges=3000, chunks=chunks, fmt=fmt, seed=1)
+    _, totals = run_and_check(shuffle_client, md, tmp_path, num_parts, halo_hops=hops, **ALL_ORIG)
+    if num_parts > 1 and hops > 0:
+        assert totals["halo_nodes"] > 0 and totals["halo_edges"] > 0
+
+
+@pytest.mark.parametrize("fmt,num_parts,hops", [("numpy", 2, 1), ("parquet", 4, 2), ("csv", 7, 1), ("mixed", 4, 1)])
+def test_heterogeneous_with_empty_types(shuffle_client, make_graph, tmp_path, fmt, num_parts, hops):
+    """MAG-like graph; every institution in the last partition, so the other partitions have none of them."""
+    md = make_graph("mag", papers=200, chunks=3, fmt=fmt, seed=2)
+    config, _ = run_and_check(shuffle_client, md, tmp_path, num_parts, halo_hops=hops,
+                              fixed={"institution": num_parts - 1}, **ALL_ORIG)
+    node_map = json.loads(config.read_text())["node_map"]["institution"]
+    assert [hi - lo for lo, hi in node_map[:-1]] == [0] * (num_parts - 1)
+
+
+def test_in_edges_mode_and_small_blocks(shuffle_client, make_graph, tmp_path):
+    """DGL's pipeline halo (owned in-edges only); several node blocks per type; no orig-ID files."""
+    md = make_graph("mag", papers=200, chunks=2, fmt="numpy", seed=3)
+    config, _ = run_and_check(shuffle_client, md, tmp_path, 3, halo_mode="in_edges", node_block_rows=37)
+    assert not list(config.parent.glob("part*/orig_*.dgl"))
+
+
+def test_csc_and_hops_two_on_heterogeneous(shuffle_client, make_graph, tmp_path):
+    md = make_graph("mag", papers=150, chunks=2, fmt="numpy", seed=4)
+    config, _ = run_and_check(shuffle_client, md, tmp_path, 3, halo_hops=2, graph_formats=["coo", "csc"],
+                              **ALL_ORIG)
+    assert load_graph(config.parent / "part0" / "graph.dgl").formats == ("coo", "csc")
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {str(p.relative_to(folder)): hashlib.blake2b(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_deterministic_and_overwrite(shuffle_client, make_graph, tmp_path):
+    md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=5)
+    asg = random_assignment(md, tmp_path / "asg", 3, seed=5)
+    opts = DispatchOptions(**ALL_ORIG)
+    dispatch(md, asg, tmp_path / "a", opts, shuffle_client)
+    dispatch(md, asg, tmp_path / "b", opts, shuffle_client, overwrite=False)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    assert not list(tmp_path.glob(".*")), "staging or scratch folders left behind"
+    with pytest.raises(GraphshardError, match="output folder exists"):
+        dispatch(md, asg, tmp_path / "a", opts, shuffle_client)
+    dispatch(md, asg, tmp_path / "a", DispatchOptions(), shuffle_client, overwrite=True)
+    assert not (tmp_path / "a" / "part0" / "orig_nids.dgl").exists()
+
+
+def test_scratch_dir_is_cleaned(shuffle_client, make_graph, tmp_path):
+    md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=5)
+    asg = random_assignment(md, tmp_path / "asg", 2)
+    scratch = tmp_path / "scratch"
+    dispatch(md, asg, tmp_path / "out", DispatchOptions(scratch_dir=scratch), shuffle_client)
+    assert scratch.is_dir() and not any(scratch.iterdir())
+
+
+# ---- bad input: a clear error naming the file, and no output folder ------------------------------------------
+
+def _broken(tmp_path, md, how):
+    asg = random_assignment(md, tmp_path / "asg", 3)
+    g = load_metadata(md)
+    if how == "line count":
+        path = asg / f"{g.node_type[0]}.txt"
+        path.write_text("\n".join(path.read_text().splitlines()[:-1]) + "\n")
+    elif how == "num_parts":
+        write_meta(asg, 2, "random")
+    elif how == "missing type":
+        (asg / f"{g.node_type[-1]}.txt").unlink()
+    elif how == "no meta":
+        (asg / "partition_meta.json").unlink()
+    return asg
+
+
+@pytest.mark.parametrize("how,message", [
+    ("line count", "line count"),
+    ("num_parts", r"partition id in \[0, 2\)"),
+    ("missing type", "no such file"),
+    ("no meta", "partition_meta.json"),
+])
+def test_bad_assignment(shuffle_client, make_graph, tmp_path, how, message):
+    md = make_graph("mag", papers=100, chunks=2, seed=6)
+    asg = _broken(tmp_path, md, how)
+    with pytest.raises(InputError, match=message) as err:
+        dispatch(md, asg, tmp_path / "out", DispatchOptions(), shuffle_client)
+    assert str(asg) in str(err.value)
+    assert not (tmp_path / "out").exists()
+    assert not list(tmp_path.glob(".out*")), "staging folder left behind"
+
+
+def test_bad_edge_ids(shuffle_client, make_graph, tmp_path):
+    """An edge naming a node beyond its type's count is reported with its file, and nothing is published."""
+    src_md = make_graph("rmat", nodes=200, edges=1000, chunks=2, seed=7)
+    graph_dir = tmp_path / "graph"
+    shutil.copytree(src_md.parent, graph_dir)
+    g = load_metadata(graph_dir / "metadata.json")
+    edge_file = g.path(g.edges[g.edge_type[0]].data[1])
+    edges = np.load(edge_file)
+    edges[5, 1] = 10_000
+    np.save(edge_file, edges)
+    asg = random_assignment(graph_dir / "metadata.json", tmp_path / "asg", 2)
+    with pytest.raises(InputError, match=r"destination IDs of node type '_N' in \[0, 200\), found 10000 on row 5"):
+        dispatch(graph_dir / "metadata.json", asg, tmp_path / "out", DispatchOptions(), shuffle_client)
+    assert not (tmp_path / "out").exists()
+
+
+def test_unwritable_output(shuffle_client, make_graph, tmp_path):
+    md = make_graph("rmat", nodes=200, edges=1000, chunks=2, seed=7)
+    asg = random_assignment(md, tmp_path / "asg", 2)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    with pytest.raises(GraphshardError, match="cannot create output folder"):
+        dispatch(md, asg, blocker / "out", DispatchOptions(), shuffle_client)
+
+
+# ---- CLI ---------------------------------------------------------------------------------------------------------
+
+def test_cli(shuffle_client, make_graph, tmp_path, capsys):
+    md = make_graph("mag", papers=100, chunks=2, seed=8)
+    asg = random_assignment(md, tmp_path / "asg", 2)
+    address = shuffle_client.scheduler.address
+    args = ["dispatch", "--in", str(md), "--partitions", str(asg), "--out", str(tmp_path / "out"),
+            "--halo-hops", "2", "--save-orig-nids", "--save-orig-eids", "--graph-formats", "coo,csc",
+            "--scheduler", address]
+    assert main(args) == 0
+    config = tmp_path / "out" / "mag.json"
+    assert str(config) in capsys.readouterr().out
+    check_partitions(config, md, asg)
+    assert main(args) == 2
+    assert "output folder exists" in capsys.readouterr().err
+    assert main(args + ["--overwrite", "--halo-mode", "in_edges", "--halo-hops", "1"]) == 0
+    check_partitions(config, md, asg, "in_edges")
+    bad = ["dispatch", "--in", str(md), "--partitions", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o2"),
+           "--scheduler", address]
+    assert main(bad) == 2
+    assert "nowhere" in capsys.readouterr().err
+
+
+def test_cli_help():
+    with pytest.raises(SystemExit) as exit_:
+        main(["dispatch", "--help"])
+    assert exit_.value.code == 0
+
+
+def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
+    """The oracle itself fails on a lighter halo than asked and on one changed feature value."""
+    from graphshard.formats.dgl_binary import load_tensor_dict, save_tensor_dict
+
+    md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=9)
+    config, _ = run_and_check(shuffle_client, md, tmp_path, 2, halo_mode="in_edges")
+    asg = tmp_path / "asg"
+    with pytest.raises(AssertionError, match="differs from DGL's"):
+        check_partitions(config, md, asg, "full")
+    feats_file = config.parent / "part1" / "node_feat.dgl"
+    feats = load_tensor_dict(feats_file)
+    feats["_N/feat"][3, 0] += 1
+    save_tensor_dict(feats_file, feats)
+    with pytest.raises(AssertionError, match="rows differ"):
+        check_partitions(config, md, asg, "in_edges")
