@@ -116,3 +116,32 @@ def test_existing_output_needs_overwrite(tmp_path):
     generate_rmat(tmp_path / "g", nodes=200, edges=500, chunks=2, overwrite=True)
     assert load_metadata(tmp_path / "g").num_nodes_per_type == [200]
     assert [p.name for p in tmp_path.iterdir()] == ["g"]
+
+
+def test_generate_cli_defaults_and_options(tmp_path, capsys):
+    from graphshard.cli import main
+
+    assert main(["generate", "mag", "--out", str(tmp_path / "mag")]) == 0
+    g = load_metadata(tmp_path / "mag")
+    assert g.num_nodes("paper") == 1000 and len(g.edge_type) == 8 and len(g.num_edges_per_chunk[0]) == 2
+    assert main(["generate", "rmat", "--out", str(tmp_path / "r"), "--nodes", "300", "--edges", "4000",
+                 "--chunks", "3", "--format", "parquet", "--seed", "2", "--feat-dim", "4"]) == 0
+    r = load_metadata(tmp_path / "r")
+    assert r.num_nodes_per_type == [300] and r.num_edges_per_type == [4000] and len(r.edges["_N:_E:_N"].data) == 3
+    assert r.edges["_N:_E:_N"].format.name == "parquet"
+    assert read_rows(r, r.node_data["_N"]["feat"], 0, 300).shape == (300, 4)
+    assert capsys.readouterr().out.split() == [str(tmp_path / "mag" / "metadata.json"),
+                                               str(tmp_path / "r" / "metadata.json")]
+    assert main(["generate", "rmat", "--out", str(tmp_path / "r"), "--nodes", "300"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert main(["generate", "mag", "--out", str(tmp_path / "m2"), "--chunks", "0"]) == 2
+    assert "--chunks" in capsys.readouterr().err and not (tmp_path / "m2").exists()
+
+
+@pytest.mark.parametrize("command", ["generate", "chunk", "inspect"])
+def test_help(command, capsys):
+    from graphshard.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0 and f"graphshard {command}" in capsys.readouterr().out
