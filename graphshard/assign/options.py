@@ -17,7 +17,8 @@ Fields:
 - `dir` (file): the user's assignment folder.
 - `mpi_ranks`, `parmetis_lib` (parmetis): number of MPI ranks; path of a `libparmetis.so` (default: Debian's int64
   PT-Scotch ParMETIS interface).
-- `kaminpar_preset` (kaminpar): one of `kaminpar.context_names()`; `kaminpar_threads`: threads KaMinPar uses.
+- `kaminpar_preset` (kaminpar): one of `kaminpar.context_names()`; `kaminpar_threads`: threads KaMinPar uses
+  (1, the default, is reproducible for a seed; more threads are faster but give a different result on every run).
 - `metis_lib` (metis): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis ships).
 """
 
@@ -47,8 +48,9 @@ class AssignOptions(BaseModel):
     dir: Path | None = None
     mpi_ranks: int = Field(default=2, ge=1)
     parmetis_lib: str | None = None
+    parmetis_idx_bits: Literal[32, 64] = 64
     kaminpar_preset: str = "default"
-    kaminpar_threads: int = Field(default=2, ge=1)
+    kaminpar_threads: int = Field(default=1, ge=1)
     metis_lib: str | None = None
 
     @property
