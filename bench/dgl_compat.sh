@@ -3,6 +3,7 @@
 # Usage: bash bench/dgl_compat.sh [setup|test|all] [pytest args...]   (default: all)
 # Env: DGL_VENV (default /work/dgl-venv), DGL_PYTHON_BASE (interpreter used to create the venv, default python3.11).
 set -euo pipefail
+set -f  # no globbing: requirement strings like dask[dataframe] stay literal
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DGL_VENV="${DGL_VENV:-/work/dgl-venv}"
