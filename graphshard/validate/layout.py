@@ -1,0 +1,179 @@
+"""The partition config read straight from its JSON (not through the writer's model) and checked (§5.2-3).
+
+`Layout` holds what every check needs: type names in type-id order, the ID ranges as arrays, the files of each
+partition, and owner lookups from a new homogeneous ID to its (partition, type).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from graphshard.errors import InputError
+from graphshard.validate.problems import Problem
+
+_PART_KEY = re.compile(r"^part-(\d+)$")
+_REQUIRED = ("graph_name", "num_nodes", "num_edges", "num_parts", "node_map", "edge_map")
+PART_FILE_KEYS = ("part_graph", "node_feats", "edge_feats")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The checked essentials of `<graph>.json`; small enough to ship to every Dask task."""
+
+    config_path: Path
+    graph_name: str
+    num_parts: int
+    halo_hops: int
+    num_nodes: int
+    num_edges: int
+    ntypes: tuple[str, ...]
+    etypes: tuple[str, ...]
+    node_ranges: np.ndarray  # (T, P, 2)
+    edge_ranges: np.ndarray  # (ET, P, 2)
+    part_files: tuple[dict[str, str], ...]  # per partition: key -> path relative to the config
+    raw: dict
+
+    @property
+    def base_dir(self) -> Path:
+        return self.config_path.parent
+
+    def path(self, part: int, key: str) -> Path:
+        return self.base_dir / self.part_files[part][key]
+
+    def rel(self, part: int, key: str) -> str:
+        return self.part_files[part][key]
+
+    def part_dir(self, part: int) -> Path:
+        return self.path(part, "part_graph").parent
+
+    def extra_file(self, part: int, name: str) -> Path:
+        """Optional files beside graph.dgl (orig_nids.dgl, orig_eids.dgl)."""
+        return self.part_dir(part) / name
+
+    def extra_rel(self, part: int, name: str) -> str:
+        return str(Path(self.rel(part, "part_graph")).parent / name)
+
+    @property
+    def etype_ends(self) -> np.ndarray:
+        """(ET, 2) node type ids of each canonical edge type's source and destination."""
+        return np.array([[self.ntypes.index(e.split(":")[0]), self.ntypes.index(e.split(":")[2])]
+                         for e in self.etypes], dtype=np.int64).reshape(-1, 2)
+
+    def nodes_per_type(self) -> np.ndarray:
+        return (self.node_ranges[:, :, 1] - self.node_ranges[:, :, 0]).sum(axis=1)
+
+    def edges_per_type(self) -> np.ndarray:
+        return (self.edge_ranges[:, :, 1] - self.edge_ranges[:, :, 0]).sum(axis=1)
+
+    def part_span(self, ranges: np.ndarray, part: int) -> tuple[int, int]:
+        """[start, end) of all of a partition's IDs (its ranges are contiguous when the layout is valid)."""
+        return int(ranges[:, part, 0].min()), int(ranges[:, part, 1].max())
+
+    def per_type_offset(self, ranges: np.ndarray) -> np.ndarray:
+        """(T, P): the per-type ID of each range's first element (offset in the concatenation of the type's ranges)."""
+        widths = ranges[:, :, 1] - ranges[:, :, 0]
+        return np.cumsum(widths, axis=1) - widths
+
+
+def owners(ranges: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(partition, type) of each homogeneous ID from (T, P, 2) ranges; -1 for IDs outside every range."""
+    num_types, num_parts = ranges.shape[:2]
+    flat = ranges.transpose(1, 0, 2).reshape(-1, 2)  # partition-major, then type
+    order = np.argsort(flat[:, 0], kind="stable")
+    starts, ends = flat[order, 0], flat[order, 1]
+    pos = np.searchsorted(starts, ids, side="right") - 1
+    ok = (pos >= 0) & (ids < ends[np.clip(pos, 0, None)])
+    slot = np.where(ok, order[np.clip(pos, 0, None)], -1)
+    part = np.where(ok, slot // max(num_types, 1), -1)
+    typ = np.where(ok, slot % max(num_types, 1), -1)
+    return part, typ
+
+
+def _ranges(data: dict, key: str, names: list[str], num_parts: int, path: Path) -> np.ndarray:
+    table = data[key]
+    if not isinstance(table, dict) or set(table) != set(names):
+        raise InputError(path, key, f"one entry per type {names}", sorted(table) if isinstance(table, dict) else table)
+    try:
+        arr = np.array([table[n] for n in names], dtype=np.int64)
+    except (TypeError, ValueError):
+        raise InputError(path, key, "lists of [start, end) integer pairs", table) from None
+    if arr.shape != (len(names), num_parts, 2):
+        raise InputError(path, key, f"{num_parts} [start, end) pairs per type", f"shape {arr.shape}")
+    return arr
+
+
+def _type_names(data: dict, key: str, default: str, path: Path) -> list[str]:
+    table = data.get(key, {default: 0})
+    if not isinstance(table, dict) or sorted(table.values()) != list(range(len(table))):
+        raise InputError(path, key, "{name: type id} with ids 0..n-1", table)
+    return sorted(table, key=table.__getitem__)
+
+
+def load_layout(config_path: str | Path) -> Layout:
+    """Read `<graph>.json`; raise InputError when it is unreadable or lacks what the checks need."""
+    path = Path(config_path).resolve()
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise InputError(path, None, "a readable partition config JSON", err.strerror) from None
+    except json.JSONDecodeError as err:
+        raise InputError(path, None, "valid JSON", f"{err.msg} at line {err.lineno}") from None
+    if not isinstance(data, dict):
+        raise InputError(path, None, "a JSON object", type(data).__name__)
+    for key in _REQUIRED:
+        if key not in data:
+            raise InputError(path, key, "a value (DGL's load_partition_book requires it)", "missing")
+    num_parts = data["num_parts"]
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise InputError(path, "num_parts", "an integer >= 1", num_parts)
+    ntypes = _type_names(data, "ntypes", "_N", path)
+    etypes = _type_names(data, "etypes", "_N:_E:_N", path)
+    for et in etypes:
+        ends = et.split(":")
+        if len(ends) != 3 or ends[0] not in ntypes or ends[2] not in ntypes:
+            raise InputError(path, "etypes", f"canonical 'src:rel:dst' over node types {ntypes}", et)
+    parts = []
+    for p in range(num_parts):
+        files = data.get(f"part-{p}")
+        if not isinstance(files, dict) or any(not isinstance(files.get(k), str) for k in PART_FILE_KEYS):
+            raise InputError(path, f"part-{p}", f"an object with string paths {list(PART_FILE_KEYS)}", files)
+        parts.append({k: files[k] for k in PART_FILE_KEYS})
+    return Layout(
+        config_path=path, graph_name=str(data["graph_name"]), num_parts=num_parts,
+        halo_hops=int(data.get("halo_hops", 1)), num_nodes=int(data["num_nodes"]), num_edges=int(data["num_edges"]),
+        ntypes=tuple(ntypes), etypes=tuple(etypes),
+        node_ranges=_ranges(data, "node_map", ntypes, num_parts, path),
+        edge_ranges=_ranges(data, "edge_map", etypes, num_parts, path),
+        part_files=tuple(parts), raw=data,
+    )
+
+
+def check_layout(layout: Layout) -> list[Problem]:
+    """Ranges partition-major, type-minor, gap-free from 0; totals equal num_nodes/num_edges; extra part keys."""
+    problems = []
+    name = layout.config_path.name
+    for key, ranges, types, total_key, total in (
+            ("node_map", layout.node_ranges, layout.ntypes, "num_nodes", layout.num_nodes),
+            ("edge_map", layout.edge_ranges, layout.etypes, "num_edges", layout.num_edges)):
+        expected = 0
+        for p in range(layout.num_parts):
+            for t, tname in enumerate(types):
+                start, end = (int(x) for x in ranges[t, p])
+                if start != expected or end < start:
+                    problems.append(Problem(
+                        "id-ranges", f"{key}['{tname}'][{p}] = [{start}, {end}), expected it to start at {expected} "
+                        f"(partition-major, type-minor, gap-free) and end at or after its start", p, name))
+                expected = max(end, expected)
+        held = int((ranges[:, :, 1] - ranges[:, :, 0]).clip(min=0).sum())
+        if held != total:
+            problems.append(Problem("counts", f"{total_key} is {total} but the {key} ranges hold {held} IDs",
+                                    None, name))
+    extra = sorted(k for k in layout.raw if (m := _PART_KEY.match(k)) and int(m.group(1)) >= layout.num_parts)
+    if extra:
+        problems.append(Problem("config", f"keys {extra} beyond num_parts = {layout.num_parts}", None, name))
+    return problems

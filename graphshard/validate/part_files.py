@@ -1,0 +1,69 @@
+"""Reading one partition's files from disk for checking: every read failure becomes a Problem, not an exception."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from graphshard.errors import GraphshardError
+from graphshard.formats.dgl_binary import LocalGraph, load_graph, load_tensor_dict
+from graphshard.validate.layout import Layout
+from graphshard.validate.problems import Problem
+
+ORIG_NIDS = "orig_nids.dgl"
+ORIG_EIDS = "orig_eids.dgl"
+
+
+@dataclass
+class PartData:
+    """One partition as read from disk; a tensor dict is None when its file is absent or unreadable."""
+
+    part: int
+    graph: LocalGraph | None
+    node_feats: dict[str, np.ndarray] | None
+    edge_feats: dict[str, np.ndarray] | None
+    orig_nids: dict[str, np.ndarray] | None
+    orig_eids: dict[str, np.ndarray] | None
+    file_bytes: dict[str, int] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+def _read(reader, path: Path, rel: str, part: int, problems: list[Problem], required: bool):
+    if not path.exists():
+        if required:
+            problems.append(Problem("files", "file named by the partition config does not exist", part, rel))
+        return None
+    try:
+        return reader(path)
+    except (GraphshardError, OSError, ValueError) as err:
+        problems.append(Problem("files", f"cannot be read as a DGL file: {err}", part, rel))
+        return None
+
+
+def dir_bytes(folder: Path) -> dict[str, int]:
+    """Size of every regular file under a partition folder, by name relative to it."""
+    if not folder.is_dir():
+        return {}
+    return {str(f.relative_to(folder)): f.stat().st_size for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
+    """Read partition `part`'s graph, features and optional original-ID files."""
+    problems: list[Problem] = []
+    graph = node_feats = edge_feats = None
+    if with_graph:
+        graph = _read(load_graph, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
+                      True)
+    if with_feats:
+        node_feats = _read(load_tensor_dict, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
+                           problems, True)
+        edge_feats = _read(load_tensor_dict, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
+                           problems, True)
+    orig_nids = _read(load_tensor_dict, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
+                      problems, False)
+    orig_eids = _read(load_tensor_dict, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
+                      problems, False)
+    return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids, dir_bytes(layout.part_dir(part)),
+                    problems)

@@ -1,0 +1,55 @@
+"""What a failed check reports: the partition, the file and the check, and the table of checks the validator runs."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+# Every check the validator runs, by name, with the invariant it proves (reference formats.md §5 numbers).
+CHECKS: dict[str, str] = {
+    "config": "partition config JSON has every key DGL reads, with consistent types and counts",
+    "id-ranges": "node_map/edge_map ranges are partition-major, type-minor, gap-free and non-overlapping (§5.3)",
+    "files": "every file the config names exists and parses as a DGL binary file",
+    "reserved-dtypes": "_ID int64, inner_node/inner_edge uint8, part_id int64, node _TYPE int16, edge _TYPE int32 (§5.1)",
+    "inner-nodes": "inner nodes take local IDs 0..n-1 and their _ID is exactly the partition's node_map range, in order (§5.2-3)",
+    "halo-nodes": "halo nodes are owned elsewhere, appear once, and carry the owner's part_id and type",
+    "inner-edges": "inner edges' _ID is exactly the partition's edge_map range and their destinations are inner (§5.2-4)",
+    "edge-types": "edge _TYPE agrees with edge_map and with the node types of both ends (§5.4)",
+    "features": "feature tensors have one row per inner node/edge of their type, the same keys and dtypes in every partition",
+    "counts": "inner nodes and edges of all partitions add up to the config's and the input's counts (§5.2)",
+    "orig-ids": "orig_nids/orig_eids hold a permutation of each type's original IDs (§5.5)",
+    "halo-edges": "edges kept for halo nodes are copies of their owners' edges",
+    "halo-completeness": "in-neighbourhoods of inner nodes (and of halo levels < num_hops) are complete; "
+                         "out-edges to halo nodes are all present (hops >= 1, §5.7)",
+    "edge-identity": "every edge's original (src, dst) equals the input edge with its original ID (§5.5)",
+    "feature-values": "every feature row equals the input row of its original ID (§5.6)",
+    "trainer-ids": "trainer_id // trainers_per_machine == partition (§5.8)",
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One violated invariant: which check, in which partition (None = the whole set) and file, and what was found."""
+
+    check: str
+    message: str
+    partition: int | None = None
+    file: str | None = None
+
+    def __str__(self) -> str:
+        where = "all partitions" if self.partition is None else f"partition {self.partition}"
+        return f"{where}: {self.file or '-'}: [{self.check}] {self.message}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def first_values(values, limit: int = 5) -> str:
+    """A short rendering of the first few offending values for a message."""
+    values = list(values)
+    shown = ", ".join(str(int(v)) if hasattr(v, "__int__") else str(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+
+
+def problem_lines(report: dict) -> list[str]:
+    """Each problem of a report dict as one line."""
+    return [str(Problem(**p)) for p in report["problems"]]

@@ -1,0 +1,252 @@
+"""The validation run: phase one per partition, global checks on the client, phase two per partition alongside the
+input checksums per input chunk, then the report dict. Tasks run on Dask when a client is given (one partition per
+task, so memory is bounded by the largest partition), else in this process one after the other.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from distributed import Client
+
+from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import load_metadata
+from graphshard.validate import checks, cross, hashing, inputs
+from graphshard.validate.layout import Layout, check_layout, load_layout
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
+from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
+from graphshard.validate.quality import quality
+from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
+from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, scan_partition
+from graphshard.validate.scratch import scratch_beside
+
+
+def _map(client: Client | None, what: str, fn: Callable, items: list, **constants) -> list:
+    """fn(item, **constants) for every item, as Dask tasks when a client is given."""
+    if client is None:
+        return [fn(item, **constants) for item in items]
+    keys = [f"graphshard-validate-{what}-{uuid.uuid4().hex[:8]}-{i}" for i in range(len(items))]
+    futures = client.map(fn, items, key=keys, **constants)
+    try:
+        return client.gather(futures)
+    finally:
+        client.cancel(futures)
+
+
+def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
+    return scan_partition(layout, part, setup)
+
+
+def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, metadata: Path | None, full: bool,
+           seed: int, sample_size: int) -> dict:
+    """Phase two for one partition: orig-ID claims, halo edges and completeness, comparison with the input."""
+    data = load_part(layout, part, with_feats=metadata is not None)
+    out: dict = {"problems": [], "sums": {}}
+    if data.graph is None:
+        return out
+    view = checks.make_view(data.graph, part, layout.rel(part, "part_graph"))
+    if view is None:
+        return out
+    problems = cross.check_orig_claims(data, layout, setup.scratch)
+    if layout.halo_hops >= 1:
+        problems += cross.check_halo_edges(view, setup.scratch, layout.num_edges)
+        problems += cross.check_halo_completeness(view, layout, setup.scratch, mode)
+    if metadata is not None:
+        more, out["sums"] = inputs.compare_partition(layout, data, view, metadata, setup.scratch, full, seed,
+                                                        sample_size)
+        problems += more
+    out["problems"] = problems
+    return out
+
+
+def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
+    return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
+
+
+def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:
+    """Checks over all partitions' summaries: feature keys/dtypes agree, orig IDs cover every ID, trainer ids."""
+    problems = []
+    for kind, file_key in (("node_feats", "node_feats"), ("edge_feats", "edge_feats")):
+        sigs = [(s["part"], s[kind]) for s in summaries if s[kind] is not None]
+        if sigs:
+            ref_part, ref = sigs[0]
+            for p, sig in sigs[1:]:
+                if sig != ref:
+                    diff = sorted(set(map(str, sig.items())) ^ set(map(str, ref.items())))
+                    problems.append(Problem("features", f"keys/dtypes differ from partition {ref_part}'s: "
+                                            f"{first_values(diff, 3)}", p, layout.rel(p, file_key)))
+    for flag, name, types, prefix in (("orig_nids", ORIG_NIDS, layout.ntypes, "node"),
+                                      ("orig_eids", ORIG_EIDS, layout.etypes, "edge")):
+        if not getattr(setup, flag):
+            continue
+        for p in [s["part"] for s in summaries if not s[f"has_{flag}"]]:
+            problems.append(Problem("orig-ids", "file is missing (other partitions have one)", p,
+                                    layout.extra_rel(p, name)))
+        for t, typ in enumerate(types):
+            unclaimed = setup.scratch.count_equal(f"{prefix}_owner_{t}", -1)
+            if unclaimed:
+                first = setup.scratch.first_equal(f"{prefix}_owner_{t}", -1)
+                problems.append(Problem("orig-ids", f"'{typ}': {unclaimed} original IDs are listed by no partition "
+                                        f"(first: {first_values(first)}): the files are not a permutation", None,
+                                        name))
+    problems += _trainer_checks(layout, summaries)
+    return problems
+
+
+def _trainer_checks(layout: Layout, summaries: list[dict]) -> list[Problem]:
+    """trainer_id // trainers_per_machine == partition, trainers_per_machine from the config or the largest id."""
+    ranges = {s["part"]: s["trainer_ids"] for s in summaries if s["trainer_ids"]}
+    if not ranges:
+        return []
+    top = max(mx for r in ranges.values() for _, mx in r.values())
+    per_machine = int(layout.raw.get("num_trainers_per_machine") or -(-(top + 1) // layout.num_parts))
+    problems = []
+    for p, r in ranges.items():
+        for key, (lo, hi) in r.items():
+            if lo // per_machine != p or hi // per_machine != p:
+                problems.append(Problem("trainer-ids", f"'{key}' spans trainers {lo}..{hi}, expected "
+                                        f"{p * per_machine}..{(p + 1) * per_machine - 1} ({per_machine} trainers per "
+                                        "machine)", p, layout.rel(p, "node_feats")))
+    return problems
+
+
+def _input_checks(layout: Layout, metadata: Path) -> list[Problem]:
+    """Types and counts of the partition set equal the input graph's."""
+    graph = load_metadata(metadata)
+    problems = []
+    name = layout.config_path.name
+    if set(graph.node_type) != set(layout.ntypes) or set(graph.edge_type) != set(layout.etypes):
+        problems.append(Problem("counts", f"types {sorted(layout.ntypes)}, {sorted(layout.etypes)} differ from the "
+                                f"input's {sorted(graph.node_type)}, {sorted(graph.edge_type)}", None, name))
+        return problems
+    for types, counts, get, what in ((layout.ntypes, layout.nodes_per_type(), graph.num_nodes, "nodes"),
+                                     (layout.etypes, layout.edges_per_type(), graph.num_edges, "edges")):
+        for t, typ in enumerate(types):
+            if int(counts[t]) != get(typ):
+                problems.append(Problem("counts", f"'{typ}': {int(counts[t])} {what} in the ranges, the input has "
+                                        f"{get(typ)}", None, name))
+    return problems
+
+
+def _compare_sums(layout: Layout, part_sums: list[dict], input_sums: list[dict]) -> list[Problem]:
+    """Per (partition, key): the partition's checksum against the input rows it owns."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for result in input_sums:
+        for key, sums in result.items():
+            acc = totals.setdefault(key, [0] * layout.num_parts)
+            for p, s in enumerate(sums):
+                acc[p] = hashing.add(acc[p], s)
+    problems = []
+    for p, sums in enumerate(part_sums):
+        for (kind, key), value in sorted(sums.items()):
+            if (kind, key) in totals and totals[(kind, key)][p] != value:
+                check, file = (("edge-identity", f"{layout.rel(p, 'part_graph')}, {layout.extra_rel(p, ORIG_EIDS)}")
+                               if kind == "edges" else
+                               ("feature-values", layout.rel(p, "node_feats" if kind == "node_feat" else "edge_feats")))
+                problems.append(Problem(check, f"'{key}': the checksum over all rows differs from the input rows this "
+                                        "partition owns: at least one row differs (run with --full to list them)",
+                                        p, file))
+    return problems
+
+
+def _status(problems: list[Problem], skipped: dict[str, str]) -> list[dict]:
+    failed: dict[str, int] = {}
+    for pr in problems:
+        failed[pr.check] = failed.get(pr.check, 0) + 1
+    rows = []
+    for name, what in CHECKS.items():
+        status = "failed" if name in failed else ("skipped" if name in skipped else "passed")
+        rows.append({"name": name, "invariant": what, "status": status, "problems": failed.get(name, 0),
+                     "note": skipped.get(name, "") if status == "skipped" else ""})
+    return rows
+
+
+def _skips(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: list[dict]) -> dict[str, str]:
+    skipped = {}
+    if not (setup.orig_nids or setup.orig_eids):
+        skipped["orig-ids"] = "no orig_nids.dgl/orig_eids.dgl (dispatch --save-orig-nids --save-orig-eids)"
+    if layout.halo_hops < 1:
+        skipped["halo-edges"] = skipped["halo-completeness"] = "halo_hops is 0"
+    if metadata is None:
+        skipped["edge-identity"] = skipped["feature-values"] = "no --input graph given"
+    else:
+        if not (setup.orig_nids and setup.orig_eids):
+            skipped["edge-identity"] = "needs orig_nids.dgl and orig_eids.dgl"
+        if not setup.orig_nids:
+            skipped["feature-values"] = "needs orig_nids.dgl (and orig_eids.dgl for edge features)"
+    if not any(s["trainer_ids"] for s in summaries):
+        skipped["trainer-ids"] = f"no '{TRAINER_FEAT}' node feature"
+    return skipped
+
+
+def validate(config_path: str | Path, input_metadata: str | Path | None = None, full: bool = False,
+             client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
+             step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
+             scratch_dir: str | Path | None = None) -> dict:
+    """Check every invariant of formats.md §5 on a partition set; return the report dict (`ok`, `problems`, ...).
+
+    Problems are returned, not raised: `report["ok"]` is False when any check failed and `report["problems"]` lists
+    each one (partition, file, check, message). An unreadable config raises InputError.
+    """
+    started = time.perf_counter()
+    layout = load_layout(config_path)
+    metadata = Path(input_metadata).resolve() if input_metadata is not None else None
+    problems = check_layout(layout)
+    if metadata is not None:
+        problems += _input_checks(layout, metadata)
+    has = {f: any(layout.extra_file(p, f).exists() for p in range(layout.num_parts)) for f in (ORIG_NIDS, ORIG_EIDS)}
+    with scratch_beside(layout.base_dir, scratch_dir) as scratch:
+        setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS])
+        parts = list(range(layout.num_parts))
+        summaries = _map(client, "scan", _scan, parts, layout=layout, setup=setup)
+        for s in summaries:
+            problems += s["problems"]
+        problems += _global_checks(layout, summaries, setup)
+        mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
+        cross_args = dict(layout=layout, setup=setup, mode=mode, metadata=metadata, full=full, seed=seed,
+                          sample_size=sample_size)
+        if client is not None and metadata is not None:  # both kinds of tasks in flight together
+            jobs = inputs.input_jobs(load_metadata(metadata))
+            cf = client.map(_cross, parts, key=[f"graphshard-validate-cross-{uuid.uuid4().hex[:8]}-{p}"
+                                                for p in parts], **cross_args)
+            inf = client.map(_input_sums, jobs, key=[f"graphshard-validate-input-{uuid.uuid4().hex[:8]}-{i}"
+                                                     for i in range(len(jobs))], layout=layout, setup=setup,
+                             metadata=metadata)
+            try:
+                crossed, input_sums = client.gather(cf), client.gather(inf)
+            finally:
+                client.cancel(cf + inf)
+        else:
+            crossed = _map(client, "cross", _cross, parts, **cross_args)
+            input_sums = (_map(None, "input", _input_sums, inputs.input_jobs(load_metadata(metadata)), layout=layout,
+                               setup=setup, metadata=metadata) if metadata is not None else [])
+    for c in crossed:
+        problems += c["problems"]
+    problems += _compare_sums(layout, [c["sums"] for c in crossed], input_sums)
+    skipped = _skips(layout, setup, metadata, summaries)
+    elapsed = time.perf_counter() - started
+    times = dict(step_times or {})
+    times.setdefault("validate", elapsed)
+    return {
+        "graph_name": layout.graph_name,
+        "config": str(layout.config_path),
+        "input": str(metadata) if metadata else None,
+        "ok": not problems,
+        "num_problems": len(problems),
+        "problems": [p.to_dict() for p in problems],
+        "checks": _status(problems, skipped),
+        "sampling": {"full": full, "seed": seed, "sample_size": sample_size, "rule": rule_text(full, sample_size)},
+        "halo_mode": mode if layout.halo_hops >= 1 else "none",
+        "quality": quality(layout, summaries, assignment_report),
+        "step_times": times,
+    }
+
+
+def raise_on_problems(report: dict) -> None:
+    """For callers that want an exception: a GraphshardError listing every problem, one per line."""
+    if not report["ok"]:
+        raise GraphshardError("validation failed:\n" + "\n".join(problem_lines(report)))

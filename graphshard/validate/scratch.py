@@ -1,0 +1,72 @@
+"""Disk-backed arrays that partition tasks fill and read across partitions (memory stays at one partition).
+
+Phase-one tasks write only their own slices (their ID ranges) or their own files; phase-two tasks read any slice.
+The folder lives beside the partition set (same filesystem, so every Dask worker sees it) and is deleted afterwards.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+CHUNK = 1 << 22
+
+
+@dataclass(frozen=True)
+class Scratch:
+    """A folder of named `.npy` memmaps and small files."""
+
+    root: Path
+
+    def create(self, name: str, dtype, length: int, fill: int = 0) -> None:
+        arr = np.lib.format.open_memmap(self.root / f"{name}.npy", mode="w+", dtype=dtype, shape=(length,))
+        if fill:
+            for i in range(0, length, CHUNK):
+                arr[i:i + CHUNK] = fill
+        arr.flush()
+        del arr
+
+    def open(self, name: str, writable: bool = False) -> np.ndarray:
+        return np.load(self.root / f"{name}.npy", mmap_mode="r+" if writable else "r")
+
+    def exists(self, name: str) -> bool:
+        return (self.root / f"{name}.npy").exists()
+
+    def save(self, name: str, arr: np.ndarray) -> None:
+        np.save(self.root / f"{name}.npy", arr)
+
+    def count_equal(self, name: str, value: int) -> int:
+        """How many entries equal `value`, scanning in chunks."""
+        arr = self.open(name)
+        return int(sum(int((arr[i:i + CHUNK] == value).sum()) for i in range(0, arr.shape[0], CHUNK)))
+
+    def first_equal(self, name: str, value: int, limit: int = 5) -> list[int]:
+        arr = self.open(name)
+        found: list[int] = []
+        for i in range(0, arr.shape[0], CHUNK):
+            found += (np.flatnonzero(arr[i:i + CHUNK] == value) + i).tolist()[:limit - len(found)]
+            if len(found) >= limit:
+                break
+        return found
+
+
+@contextmanager
+def scratch_beside(target: Path, where: Path | None = None) -> Iterator[Scratch]:
+    """A fresh scratch folder (hidden sibling of `target`, else the system temp folder), removed on exit."""
+    base = Path(where) if where else Path(target).parent
+    try:
+        root = base / f".{Path(target).name}.validate-{uuid.uuid4().hex[:8]}"
+        root.mkdir(parents=True)
+    except OSError:
+        root = Path(tempfile.mkdtemp(prefix="graphshard-validate-"))
+    try:
+        yield Scratch(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
