@@ -1,0 +1,81 @@
+"""`graphshard assign`: decide each node's partition and write the assignment folder (step 1 of the pipeline)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from graphshard.assign.options import METHODS
+from graphshard.errors import GraphshardError
+
+NAME = "assign"
+HELP = "Assign every node to a partition (random, metis, parmetis, kaminpar or a user's file); write <ntype>.txt."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--in", dest="metadata", type=Path, required=True, help="metadata.json of the chunked graph")
+    parser.add_argument("--out", type=Path, required=True, help="assignment folder to write")
+    parser.add_argument("--num-parts", type=int, required=True, help="number of partitions (machines)")
+    parser.add_argument("--method", choices=METHODS, default="random", help="partitioning method (default random)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
+    parser.add_argument("--balanced", action="store_true",
+                        help="random: exactly balanced node counts per node type")
+    parser.add_argument("--balance-ntypes", nargs="+", default=[], metavar="X",
+                        help="metis/parmetis: balance classes: 'ntype' (one per node type) or '<ntype>/<feature>' "
+                             "(an integer/bool node feature, e.g. paper/train_mask); entries combine into product "
+                             "classes, one constraint each")
+    parser.add_argument("--balance-edges", action="store_true",
+                        help="metis/parmetis: balance in-degrees (per class when --balance-ntypes is given)")
+    parser.add_argument("--objtype", choices=["cut", "vol"], default="cut",
+                        help="metis: minimise the edge cut or the communication volume (default cut)")
+    parser.add_argument("--num-trainers-per-machine", type=int, default=1,
+                        help="partition into parts x trainers, write trainer_ids/<ntype>.txt, merge per machine")
+    parser.add_argument("--ufactor", type=int, default=30, help="allowed imbalance in 1/1000 (default 30 = 3%%)")
+    parser.add_argument("--dir", type=Path, default=None, help="file: the user's assignment folder")
+    parser.add_argument("--mpi-ranks", type=int, default=2, help="parmetis: number of MPI ranks (default 2)")
+    parser.add_argument("--parmetis-lib", default=None,
+                        help="parmetis: path of libparmetis.so (default: Debian's int64 PT-Scotch interface)")
+    parser.add_argument("--parmetis-idx-bits", type=int, choices=[32, 64], default=64,
+                        help="parmetis: idx_t width of a real ParMETIS library (PT-Scotch's is detected)")
+    parser.add_argument("--metis-lib", default=None,
+                        help="metis: path of libmetis.so (default: Debian's libmetis5, else cmeel-metis's)")
+    parser.add_argument("--kaminpar-preset", default="default", help="kaminpar: preset (default, fast, eco, strong...)")
+    parser.add_argument("--kaminpar-threads", type=int, default=1,
+                        help="kaminpar: threads (default 1, reproducible; more is faster but differs per run)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="run the data-parallel work on a local Dask cluster of this many workers (default 0: "
+                             "in this process)")
+    parser.add_argument("--scheduler", default=None, help="run on the Dask scheduler at this address")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+
+
+def run(args: argparse.Namespace) -> int:
+    from graphshard.assign import REPORT_FILE, assign
+    from graphshard.assign.options import AssignOptions
+    from graphshard.cluster import ClusterSpec, dask_client
+
+    try:
+        options = AssignOptions(
+            method=args.method, seed=args.seed, balanced=args.balanced, balance_ntypes=args.balance_ntypes,
+            balance_edges=args.balance_edges, objtype=args.objtype,
+            num_trainers_per_machine=args.num_trainers_per_machine, ufactor=args.ufactor, dir=args.dir,
+            mpi_ranks=args.mpi_ranks, parmetis_lib=args.parmetis_lib, parmetis_idx_bits=args.parmetis_idx_bits,
+            metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    use_cluster = args.workers > 0 or args.scheduler
+    cluster = dask_client(ClusterSpec(address=args.scheduler, workers=max(args.workers, 1))) if use_cluster \
+        else nullcontext(None)
+    with cluster as client:
+        out = assign(args.metadata, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)
+    report = json.loads((out / REPORT_FILE).read_text())
+    cut = report["edge_cut"]
+    print(f"{out}: {args.num_parts} part(s) by {args.method}; edge cut {cut['count']:,} "
+          f"({cut['fraction']:.1%}); imbalance " +
+          ", ".join(f"{k} {v:.3f}" for k, v in report["imbalance"].items()) + f"; {report['seconds']:.1f} s")
+    return 0

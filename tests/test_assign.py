@@ -1,0 +1,232 @@
+"""Assignment step: every in-process method on generated homogeneous (R-MAT) and heterogeneous (MAG) graphs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pymetis
+import pytest
+
+from graphshard.assign import REPORT_FILE, TRAINER_DIR, assign
+from graphshard.assign.graph_build import build_csr, edge_chunks, homogeneous_chunk
+from graphshard.assign.metis_capi import load_metis
+from graphshard.assign.options import AssignOptions
+from graphshard.cli import main
+from graphshard.formats.assignment import read_meta, read_parts
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.chunked_writer import ChunkedGraphWriter
+from graphshard.formats.readers import read_edge_chunk
+
+IN_PROCESS = ["random", "metis", "kaminpar"]
+
+
+def run(meta: Path, out: Path, k: int, **opts) -> dict:
+    assign(meta, out, k, AssignOptions(**opts))
+    return json.loads((out / REPORT_FILE).read_text())
+
+
+def parts_of(meta: Path, out: Path, k: int, folder: str = "") -> dict[str, np.ndarray]:
+    g = load_metadata(meta)
+    return {nt: read_parts(out / folder, nt, g.num_nodes(nt), k) for nt in g.node_type}
+
+
+def all_edges(meta: Path) -> tuple[np.ndarray, np.ndarray]:
+    g = load_metadata(meta)
+    pieces = [homogeneous_chunk(g, et, i) for et, i in edge_chunks(g)]
+    return np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
+
+
+def test_csr_is_symmetric_loop_free_and_deduplicated(mag_small):
+    g = load_metadata(mag_small)
+    hom = build_csr(g)
+    src, dst = all_edges(mag_small)
+    expected = {(u, v) for u, v in zip(src.tolist(), dst.tolist()) if u != v}
+    expected |= {(v, u) for u, v in expected}
+    rows = np.repeat(np.arange(hom.num_nodes), np.diff(hom.indptr))
+    got = list(zip(rows.tolist(), hom.indices.tolist()))
+    assert len(got) == len(set(got)) == len(expected)
+    assert set(got) == expected
+    assert hom.num_nodes == g.total_nodes
+    np.testing.assert_array_equal(hom.in_degrees, np.bincount(dst, minlength=g.total_nodes))
+
+
+def test_metis_wrapper_matches_pymetis_on_one_constraint(rmat_small):
+    """Same graph, seed and options: the cut of our ctypes call is within 10% of pymetis's (pymetis bundles its own
+    64-bit METIS build, whose random stream differs from Debian's 32-bit libmetis, so cuts are close, not equal)."""
+    hom = build_csr(load_metadata(rmat_small))
+    lib = load_metis()
+    for k in (4, 16):
+        cut, parts = lib.part_kway(hom.indptr, hom.indices, k, seed=7)
+        ref_cut, ref_parts = pymetis.part_graph(k, adjacency=pymetis.CSRAdjacency(hom.indptr, hom.indices),
+                                                options=pymetis.Options(seed=7), recursive=False)
+        rows = np.repeat(np.arange(hom.num_nodes), np.diff(hom.indptr))
+        assert cut == int((parts[rows] != parts[hom.indices]).sum()) // 2
+        assert abs(cut - ref_cut) <= 0.10 * ref_cut
+        for p in (parts, np.asarray(ref_parts)):
+            counts = np.bincount(p, minlength=k)
+            assert counts.max() / counts.mean() <= 1.031 + 1.0 / counts.mean()
+
+
+def test_metis_library_width_and_layout_detected():
+    lib = load_metis()
+    assert lib.idx in (np.int32, np.int64)
+    assert lib.layout["seed"] in (8, 9)
+
+
+def masked_copy(src_meta: Path, out: Path, mask: np.ndarray) -> Path:
+    """The homogeneous graph `src_meta` with one bool node feature `train_mask` = mask."""
+    g = load_metadata(src_meta)
+    et = g.edge_type[0]
+    with ChunkedGraphWriter(out, "masked", g.node_type, g.edge_type) as w:
+        for i in range(len(g.edges[et].data)):
+            w.add_edges(et, *read_edge_chunk(g, et, i), "numpy")
+        w.set_node_chunks(g.node_type[0], [g.total_nodes])
+        w.add_node_feature(g.node_type[0], "train_mask", mask, "numpy")
+        return w.finish()
+
+
+def test_multi_constraint_balance_holds_where_pymetis_violates_it(rmat_small, tmp_path):
+    hom = build_csr(load_metadata(rmat_small))
+    adjacency = pymetis.CSRAdjacency(hom.indptr, hom.indices)
+    _, first = pymetis.part_graph(4, adjacency=adjacency, options=pymetis.Options(seed=1), recursive=False)
+    mask = np.asarray(first) == 0  # a class that follows the graph's structure: METIS keeps it together
+    vw = np.stack([np.ones(hom.num_nodes, np.int64), mask.astype(np.int64)], axis=1)
+    _, two = pymetis.part_graph(4, adjacency=adjacency, vweights=vw.ravel(), options=pymetis.Options(seed=1),
+                                recursive=False)
+    two = np.asarray(two)
+    per_part = np.bincount(two[mask], minlength=4)
+    assert per_part.max() / per_part.mean() > 1.05  # pymetis silently ignores the second constraint
+
+    meta = masked_copy(rmat_small, tmp_path / "g", mask)
+    report = run(meta, tmp_path / "a", 4, method="metis", balance_ntypes=["_N/train_mask"], seed=1)
+    assert report["partitioner"]["constraints"] == 2
+    assert set(report["imbalance"]) == {"nodes", "_N/train_mask=0", "_N/train_mask=1"}
+    assert all(v <= 1.05 for v in report["imbalance"].values()), report["imbalance"]
+    parts = parts_of(meta, tmp_path / "a", 4)["_N"]
+    assert np.bincount(parts[mask], minlength=4).max() / (mask.sum() / 4) <= 1.05
+
+
+def test_metis_balance_ntypes_on_mag_per_type_and_mask(mag_small, tmp_path):
+    report = run(mag_small, tmp_path / "a", 4, method="metis", balance_ntypes=["ntype", "paper/train_mask"])
+    classes = {k: v for k, v in report["imbalance"].items() if k != "nodes"}
+    assert len(classes) == 5  # paper x {0,1}, author, institution, field_of_study
+    assert all(v <= 1.05 for v in classes.values()), classes
+    g = load_metadata(mag_small)
+    for nt, counts in report["nodes_per_part"].items():
+        assert sum(counts) == g.num_nodes(nt)
+
+
+def test_metis_balance_edges_and_vol(mag_small, tmp_path):
+    cut = run(mag_small, tmp_path / "cut", 4, method="metis", seed=3)
+    vol = run(mag_small, tmp_path / "vol", 4, method="metis", objtype="vol", seed=3)
+    assert vol["partitioner"]["objective"]["type"] == "vol"
+    assert vol["communication_volume"] <= 1.1 * cut["communication_volume"]
+    edges = run(mag_small, tmp_path / "e", 4, method="metis", balance_edges=True)
+    assert set(edges["imbalance"]) == {"nodes", "in_degree"}
+    assert edges["imbalance"]["in_degree"] <= 1.05
+
+
+@pytest.mark.parametrize("method", IN_PROCESS)
+@pytest.mark.parametrize("graph", ["rmat_small", "mag_small"])
+def test_deterministic_valid_and_reported(method, graph, request, tmp_path):
+    meta = request.getfixturevalue(graph)
+    first = run(meta, tmp_path / "a", 4, method=method, seed=5)
+    run(meta, tmp_path / "b", 4, method=method, seed=5)
+    g = load_metadata(meta)
+    for nt in g.node_type:
+        assert (tmp_path / "a" / f"{nt}.txt").read_bytes() == (tmp_path / "b" / f"{nt}.txt").read_bytes()
+    assert read_meta(tmp_path / "a").num_parts == 4 and read_meta(tmp_path / "a").algo_name == method
+    parts = parts_of(meta, tmp_path / "a", 4)
+    hom = np.concatenate([parts[nt] for nt in g.node_type])
+    src, dst = all_edges(meta)
+    assert first["edge_cut"]["count"] == int((hom[src] != hom[dst]).sum())
+    assert first["edge_cut"]["fraction"] == pytest.approx(first["edge_cut"]["count"] / len(src))
+    assert first["edges_per_part"] == np.bincount(hom[dst], minlength=4).tolist()
+    foreign = {(int(u), int(p)) for u, p in zip(np.r_[src, dst], np.r_[hom[dst], hom[src]]) if hom[u] != p}
+    assert first["communication_volume"] == len(foreign)
+    assert first["memory"]["driver_peak_rss_bytes"] > 0 and first["seconds"] > 0
+    if method != "random":
+        assert first["edge_cut"]["fraction"] < 0.7  # far better than random's 75%
+
+
+def test_random_balanced_exact_per_type_and_independent_of_dask(mag_small, tmp_path):
+    from graphshard.cluster import ClusterSpec, dask_client
+
+    g = load_metadata(mag_small)
+    run(mag_small, tmp_path / "local", 16, method="random", balanced=True, seed=2)
+    with dask_client(ClusterSpec(workers=2)) as client:
+        assign(mag_small, tmp_path / "dask", 16, AssignOptions(method="random", balanced=True, seed=2), client=client)
+    for nt in g.node_type:
+        assert (tmp_path / "local" / f"{nt}.txt").read_bytes() == (tmp_path / "dask" / f"{nt}.txt").read_bytes()
+        counts = np.bincount(read_parts(tmp_path / "local", nt, g.num_nodes(nt), 16), minlength=16)
+        assert counts.max() - counts.min() <= 1  # institution has 12 nodes < 16 parts: 0 or 1 each
+    other = run(mag_small, tmp_path / "other", 16, method="random", balanced=True, seed=3)
+    assert (tmp_path / "other" / "paper.txt").read_bytes() != (tmp_path / "local" / "paper.txt").read_bytes()
+    assert other["imbalance"]["nodes"] <= 1 + 16 * len(g.node_type) / g.total_nodes
+
+
+def test_random_unbalanced_is_uniform_not_exact(rmat_small, tmp_path):
+    report = run(rmat_small, tmp_path / "a", 4, method="random", seed=1)
+    counts = report["nodes_per_part"]["_N"]
+    assert max(counts) - min(counts) > 1 and max(counts) / (sum(counts) / 4) < 1.15
+
+
+@pytest.mark.parametrize("method", ["random", "metis"])
+def test_trainer_ids_consistent_with_parts(mag_small, tmp_path, method):
+    report = run(mag_small, tmp_path / "a", 4, method=method, num_trainers_per_machine=2, seed=1)
+    g = load_metadata(mag_small)
+    parts = parts_of(mag_small, tmp_path / "a", 4)
+    trainers = parts_of(mag_small, tmp_path / "a", 8, TRAINER_DIR)
+    for nt in g.node_type:
+        np.testing.assert_array_equal(trainers[nt] // 2, parts[nt])
+        assert report["trainers"]["nodes_per_trainer"][nt] == np.bincount(trainers[nt], minlength=8).tolist()
+    assert len(np.unique(np.concatenate(list(trainers.values())))) == 8
+
+
+@pytest.mark.parametrize("method", IN_PROCESS)
+def test_one_part_and_type_smaller_than_parts(mag_small, tmp_path, method):
+    one = run(mag_small, tmp_path / "one", 1, method=method)
+    assert one["edge_cut"]["count"] == 0 and one["communication_volume"] == 0
+    assert all(set(p.tolist()) == {0} for p in parts_of(mag_small, tmp_path / "one", 1).values())
+    g = load_metadata(mag_small)
+    assert g.num_nodes("institution") < 16
+    many = run(mag_small, tmp_path / "many", 16, method=method)
+    assert sum(many["nodes_per_part"]["institution"]) == g.num_nodes("institution")
+    assert min(sum(col) for col in zip(*many["nodes_per_part"].values())) > 0
+
+
+def test_file_method_copies_a_checked_folder(mag_small, tmp_path):
+    run(mag_small, tmp_path / "src", 4, method="metis", num_trainers_per_machine=2)
+    report = run(mag_small, tmp_path / "dst", 4, method="file", dir=tmp_path / "src")
+    assert report["partitioner"]["algo_name"] == "metis"
+    g = load_metadata(mag_small)
+    for nt in g.node_type:
+        assert (tmp_path / "src" / f"{nt}.txt").read_bytes() == (tmp_path / "dst" / f"{nt}.txt").read_bytes()
+    run(mag_small, tmp_path / "dst2", 4, method="file", dir=tmp_path / "src", num_trainers_per_machine=2)
+    assert (tmp_path / "dst2" / TRAINER_DIR / "paper.txt").read_bytes() == \
+        (tmp_path / "src" / TRAINER_DIR / "paper.txt").read_bytes()
+
+
+def test_file_method_warns_about_empty_partition(rmat_small, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    n = load_metadata(rmat_small).total_nodes
+    (src / "_N.txt").write_text("".join(f"{i % 3}\n" for i in range(n)))
+    (src / "partition_meta.json").write_text(json.dumps({"version": "1.0.0", "num_parts": 4, "algo_name": "mine"}))
+    with pytest.warns(UserWarning, match=r"partitions \[3\] own no node"):
+        report = run(rmat_small, tmp_path / "dst", 4, method="file", dir=src)
+    assert report["partitioner"]["empty_partitions"] == [3]
+
+
+def test_cli_end_to_end(mag_small, tmp_path, capsys):
+    out = tmp_path / "cli"
+    code = main(["assign", "--in", str(mag_small), "--out", str(out), "--num-parts", "4", "--method", "metis",
+                 "--balance-ntypes", "ntype", "--num-trainers-per-machine", "2", "--seed", "3"])
+    assert code == 0
+    assert "edge cut" in capsys.readouterr().out
+    report = json.loads((out / REPORT_FILE).read_text())
+    assert report["options"]["balance_ntypes"] == ["ntype"] and report["trainers"]["trainers_per_machine"] == 2
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [f"{nt}.txt" for nt in load_metadata(mag_small).node_type] + ["partition_meta.json", REPORT_FILE, TRAINER_DIR])
