@@ -167,3 +167,45 @@ def test_distgraph_standalone_sampling_on_one_partition(tmp_path: Path, client, 
     assert result["sampled_edges"] > 0 and result["batches"] == 4 and result["feature_rows"] >= 64
     if kind == "rmat":
         assert result["sampled_edges_exist"] and result["max_in_degree"] <= 4
+
+
+@pytest.mark.parametrize("kind, method, hops", [("homo", "random", 1), ("hetero", "random", 2), ("homo", "metis", 1)])
+def test_partitions_written_by_dgl_read_identically(tmp_path: Path, kind: str, method: str, hops: int) -> None:
+    """DGL's own partition_graph output through our reader: same graph arrays, features and partition book."""
+    toy = toy_homo(1, num_nodes=200, num_edges=1500) if kind == "homo" else toy_hetero(1)
+    if kind == "homo":
+        src, dst = (torch.from_numpy(a) for a in toy.edges["_N:_E:_N"])
+        g = dgl.graph((src, dst), num_nodes=toy.num_nodes["_N"])
+    else:
+        g = dgl.heterograph({tuple(e.split(":")): tuple(torch.from_numpy(a) for a in toy.edges[e]) for e in toy.etypes},
+                            num_nodes_dict=toy.num_nodes)
+    for ntype, feats in toy.node_feats.items():
+        for name, arr in feats.items():
+            g.nodes[ntype].data[name] = torch.from_numpy(arr)
+    for etype, feats in toy.edge_feats.items():
+        for name, arr in feats.items():
+            g.edges[tuple(etype.split(":"))].data[name] = torch.from_numpy(arr)
+    dgl.distributed.partition_graph(g, "dglmade", 3, str(tmp_path), num_hops=hops, part_method=method,
+                                    graph_formats=["coo", "csc"])
+    config = tmp_path / "dglmade.json"
+    for p in range(3):
+        theirs_g, nfeat, efeat, gpb, *_ = dgl.distributed.load_partition(str(config), p)
+        ours = load_partition(config, p)
+        u, v = theirs_g.edges(order="eid")
+        np.testing.assert_array_equal(u.numpy(), ours.graph.src)
+        np.testing.assert_array_equal(v.numpy(), ours.graph.dst)
+        assert set(ours.graph.ndata) == set(theirs_g.ndata.keys())
+        for name in ours.graph.ndata:
+            np.testing.assert_array_equal(ours.graph.ndata[name], theirs_g.ndata[name].numpy())
+        for name in ours.graph.edata:
+            np.testing.assert_array_equal(ours.graph.edata[name], theirs_g.edata[name].numpy())
+        assert set(nfeat) == set(ours.node_feats) and set(efeat) == set(ours.edge_feats)
+        for key in nfeat:
+            np.testing.assert_array_equal(ours.node_feats[key], nfeat[key].numpy())
+        for key in efeat:
+            np.testing.assert_array_equal(ours.edge_feats[key], efeat[key].numpy())
+        inner = ours.graph.ndata["inner_node"] == 1
+        np.testing.assert_array_equal(ours.book.nid2partid(ours.graph.ndata["_ID"]),
+                                      gpb.nid2partid(theirs_g.ndata["_ID"]).numpy())
+        assert (ours.book.nid2partid(ours.graph.ndata["_ID"][inner]) == p).all()
+        assert ours.book.metadata() == gpb.metadata()
