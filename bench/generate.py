@@ -28,6 +28,7 @@ FLOOR = textwrap.dedent("""
     for i, n in enumerate(sizes):
         np.save(f"{out}/chunk-{i}.npy", np.zeros(n, dtype=np.uint8))
 """)
+FINGERPRINT = "import sys; from graphshard.ingest import fingerprint; fingerprint(sys.argv[1])"
 
 
 def timed(cmd: list[str]) -> dict:
@@ -53,6 +54,8 @@ def main() -> None:
     ap.add_argument("--format", default="numpy")
     ap.add_argument("--out", type=Path, default=Path("/work/data/bench-rmat100m"))
     ap.add_argument("--keep", action="store_true", help="keep the generated graph (default: delete it)")
+    ap.add_argument("--check", action="store_true",
+                    help="also time `inspect --check` in one process and on 2 Dask workers, and fingerprint()")
     args = ap.parse_args()
 
     cmd = [GRAPHSHARD, "generate", "rmat", "--out", str(args.out), "--nodes", str(args.nodes), "--edges",
@@ -62,6 +65,13 @@ def main() -> None:
     floor_dir = args.out.with_name(args.out.name + "-floor")
     floor = timed([sys.executable, "-c", FLOOR, str(floor_dir), *map(str, sizes)])
     shutil.rmtree(floor_dir)
+    meta = str(args.out / "metadata.json")
+    checks = {
+        "inspect --check, in one process": timed([GRAPHSHARD, "inspect", meta, "--check"]),
+        "inspect --check --workers 2 (Dask LocalCluster)": timed([GRAPHSHARD, "inspect", meta, "--check",
+                                                                 "--workers", "2"]),
+        "fingerprint (blake2b of every file)": timed([sys.executable, "-c", FINGERPRINT, meta]),
+    } if args.check else {}
     if not args.keep:
         shutil.rmtree(args.out)
     total = sum(sizes)
@@ -72,6 +82,8 @@ def main() -> None:
           f"{total / 2**30:.2f} GiB in {len(sizes)} files | {gen['wall_s']:.1f} s | {gen['peak_rss_mib']:.0f} MiB |")
     print(f"| floor: write the same {len(sizes)} files as zeros (np.save) | {floor['wall_s']:.1f} s | "
           f"{floor['peak_rss_mib']:.0f} MiB |")
+    for name, t in checks.items():
+        print(f"| {name} | {t['wall_s']:.1f} s | {t['peak_rss_mib']:.0f} MiB |")
     print(f"ratio generate / floor: {gen['wall_s'] / floor['wall_s']:.1f}x wall; "
           f"{args.edges / gen['wall_s'] / 1e6:.2f} M edges/s")
 
