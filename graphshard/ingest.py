@@ -10,7 +10,6 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -122,11 +121,10 @@ def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[Graphshar
         graph = _graph(graph)
     except GraphshardError as err:
         return [err]
-    run: Callable = _local if client is None else _on_cluster(client, graph)
     edge_jobs = [(check_edge_chunk, et, i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
     feature_jobs = [(check_feature_file, spec, i, field)
                     for field, spec, _ in _features(graph) for i in range(len(spec.data))]
-    results = run(graph, edge_jobs + feature_jobs)
+    results = _run(graph, edge_jobs + feature_jobs, client)
     problems = [p for r in results[:len(edge_jobs)] for p in r]
     stats = iter(results[len(edge_jobs):])
     for field, spec, expected in _features(graph):
@@ -134,16 +132,12 @@ def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[Graphshar
     return problems
 
 
-def _local(graph: ChunkedGraph, jobs: list[tuple]) -> list:
-    return [fn(graph, *args) for fn, *args in jobs]
-
-
-def _on_cluster(client, graph: ChunkedGraph) -> Callable:
-    def run(_: ChunkedGraph, jobs: list[tuple]) -> list:
-        [shared] = client.scatter([graph], broadcast=True)
-        futures = [client.submit(fn, shared, *args, pure=False) for fn, *args in jobs]
-        return client.gather(futures)
-    return run
+def _run(graph: ChunkedGraph, jobs: list[tuple], client) -> list:
+    """Call every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each (the graph sent once)."""
+    if client is None:
+        return [fn(graph, *args) for fn, *args in jobs]
+    [shared] = client.scatter([graph], broadcast=True)
+    return client.gather([client.submit(fn, shared, *args, pure=False) for fn, *args in jobs])
 
 
 # ---- fingerprint --------------------------------------------------------------------------------------------------
