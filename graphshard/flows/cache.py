@@ -1,0 +1,112 @@
+"""Step artifacts in the work folder: `<work>/<step>/<key>/` holding the step's files plus `manifest.json`.
+
+A step's key hashes the digests of its inputs' manifests, the config section it uses and graphshard's version, so a
+folder with that key is the step's result for exactly those inputs. The folder is built under a hidden staging name
+and renamed into place with its manifest already inside: a folder that exists under its key is complete. That is what
+makes a crashed run resume from its last finished step.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from graphshard import __version__
+from graphshard.flows.manifest import MANIFEST, Manifest, digest_of, folder_manifest
+from graphshard.fsutil import staged_output
+
+
+# Sub-folder of each step's artifact that holds the step's product.
+PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}
+
+
+def step_key(step: str, inputs: dict[str, str], section: dict | None = None) -> str:
+    """The cache key of a step: input digests + config section + graphshard version."""
+    return digest_of({"step": step, "version": __version__, "inputs": inputs, "section": section or {}})
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """A finished step: its folder, the digest of its files (what downstream keys use) and a small summary."""
+
+    step: str
+    key: str
+    folder: Path
+    digest: str
+    summary: dict = field(default_factory=dict)
+
+    def path(self, name: str) -> Path:
+        return self.folder / name
+
+
+_STALE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")  # fsutil.staging_dir's names
+
+
+class StepStore:
+    """The work folder's step artifacts: look one up by key, or build it atomically."""
+
+    def __init__(self, work_dir: Path):
+        self.root = Path(work_dir)
+
+    def folder(self, step: str, key: str) -> Path:
+        return self.root / step / key
+
+    def lookup(self, step: str, key: str) -> StepResult | None:
+        """The finished artifact for this key, if its manifest is there and every file it lists has its size."""
+        folder = self.folder(step, key)
+        try:
+            data = json.loads((folder / MANIFEST).read_text())
+        except (OSError, ValueError):
+            return None
+        for name, entry in data["files"].items():
+            try:
+                if (folder / name).stat().st_size != entry["size"]:
+                    return None
+            except OSError:
+                return None
+        return StepResult(step, key, folder, data["digest"], data.get("summary", {}))
+
+    def build(self, step: str, key: str, make: Callable[[Path], dict], inputs: dict[str, str],
+              volatile: tuple[str, ...] = ()) -> StepResult:
+        """Run `make(stage)` in a staging folder, add the manifest, then move it to `<step>/<key>` (replacing).
+
+        `volatile` files (timings, peak memory) are listed in the manifest but left out of the digest that
+        downstream keys use, so re-running a step that gives the same data does not invalidate what follows.
+        """
+        final = self.folder(step, key)
+        start = time.perf_counter()
+        with staged_output(final, overwrite=True) as stage:
+            summary = {**(make(stage) or {}), "seconds": round(time.perf_counter() - start, 3)}
+            files = folder_manifest(stage).files
+            digest = Manifest({k: v for k, v in files.items() if k not in volatile}).digest
+            record = {"step": step, "key": key, "version": __version__, "inputs": inputs, "summary": summary,
+                      "digest": digest, "files": files}
+            (stage / MANIFEST).write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+        return StepResult(step, key, final, digest, summary)
+
+    def clean_stale(self) -> list[Path]:
+        """Remove staging leftovers of runs whose process is gone (a SIGKILLed run leaves its staging folder)."""
+        removed = []
+        for parent in [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]:
+            for p in parent.glob(".*"):
+                m = _STALE.match(p.name)
+                if m and not _alive(int(m.group(1))):
+                    shutil.rmtree(p, ignore_errors=True)
+                    removed.append(p)
+        return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

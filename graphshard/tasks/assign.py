@@ -1,0 +1,44 @@
+"""The assignment step as a Prefect task: which partition owns each node (graphshard.assign.assign).
+
+Key: the ingest artifact's digest (input content), `num_parts`, the `assign` config section and, for the `file`
+method, the content manifest of the user's folder (its path is left out). `assignment_report.json` holds timings,
+so it is left out of the digest: re-running an assignment that comes out the same keeps the shuffle cached.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from distributed import Client
+from prefect import task
+
+from graphshard import assign
+from graphshard.config import PipelineConfig
+from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
+from graphshard.flows.manifest import folder_manifest
+from graphshard.formats.chunked import ChunkedGraph
+from graphshard.tasks.common import TASK_OPTIONS, run_step
+
+OUTPUT = PRODUCT["assign"]
+
+
+def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
+    """Write the assignment folder into `stage/assignment`; summary = the report's headline figures."""
+    folder = assign.assign(graph.metadata_path, stage / OUTPUT, cfg.num_parts, cfg.assign, client=client)
+    report = json.loads((folder / assign.REPORT_FILE).read_text())
+    return {"method": cfg.assign.method, "num_parts": cfg.num_parts, "edge_cut": report["edge_cut"],
+            "imbalance": report["imbalance"]}
+
+
+@task(name="assign", **TASK_OPTIONS)
+def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
+                client: Client | None, force: bool = False) -> StepResult:
+    """Assign nodes to partitions once per (input content, num_parts, assign options)."""
+    inputs = {"graph": ingested.digest}
+    if cfg.assign.method == "file":
+        inputs["assign_dir"] = folder_manifest(cfg.assign.dir).digest
+    section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None}
+    key = step_key("assign", inputs, section)
+    return run_step(store, "assign", key, inputs, lambda stage: build(cfg, graph, client, stage), client, force,
+                    volatile=(f"{OUTPUT}/{assign.REPORT_FILE}",))

@@ -1,0 +1,59 @@
+"""What every step task shares: reuse a finished artifact (reported as a Cached state) or build it with progress.
+
+Prefect's own task caching is off (`NO_CACHE`): its default policy includes the flow run id, and its cache records
+live in Prefect's database, not beside the artifacts. Here the artifact folder named by the step's key *is* the cache
+record, so a hit survives a lost Prefect database and a miss happens whenever the folder is gone.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Callable
+
+from distributed import Client
+from prefect import get_run_logger
+from prefect.cache_policies import NO_CACHE
+from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.states import Completed, State
+
+from graphshard.flows.cache import StepResult, StepStore
+from graphshard.flows.progress import StepProgress, TerminalBar
+
+TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+class ArtifactProgress:
+    """A Prefect progress artifact per step, updated with the share of the step's Dask tasks that finished."""
+
+    def __init__(self, step: str):
+        self.id = create_progress_artifact(0.0, key=f"graphshard-{step}-progress",
+                                           description=f"{step}: Dask tasks finished / submitted")
+        self._last = -1.0
+
+    def __call__(self, done: int, submitted: int) -> None:
+        pct = round(100.0 * done / submitted, 1) if submitted else 0.0
+        if pct != self._last:
+            update_progress_artifact(self.id, pct)
+            self._last = pct
+
+    def close(self) -> None:
+        if self._last != 100.0:
+            update_progress_artifact(self.id, 100.0)
+
+
+def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path], dict],
+             client: Client | None, force: bool, volatile: tuple[str, ...] = ()) -> StepResult | State:
+    """The artifact for `key` if it is complete (and not forced): a Cached state; else build it, with progress."""
+    logger = get_run_logger()
+    if not force:
+        hit = store.lookup(step, key)
+        if hit is not None:
+            logger.info("%s: reusing %s (key %s)", step, hit.folder, key[:12])
+            return Completed(data=hit, name="Cached", message=f"{step} artifact {key[:12]} reused")
+    logger.info("%s: building %s%s", step, store.folder(step, key), " (forced)" if force else "")
+    sinks = [TerminalBar(step), ArtifactProgress(step)]
+    with StepProgress(client, sinks) if client is not None else nullcontext():
+        result = store.build(step, key, make, inputs, volatile)
+    logger.info("%s: done in %.1f s", step, result.summary["seconds"])
+    return result

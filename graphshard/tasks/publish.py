@@ -1,0 +1,25 @@
+"""Publishing as a Prefect task: the partition set and the report, linked from the work folder into `output.dir`."""
+
+from __future__ import annotations
+
+from prefect import get_run_logger, task
+from prefect.states import Completed, State
+
+from graphshard.config import PipelineConfig
+from graphshard.flows.cache import PRODUCT, StepResult, StepStore
+from graphshard.flows.publish import is_current, publish_output
+from graphshard.tasks.common import TASK_OPTIONS
+
+
+@task(name="publish", **TASK_OPTIONS)
+def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
+                 validated: StepResult | None) -> str | State:
+    """Swap the finished output into place atomically; Cached when it already holds exactly these artifacts."""
+    sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
+    digests = {"partitions": shuffled.digest, "report": validated.digest if validated else None}
+    out = cfg.output.dir
+    if is_current(store.root, out, digests, sources):
+        return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
+    publish_output(store.root, out, sources, digests)
+    get_run_logger().info("published %s", out)
+    return str(out)

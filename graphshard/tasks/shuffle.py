@@ -1,0 +1,38 @@
+"""The shuffle + write step as a Prefect task: DGL partitions from the graph and the assignment (shuffle.dispatch).
+
+Key: the digests of the input content and of the assignment folder, and the `shuffle` config section without
+`scratch_dir` (where temporary buckets go does not change the partitions).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from distributed import Client
+from prefect import task
+
+from graphshard import shuffle
+from graphshard.config import PipelineConfig
+from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
+from graphshard.formats.chunked import ChunkedGraph
+from graphshard.tasks.common import TASK_OPTIONS, run_step
+
+OUTPUT = PRODUCT["shuffle"]
+
+
+def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path, client: Client, stage: Path) -> dict:
+    """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact."""
+    config = shuffle.dispatch(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client)
+    return {"config": Path(config).relative_to(stage).as_posix(), "num_parts": cfg.num_parts}
+
+
+@task(name="shuffle", **TASK_OPTIONS)
+def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
+                 assigned: StepResult, client: Client, force: bool = False) -> StepResult:
+    """Route edges and features to their owners and write DGL's partition files, once per distinct input."""
+    inputs = {"graph": ingested.digest, "assignment": assigned.digest}
+    section = {**cfg.section("shuffle"), "scratch_dir": None}
+    key = step_key("shuffle", inputs, section)
+    assignment = assigned.path(PRODUCT["assign"])
+    return run_step(store, "shuffle", key, inputs, lambda stage: build(cfg, graph, assignment, client, stage),
+                    client, force)
