@@ -1,0 +1,128 @@
+"""The pipeline config: parsing, overrides, and bad configs rejected in one line before any work starts."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graphshard.cli import main
+from graphshard.config import PipelineConfig, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def write_config(folder: Path, metadata: Path, **changes) -> Path:
+    """A valid config in `folder` (paths relative to it where possible), with top-level `changes` merged in."""
+    data = {"input": {"metadata": str(metadata)}, "output": {"dir": "out"}, "work_dir": "work", "num_parts": 2,
+            "cluster": {"workers": 1}}
+    data.update(changes)
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_shipped_configs_parse():
+    for name in ("example.yaml", "mag.yaml", "cluster.yaml"):
+        cfg = load_config(REPO / "configs" / name)
+        assert isinstance(cfg, PipelineConfig)
+        assert cfg.input.metadata.is_absolute() and cfg.output.dir.is_absolute()
+    example = load_config(REPO / "configs" / "example.yaml")
+    assert example.input.metadata == (REPO / "data/example/metadata.json").resolve()
+    assert example.work == (REPO / "work/example").resolve()
+
+
+def test_relative_paths_and_defaults(tmp_path, rmat_small):
+    cfg = load_config(write_config(tmp_path, rmat_small))
+    assert cfg.output.dir == tmp_path / "out" and cfg.work == tmp_path / "work"
+    assert cfg.assign.method == "random" and cfg.shuffle.halo_hops == 1 and cfg.validate_.enabled
+    data = yaml.safe_load((tmp_path / "run.yaml").read_text())
+    del data["work_dir"]
+    (tmp_path / "run.yaml").write_text(yaml.safe_dump(data))
+    assert load_config(tmp_path / "run.yaml").work == tmp_path / "out.work"
+
+
+def test_overrides_are_yaml_typed(tmp_path, rmat_small):
+    cfg = load_config(write_config(tmp_path, rmat_small), [
+        "assign.method=metis", "num_parts=3", "shuffle.graph_formats=[coo, csc]", "validate.full=true",
+        "cluster.memory_limit=1GB", "output.dir=elsewhere"])
+    assert (cfg.assign.method, cfg.num_parts, cfg.shuffle.graph_formats) == ("metis", 3, ["coo", "csc"])
+    assert cfg.validate_.full is True and cfg.cluster.memory_limit == "1GB"
+    assert cfg.output.dir == tmp_path / "elsewhere"
+
+
+def test_cache_sections_are_json():
+    cfg = load_config(REPO / "configs" / "example.yaml")
+    assert cfg.section("assign")["method"] == "random"
+    assert cfg.section("validate") == {"enabled": True, "full": True, "seed": 0}
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _case_output_inside_input(tmp, meta):
+    return write_config(tmp, meta, output={"dir": str(meta.parent / "parts")}), "output.dir"
+
+
+def _case_output_exists(tmp, meta):
+    (tmp / "out").mkdir()
+    (tmp / "out" / "keep.txt").write_text("mine")
+    return write_config(tmp, meta), "output.dir"
+
+
+# (name, builder(tmp, metadata) -> (config path, words the message must contain), extra CLI arguments)
+BAD = [
+    ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
+    ("yaml syntax", lambda t, m: (_text(t, "input: {metadata: [\n"), "valid YAML"), []),
+    ("not a mapping", lambda t, m: (_text(t, "- a\n- b\n"), "mapping"), []),
+    ("missing input", lambda t, m: (write_config(t, t / "absent" / "metadata.json"), "input.metadata"), []),
+    ("unknown top-level key", lambda t, m: (write_config(t, m, num_part=4), "did you mean 'num_parts'"), []),
+    ("unknown nested key", lambda t, m: (write_config(t, m, assign={"methd": "metis"}),
+                                         "did you mean 'assign.method'"), []),
+    ("wrong type", lambda t, m: (write_config(t, m, num_parts="four"), "num_parts"), []),
+    ("string for int", lambda t, m: (write_config(t, m, cluster={"workers": "2"}), "cluster.workers"), []),
+    ("num_parts 0", lambda t, m: (write_config(t, m, num_parts=0), "num_parts"), []),
+    ("num_parts above nodes", lambda t, m: (write_config(t, m, num_parts=10**9), "at most the number of nodes"), []),
+    ("unknown method", lambda t, m: (write_config(t, m, assign={"method": "spectral"}), "assign.method"), []),
+    ("bad graph format", lambda t, m: (write_config(t, m, shuffle={"graph_formats": ["coo", "xml"]}),
+                                       "shuffle.graph_formats"), []),
+    ("unreachable scheduler", lambda t, m: (write_config(
+        t, m, cluster={"address": f"tcp://127.0.0.1:{_closed_port()}", "connect_timeout": 0.5}),
+        "cannot reach Dask scheduler"), []),
+    ("malformed scheduler address", lambda t, m: (write_config(t, m, cluster={"address": "localhost"}),
+                                                  "cluster.address"), []),
+    ("output inside input", _case_output_inside_input, []),
+    ("output exists", _case_output_exists, []),
+    ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
+    ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
+    ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
+    ("file method without folder", lambda t, m: (write_config(t, m, assign={"method": "file"}), "assign.dir"), []),
+    ("malformed --set", lambda t, m: (write_config(t, m), "key.path=value"), ["--set", "num_parts"]),
+    ("unknown --set key", lambda t, m: (write_config(t, m), "did you mean 'shuffle.halo_hops'"),
+     ["--set", "shuffle.halo_hop=2"]),
+    ("negative halo via --set", lambda t, m: (write_config(t, m), "shuffle.halo_hops"), ["--set", "shuffle.halo_hops=-1"]),
+]
+
+
+def _text(folder: Path, text: str) -> Path:
+    path = folder / "run.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name,build,extra", BAD, ids=[b[0] for b in BAD])
+def test_bad_config_one_line_before_work(name, build, extra, tmp_path, rmat_small, capsys):
+    config, words = build(tmp_path, rmat_small)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["run", str(config), *extra])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("graphshard run: error: ")
+    assert words in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no work folder, no output: nothing started
