@@ -14,8 +14,10 @@ from graphshard.formats.dgl_binary import LocalGraph
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate.problems import Problem, first_values
 
-NODE_FIELDS = {"_ID": np.int64, "inner_node": np.uint8, "part_id": np.int64, "_TYPE": np.int16}
-EDGE_FIELDS = {"_ID": np.int64, "inner_edge": np.uint8, "_TYPE": np.int32}
+# Allowed dtypes per reserved field: formats.md §4 names node _TYPE int16, but DGL 2.1.0's own partition_graph writes
+# int32 for heterogeneous graphs (measured on its output; its loader accepts int8..int64), so both pass.
+NODE_FIELDS = {"_ID": ("int64",), "inner_node": ("uint8",), "part_id": ("int64",), "_TYPE": ("int16", "int32")}
+EDGE_FIELDS = {"_ID": ("int64",), "inner_edge": ("uint8",), "_TYPE": ("int32",)}
 _ALWAYS = {"_ID", "inner_node", "inner_edge"}
 
 
@@ -52,15 +54,15 @@ def check_reserved_fields(g: LocalGraph, layout: Layout, part: int, file: str) -
     problems = []
     for what, data, fields, rows in (("node", g.ndata, NODE_FIELDS, g.num_nodes),
                                      ("edge", g.edata, EDGE_FIELDS, g.num_edges)):
-        for name, dtype in fields.items():
+        for name, dtypes in fields.items():
             arr = data.get(name)
             if arr is None:
                 if name in required_fields(layout, fields):
                     problems.append(Problem("reserved-dtypes", f"{what} field '{name}' is missing", part, file))
                 continue
-            if arr.dtype != np.dtype(dtype):
+            if arr.dtype.name not in dtypes:
                 problems.append(Problem("reserved-dtypes", f"{what} field '{name}' has dtype {arr.dtype}, "
-                                        f"expected {np.dtype(dtype)}", part, file))
+                                        f"expected {' or '.join(dtypes)}", part, file))
             if arr.ndim != 1 or arr.shape[0] != rows:
                 problems.append(Problem("reserved-dtypes", f"{what} field '{name}' has shape {arr.shape}, expected "
                                         f"({rows},) (one per {what})", part, file))

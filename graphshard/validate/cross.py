@@ -90,8 +90,11 @@ def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch
         want = np.sort(np.concatenate([np.load(f) for f in files if f.exists()] or [np.zeros(0, np.int64)]))
         missing, extra = np.setdiff1d(want, got), np.setdiff1d(got, want)
         if missing.size:
+            e = int(missing[0])
+            src, dst = int(scratch.open("edge_src")[e]), int(scratch.open("edge_dst")[e])
             problems.append(Problem("halo-completeness", f"{missing.size} out-edges from inner nodes to other "
-                                    f"partitions are missing (edge _IDs {first_values(missing)})", v.part, v.file))
+                                    f"partitions are missing: halo nodes lose in-edges (first: edge _ID {e}, node "
+                                    f"{src} -> halo node {dst}; edge _IDs {first_values(missing)})", v.part, v.file))
         if extra.size:
             problems.append(Problem("halo-completeness", f"{extra.size} out-edges from inner nodes are not edges of "
                                     f"the graph (edge _IDs {first_values(extra)})", v.part, v.file))

@@ -44,7 +44,11 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
 def _compare(check: str, key: str, part: int, file: str, orig: np.ndarray, got: np.ndarray, want: np.ndarray
              ) -> list[Problem]:
     """Row-by-row comparison of sampled rows; names the first differing rows by original ID."""
-    got2, want2 = got.reshape(got.shape[0], -1), hashing.canonical(want).reshape(want.shape[0], -1)
+    if got.shape[0] == 0:
+        return []
+    want = hashing.canonical(want)
+    got2 = got.reshape(got.shape[0], int(np.prod(got.shape[1:], dtype=np.int64)))
+    want2 = want.reshape(want.shape[0], int(np.prod(want.shape[1:], dtype=np.int64)))
     if got2.shape != want2.shape:
         return [Problem(check, f"'{key}' rows have {got2.shape[1]} values, input rows {want2.shape[1]}", part, file)]
     bad = np.flatnonzero((got2.view(np.uint8) != want2.view(np.uint8)).reshape(got2.shape[0], -1).any(axis=1)) \
@@ -53,8 +57,13 @@ def _compare(check: str, key: str, part: int, file: str, orig: np.ndarray, got: 
         return []
     i = int(bad[0])
     return [Problem(check, f"'{key}': {bad.size} of {got.shape[0]} compared rows differ from the input (first: "
-                    f"original ID {int(orig[i])}: {got2[i][:6].tolist()} here, {want2[i][:6].tolist()} in the input)",
-                    part, file)]
+                    f"original ID {int(orig[i])}: {_row(got2[i])} here, {_row(want2[i])} in the input)", part, file)]
+
+
+def _row(values: np.ndarray, limit: int = 6) -> str:
+    """A short rendering of one row for a message."""
+    shown = ", ".join(f"{v:.6g}" if isinstance(v, float) else str(v) for v in values[:limit].tolist())
+    return f"[{shown}{', ...' if values.shape[0] > limit else ''}]"
 
 
 def _edge_rows(v: checks.PartView, layout: Layout, t: int, node_orig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

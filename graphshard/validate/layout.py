@@ -177,3 +177,22 @@ def check_layout(layout: Layout) -> list[Problem]:
     if extra:
         problems.append(Problem("config", f"keys {extra} beyond num_parts = {layout.num_parts}", None, name))
     return problems
+
+
+def find_config(folder: str | Path) -> Path:
+    """The partition config inside an output folder: the one JSON file there with `node_map` and `num_parts`."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(folder, None, "a partition output folder", "no such folder")
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "node_map" in data and "num_parts" in data:
+            found.append(path)
+    if len(found) != 1:
+        raise InputError(folder, "<graph_name>.json", "exactly one partition config (a JSON file with node_map and "
+                         "num_parts)", f"{len(found)}: {[p.name for p in found]}")
+    return found[0]

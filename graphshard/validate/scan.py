@@ -56,9 +56,8 @@ def part_stats(v: checks.PartView, layout: Layout, file_bytes: dict[str, int]) -
     }
 
 
-def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup, orig_nids: dict | None,
-             orig_eids: dict | None) -> None:
-    """Write this partition's slices; phase-two tasks of other partitions read them."""
+def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup) -> None:
+    """Write this partition's slices of the structure arrays; phase-two tasks of other partitions read them."""
     s, p = setup.scratch, v.part
     lo, hi = layout.part_span(layout.node_ranges, p)
     inner_dst = v.nid[v.dst[v.inner_edge]]
@@ -77,6 +76,12 @@ def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup, orig_nids: di
     for q in range(layout.num_parts):
         if q != p:
             s.save(f"cut/{q}_from_{p}", np.sort(eid[src_owner == q]))
+
+
+def _scatter_orig(layout: Layout, part: int, setup: ScanSetup, orig_nids: dict | None,
+                  orig_eids: dict | None) -> None:
+    """Claim this partition's original IDs in the owner arrays (and its new->original node slice)."""
+    s, p = setup.scratch, part
     if setup.orig_nids and orig_nids is not None:
         node_orig = s.open("node_orig", writable=True)
         for t, name in enumerate(layout.ntypes):
@@ -128,6 +133,7 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     problems += checks.check_features(data.edge_feats, layout, part, layout.rel(part, "edge_feats"), nodes=False)
     problems += checks.check_orig_ids(data.orig_nids, layout, part, layout.extra_rel(part, ORIG_NIDS), nodes=True)
     problems += checks.check_orig_ids(data.orig_eids, layout, part, layout.extra_rel(part, ORIG_EIDS), nodes=False)
+    _scatter_orig(layout, part, setup, data.orig_nids, data.orig_eids)
     if data.graph is None:
         return summary
     problems += checks.check_reserved_fields(data.graph, layout, part, graph_file)
@@ -141,5 +147,5 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     problems += checks.check_edge_types(view, layout)
     summary["stats"] = part_stats(view, layout, data.file_bytes)
     summary["halo_edge_count"] = int((~view.inner_edge).sum())
-    _scatter(view, layout, setup, data.orig_nids, data.orig_eids)
+    _scatter(view, layout, setup)
     return summary

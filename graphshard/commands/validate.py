@@ -1,0 +1,87 @@
+"""`graphshard validate`: check a partition set against formats.md §5 (and the input graph); exit 1 on any problem."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+NAME = "validate"
+HELP = ("Check every invariant of a partition set (with --input also against the input graph); print each problem "
+        "on its own line and exit 1 if there is any.")
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    """--input/--full/--seed and where the tasks run (shared with `graphshard report`)."""
+    parser.add_argument("--input", default=None, metavar="METADATA",
+                        help="metadata.json of the input chunked graph: also check original IDs, edges and features")
+    parser.add_argument("--full", action="store_true",
+                        help="compare every row with the input (default: seeded sample + checksums over all rows)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the row sample (default 0)")
+    parser.add_argument("--sample-size", type=int, default=None, help="rows sampled per partition and type "
+                        "(default 1024)")
+    parser.add_argument("--assignment-report", default=None,
+                        help="assignment_report.json for the balance-constraint figures (default: beside the config)")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="run on a local Dask cluster of this many workers (default 0: in this process)")
+    parser.add_argument("--scheduler", default=None, help="run on the Dask scheduler at this address")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--partitions", required=True, metavar="CONFIG",
+                        help="the partition config <out>/<graph_name>.json (or the output folder)")
+    add_cluster_arguments(parser)
+    parser.add_argument("--write-report", action="store_true",
+                        help="also write report.json and report.html beside the config")
+    parser.add_argument("--json", action="store_true", help="print the whole report as JSON")
+
+
+def client_context(args: argparse.Namespace):
+    """A Dask client when --workers or --scheduler asks for one, else nothing (tasks run in this process)."""
+    if not (args.workers or args.scheduler):
+        return nullcontext(None)
+    from graphshard.cluster import ClusterSpec, dask_client
+    return dask_client(ClusterSpec(address=args.scheduler, workers=args.workers or 2))
+
+
+def run_validation(config: Path, args: argparse.Namespace, step_times: dict | None = None) -> dict:
+    """validate() with the command-line options."""
+    from graphshard.validate import validate
+    from graphshard.validate.sampling import SAMPLE_SIZE
+
+    with client_context(args) as client:
+        return validate(config, args.input, full=args.full, client=client, seed=args.seed,
+                        sample_size=args.sample_size or SAMPLE_SIZE, step_times=step_times,
+                        assignment_report=args.assignment_report)
+
+
+def print_outcome(report: dict) -> int:
+    """Problems one per line on stdout, a summary line on stderr; 0 when valid, 1 otherwise."""
+    from graphshard.validate import problem_lines
+
+    for line in problem_lines(report):
+        print(line)
+    checks = report["checks"]
+    counts = {s: sum(c["status"] == s for c in checks) for s in ("passed", "failed", "skipped")}
+    verdict = "valid" if report["ok"] else f"INVALID ({report['num_problems']} problem(s))"
+    print(f"{report['graph_name']}: {verdict}; checks {counts['passed']} passed, {counts['failed']} failed, "
+          f"{counts['skipped']} skipped", file=sys.stderr)
+    return 0 if report["ok"] else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    from graphshard.validate import write_report
+    from graphshard.validate.layout import find_config
+
+    config = Path(args.partitions)
+    config = find_config(config) if config.is_dir() else config
+    report = run_validation(config, args)
+    if args.write_report:
+        for path in write_report(config.parent, report):
+            print(f"wrote {path}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0 if report["ok"] else 1
+    return print_outcome(report)

@@ -1,0 +1,283 @@
+"""validate(): passes on good partition sets, and catches each entry of a tampering corpus with a message that names
+the partition, the file and the check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+from distributed import Client, LocalCluster
+
+from graphshard.formats.assignment import write_meta, write_parts
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.dgl_binary import load_graph, load_tensor_dict, save_graph, save_tensor_dict
+from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.validate import CHECKS, problem_lines, validate
+
+ORIG = {"save_orig_nids": True, "save_orig_eids": True}
+
+
+@pytest.fixture(scope="module")
+def client():
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+            Client(cluster) as c:
+        yield c
+
+
+def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> Path:
+    """A seeded random assignment folder."""
+    g = load_metadata(metadata)
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    for nt in g.node_type:
+        write_parts(folder, nt, rng.integers(0, num_parts, g.num_nodes(nt)))
+    write_meta(folder, num_parts, "random")
+    return folder
+
+
+def partition(client, metadata: Path, out: Path, num_parts: int = 3, **options) -> Path:
+    """dispatch() output (config path) for a random assignment."""
+    asg = assignment(metadata, out.parent / f"{out.name}-asg", num_parts)
+    return dispatch(metadata, asg, out, DispatchOptions(**options), client)
+
+
+@pytest.fixture(scope="module")
+def mag_set(client, make_graph, tmp_path_factory) -> tuple[Path, Path]:
+    """(config, metadata): MAG-like graph in 3 partitions, halo hops 1 as partition_graph builds it, orig IDs saved."""
+    md = make_graph("mag", papers=150, chunks=2, seed=3)
+    return partition(client, md, tmp_path_factory.mktemp("mag") / "out", halo_hops=1, **ORIG), md
+
+
+@pytest.fixture(scope="module")
+def rmat_set(client, make_graph, tmp_path_factory) -> tuple[Path, Path]:
+    md = make_graph("rmat", nodes=300, edges=2500, chunks=2, fmt="parquet", seed=4)
+    return partition(client, md, tmp_path_factory.mktemp("rmat") / "out", num_parts=4, halo_hops=2, **ORIG), md
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in report["checks"]}
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_good_sets_pass(mag_set, rmat_set, full):
+    for config, md in (mag_set, rmat_set):
+        report = validate(config, md, full=full)
+        assert report["ok"], problem_lines(report)
+        st = statuses(report)
+        assert st["edge-identity"] == st["feature-values"] == st["halo-completeness"] == "passed"
+        assert st["trainer-ids"] == "skipped"
+        assert report["halo_mode"] == "full"
+
+
+def test_dask_and_local_runs_agree(client, mag_set):
+    config, md = mag_set
+    local, dist = validate(config, md), validate(config, md, client=client)
+    assert dist["ok"] and local["checks"] == dist["checks"] and local["quality"] == dist["quality"]
+
+
+def test_output_only_checks_without_input_or_orig_files(client, make_graph, tmp_path):
+    md = make_graph("mag", papers=120, chunks=2, seed=5)
+    config = partition(client, md, tmp_path / "out", halo_hops=1, halo_mode="in_edges")
+    report = validate(config)
+    assert report["ok"], problem_lines(report)
+    st = statuses(report)
+    assert st["inner-nodes"] == st["inner-edges"] == st["halo-completeness"] == "passed"
+    assert st["orig-ids"] == st["edge-identity"] == st["feature-values"] == "skipped"
+    assert report["halo_mode"] == "in_edges"
+    with_input = validate(config, md)
+    assert with_input["ok"] and statuses(with_input)["edge-identity"] == "skipped"
+    assert statuses(with_input)["counts"] == "passed"
+
+
+def test_quality_figures(mag_set):
+    config, md = mag_set
+    q = validate(config)["quality"]
+    g = load_metadata(md)
+    assert q["num_nodes"] == g.total_nodes and q["num_edges"] == g.total_edges
+    matrix = np.array(q["edge_matrix"])
+    assert matrix.sum() == g.total_edges
+    assert q["edge_cut"]["count"] == matrix.sum() - np.trace(matrix)
+    assert q["edge_cut"]["share"] == pytest.approx(q["edge_cut"]["count"] / g.total_edges)
+    for nt in g.node_type:
+        assert sum(p["inner_nodes"][nt] for p in q["partitions"]) == g.num_nodes(nt)
+    stored = sum(sum(p["inner_nodes"].values()) + sum(p["halo_nodes"].values()) for p in q["partitions"])
+    assert q["replication_factor"] == pytest.approx(stored / g.total_nodes)
+    assert all(p["file_bytes"]["graph.dgl"] > 0 for p in q["partitions"])
+    assert q["imbalance"]["all_nodes"] >= 1.0
+
+
+# ------------------------------------------------------------------------------------------ tampering corpus
+
+
+def _rewrite_graph(path: Path, edit: Callable) -> None:
+    g = load_graph(path)
+    edit(g)
+    save_graph(path, g.num_nodes, g.src, g.dst, g.ndata, g.edata)
+
+
+def _edit_json(config: Path, edit: Callable) -> None:
+    data = json.loads(config.read_text())
+    edit(data)
+    config.write_text(json.dumps(data, indent=4))
+
+
+def shift_node_map(config: Path) -> None:
+    def edit(d):
+        d["node_map"]["paper"][0][1] += 1
+        d["node_map"]["paper"][1][0] += 1
+    _edit_json(config, edit)
+
+
+def wrong_num_nodes(config: Path) -> None:
+    _edit_json(config, lambda d: d.update(num_nodes=d["num_nodes"] + 1))
+
+
+def wrong_graph_num_nodes(config: Path) -> None:
+    """graph.dgl's node count (the nodes-per-type vector before the node data) one larger than its node data."""
+    path = config.parent / "part1/graph.dgl"
+    n = load_graph(path).num_nodes
+    raw = path.read_bytes()
+    at = raw.rfind(struct.pack("<Qq", 1, n) + struct.pack("<Q", 1))
+    assert at > 0
+    path.write_bytes(raw[:at] + struct.pack("<Qq", 1, n + 1) + raw[at + 16:])
+
+
+def swap_graph_files(config: Path) -> None:
+    a, b = config.parent / "part0/graph.dgl", config.parent / "part1/graph.dgl"
+    tmp = a.with_name("swap")
+    a.rename(tmp)
+    b.rename(a)
+    tmp.rename(b)
+
+
+def truncate_graph(config: Path) -> None:
+    path = config.parent / "part1/graph.dgl"
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def change_feature_row(config: Path) -> None:
+    path = config.parent / "part1/node_feat.dgl"
+    feats = load_tensor_dict(path)
+    feats["paper/feat"][3, 2] += 1.0
+    save_tensor_dict(path, feats)
+
+
+def move_edge_to_halo(config: Path) -> None:
+    def edit(g):
+        inner_e = np.flatnonzero(g.edata["inner_edge"] == 1)
+        halo_n = np.flatnonzero(g.ndata["inner_node"] == 0)
+        g.dst = g.dst.copy()
+        g.dst[inner_e[5]] = halo_n[0]
+    _rewrite_graph(config.parent / "part0/graph.dgl", edit)
+
+
+def remove_node_feat(config: Path) -> None:
+    (config.parent / "part2/node_feat.dgl").unlink()
+
+
+def id_int32(config: Path) -> None:
+    _rewrite_graph(config.parent / "part0/graph.dgl", lambda g: g.ndata.update(_ID=g.ndata["_ID"].astype(np.int32)))
+
+
+def drop_halo_in_edge(config: Path) -> None:
+    """Remove one edge from an inner node to a halo node: that halo node's in-edge from the partition (hops = 1)."""
+    def edit(g):
+        inner = g.ndata["inner_node"] == 1
+        victim = np.flatnonzero(inner[g.src] & ~inner[g.dst])[0]
+        keep = np.arange(g.src.size) != victim
+        g.src, g.dst = g.src[keep], g.dst[keep]
+        g.edata = {k: v[keep] for k, v in g.edata.items()}
+    _rewrite_graph(config.parent / "part1/graph.dgl", edit)
+
+
+def orig_not_permutation(config: Path) -> None:
+    path = config.parent / "part0/orig_nids.dgl"
+    ids = load_tensor_dict(path)
+    ids["paper"][1] = ids["paper"][0]
+    save_tensor_dict(path, ids)
+
+
+def orig_duplicate_across_partitions(config: Path) -> None:
+    path0, path2 = config.parent / "part0/orig_nids.dgl", config.parent / "part2/orig_nids.dgl"
+    a, b = load_tensor_dict(path0), load_tensor_dict(path2)
+    b["author"][0] = a["author"][0]
+    save_tensor_dict(path2, b)
+
+
+CORPUS = [
+    # (tampering, partition named, file named, check)
+    (shift_node_map, 0, "part0/graph.dgl", "inner-nodes"),
+    (wrong_num_nodes, None, "mag.json", "counts"),
+    (wrong_graph_num_nodes, 1, "part1/graph.dgl", "reserved-dtypes"),
+    (swap_graph_files, 0, "part0/graph.dgl", "inner-nodes"),
+    (truncate_graph, 1, "part1/graph.dgl", "files"),
+    (change_feature_row, 1, "part1/node_feat.dgl", "feature-values"),
+    (move_edge_to_halo, 0, "part0/graph.dgl", "inner-edges"),
+    (remove_node_feat, 2, "part2/node_feat.dgl", "files"),
+    (id_int32, 0, "part0/graph.dgl", "reserved-dtypes"),
+    (drop_halo_in_edge, 1, "part1/graph.dgl", "halo-completeness"),
+    (orig_not_permutation, 0, "part0/orig_nids.dgl", "orig-ids"),
+    (orig_duplicate_across_partitions, None, "orig_nids.dgl", "orig-ids"),
+]
+
+
+@pytest.mark.parametrize("tamper,part,file,check", CORPUS, ids=[c[0].__name__ for c in CORPUS])
+def test_tampering_is_caught(mag_set, tmp_path, tamper, part, file, check):
+    config, md = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    tamper(out / config.name)
+    report = validate(out / config.name, md)
+    assert not report["ok"]
+    assert check in CHECKS
+    hits = [p for p in report["problems"] if p["check"] == check and p["partition"] == part
+            and file in (p["file"] or "")]
+    assert hits, problem_lines(report)
+    assert statuses(report)[check] == "failed"
+    line = problem_lines(report)[report["problems"].index(hits[0])]
+    assert check in line and file in line and (f"partition {part}" if part is not None else "all partitions") in line
+
+
+def test_changed_feature_row_named_with_full(mag_set, tmp_path):
+    """The sampled run catches one changed row by checksum; --full names the row by its original ID."""
+    config, md = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    change_feature_row(out / config.name)
+    orig = load_tensor_dict(out / "part1/orig_nids.dgl")["paper"][3]
+    full = validate(out / config.name, md, full=True)
+    rows = [p for p in full["problems"] if p["check"] == "feature-values" and "1 of" in p["message"]]
+    assert rows and f"original ID {orig}:" in rows[0]["message"]
+
+
+def test_changed_edge_endpoint_caught(rmat_set, tmp_path):
+    """An inner edge whose source is replaced by another node of the same type fails edge identity (hops 2 set)."""
+    config, md = rmat_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+
+    def edit(g):
+        inner = np.flatnonzero(g.edata["inner_edge"] == 1)
+        g.src = g.src.copy()
+        g.src[inner[7]] = (g.src[inner[7]] + 1) % int((g.ndata["inner_node"] == 1).sum())
+    _rewrite_graph(out / "part2/graph.dgl", edit)
+    report = validate(out / config.name, md)
+    assert any(p["check"] == "edge-identity" and p["partition"] == 2 for p in report["problems"]), \
+        problem_lines(report)
+
+
+def test_unreadable_config_raises(tmp_path):
+    from graphshard.errors import InputError
+
+    bad = tmp_path / "g.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="g.json"):
+        validate(bad)
+    bad.write_text(json.dumps({"graph_name": "g"}))
+    with pytest.raises(InputError, match="num_nodes"):
+        validate(bad)
