@@ -87,7 +87,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         ingested = step("ingest", ingest_task, cfg, graph, store, client)
         assigned = step("assign", assign_task, cfg, graph, store, ingested, client)
         shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, client)
-        validated = (step("validate", validate_task, cfg, store, ingested, shuffled, client)
+        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, client)
                      if cfg.validate_.enabled else None)
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state

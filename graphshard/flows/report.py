@@ -35,9 +35,19 @@ def summarize(cfg: PipelineConfig, out: Path, ingested: StepResult, assigned: St
     steps = [{"step": name, "state": states.get(name, "skipped"),
               "build_seconds": r.summary.get("seconds") if r else None, "artifact": str(r.folder) if r else None}
              for name, r in results.items()]
-    nodes = assignment["nodes_per_part"]
-    parts = [{"partition": p, "nodes": sum(counts[p] for counts in nodes.values()),
-              "inner_edges": assignment["edges_per_part"][p]} for p in range(cfg.num_parts)]
+    if validated:
+        quality = json.loads(validated.path(f"{PRODUCT['validate']}/report.json").read_text())["quality"]
+        summary["edge_cut"] = quality["edge_cut"]["share"]  # measured on the written partitions
+        summary["edge_cut_count"] = quality["edge_cut"]["count"]
+        summary["checks"] = validated.summary.get("checks", {})
+        parts = [{"partition": q["part"], "inner_nodes": sum(q["inner_nodes"].values()),
+                  "halo_nodes": sum(q["halo_nodes"].values()), "inner_edges": sum(q["inner_edges"].values()),
+                  "halo_edges": sum(q["halo_edges"].values()), "halo_share": round(q["halo_share"], 4),
+                  "bytes": q["bytes"]} for q in quality["partitions"]]
+    else:
+        nodes = assignment["nodes_per_part"]
+        parts = [{"partition": p, "inner_nodes": sum(counts[p] for counts in nodes.values()),
+                  "inner_edges": assignment["edges_per_part"][p]} for p in range(cfg.num_parts)]
     return summary, {"steps": steps, "partitions": parts}
 
 
@@ -68,4 +78,6 @@ def markdown(summary: dict) -> str:
             f"- edge cut: {summary['edge_cut_count']:,} edges ({100 * summary['edge_cut']:.2f}%)\n"
             f"- imbalance (max / mean): {imb}\n"
             f"- total time: {summary['seconds']:.1f} s\n\n"
-            f"| step | state |\n|---|---|\n{rows}\n")
+            f"| step | state |\n|---|---|\n{rows}\n"
+            + ("\n| check | status |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in summary["checks"].items())
+               + "\n" if summary.get("checks") else ""))

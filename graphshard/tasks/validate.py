@@ -10,28 +10,43 @@ from pathlib import Path
 from distributed import Client
 from prefect import task
 
-from graphshard import validate
+from graphshard import assign, validate
 from graphshard.config import PipelineConfig
+from graphshard.errors import GraphshardError
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
 OUTPUT = PRODUCT["validate"]
 
 
-def build(cfg: PipelineConfig, partition_config: Path, client: Client, stage: Path) -> dict:
-    """Validate against the input and write report.json / report.html into `stage/report`."""
+def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignment_report: Path,
+          step_times: dict[str, float], client: Client, stage: Path) -> dict:
+    """Validate against the input and write report.json / report.html into `stage/report`.
+
+    A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
+    """
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
-                               client=client, seed=cfg.validate_.seed)
-    (stage / OUTPUT).mkdir()
+                               client=client, seed=cfg.validate_.seed, step_times=step_times,
+                               assignment_report=assignment_report)
+    if not report["ok"]:
+        failed = store.root / "validate" / "failed"
+        _, html = validate.write_report(failed, report)
+        first = validate.problem_lines(report)[0]
+        raise GraphshardError(f"validation failed: {report['num_problems']} problem(s), first: {first} "
+                              f"(report: {html})")
     validate.write_report(stage / OUTPUT, report)
-    return {"ok": True}
+    return {"ok": True, "checks": {c["name"]: c["status"] for c in report["checks"]}}
 
 
 @task(name="validate", **TASK_OPTIONS)
-def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, shuffled: StepResult,
+def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, assigned: StepResult,
+                  shuffled: StepResult,
                   client: Client, force: bool = False) -> StepResult:
     """Prove the partitions right (every invariant of formats.md §5) once per distinct partition set."""
     inputs = {"graph": ingested.digest, "partitions": shuffled.digest}
     key = step_key("validate", inputs, cfg.section("validate"))
     config = shuffled.path(shuffled.summary["config"])
-    return run_step(store, "validate", key, inputs, lambda stage: build(cfg, config, client, stage), client, force)
+    assignment_report = assigned.path(f"{PRODUCT['assign']}/{assign.REPORT_FILE}")
+    times = {r.step: r.summary["seconds"] for r in (ingested, assigned, shuffled)}
+    return run_step(store, "validate", key, inputs,
+                    lambda stage: build(cfg, store, config, assignment_report, times, client, stage), client, force)
