@@ -2,7 +2,7 @@
 
 As DGL's `partition_graph` does: every edge type merged into one homogeneous graph with type-major node IDs
 (all nodes of type 0, then type 1, ...), symmetrized, self-loops and duplicate edges dropped. The CSR comes from one
-sort of packed int64 keys `u * N + v` (no Python loop over nodes or edges).
+sort of packed int64 keys `(u << bits) | v` (no Python loop over nodes or edges).
 """
 
 from __future__ import annotations
@@ -56,53 +56,66 @@ def homogeneous_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.n
     return src, dst
 
 
-def symmetric_keys(src: np.ndarray, dst: np.ndarray, n: int) -> np.ndarray:
-    """Packed keys `u * n + v` of both directions of every non-loop edge."""
-    keep = src != dst
-    u, v = src[keep], dst[keep]
-    keys = np.empty(2 * len(u), dtype=np.int64)
-    np.multiply(u, n, out=keys[:len(u)])
-    keys[:len(u)] += v
-    np.multiply(v, n, out=keys[len(u):])
-    keys[len(u):] += u
+def key_bits(n: int) -> int:
+    """Bits per node id in a packed key `(u << bits) | v`; the graph must have fewer than 2^31 nodes."""
+    bits = max(1, (n - 1).bit_length())
+    if 2 * bits > 62:
+        raise GraphshardError(f"{n} nodes: packed edge keys need fewer than 2^31 nodes")
+    return bits
+
+
+def symmetric_keys(src: np.ndarray, dst: np.ndarray, bits: int, out: np.ndarray | None = None) -> np.ndarray:
+    """Packed keys of both directions of every edge, `(u << bits) | v` (self-loops are dropped later, by
+    `csr_from_keys`, which is cheaper than filtering here); written into `out` when given (2 * len(src) slots)."""
+    m = len(src)
+    keys = np.empty(2 * m, dtype=np.int64) if out is None else out
+    np.left_shift(src, bits, out=keys[:m])
+    keys[:m] |= dst
+    np.left_shift(dst, bits, out=keys[m:])
+    keys[m:] |= src
     return keys
 
 
-def csr_from_keys(keys: np.ndarray, n: int, row_offset: int = 0, rows: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(indptr, indices) from unsorted packed keys, sorting `keys` in place and dropping duplicates.
+def csr_from_keys(keys: np.ndarray, bits: int, row_offset: int = 0, rows: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, indices) from unsorted packed keys: sorts `keys` in place, drops duplicates and self-loops.
 
-    Rows are `key // n - row_offset` (a rank's local rows when `row_offset` is the first row it owns).
+    Rows are `(key >> bits) - row_offset` (a rank's local rows when `row_offset` is the first row it owns).
     """
     keys.sort()
+    mask = (1 << bits) - 1
+    row = keys >> bits
+    col = keys & mask
+    keep = row != col
     if len(keys):
-        uniq = np.empty(len(keys), dtype=bool)
-        uniq[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=uniq[1:])
-        keys = keys[uniq]
-    row = keys // n
-    indices = keys - row * n
+        keep[1:] &= keys[1:] != keys[:-1]
+    row, col = row[keep], col[keep]
     row -= row_offset
-    counts = np.bincount(row, minlength=rows if rows is not None else n)
+    counts = np.bincount(row, minlength=rows if rows is not None else (int(row.max()) + 1 if len(row) else 0))
     indptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
-    return indptr, indices
+    return indptr, col
 
 
 def build_csr(graph: ChunkedGraph, threads: int = 2) -> HomGraph:
     """The whole graph as a symmetric, deduplicated, loop-free CSR (chunks read by a small thread pool)."""
     n = graph.total_nodes
+    bits = key_bits(n)
+    jobs = edge_chunks(graph)
+    starts = np.concatenate([[0], np.cumsum([2 * graph.num_edges_per_chunk[graph.etype_id(et)][i] for et, i in jobs])])
+    keys = np.empty(int(starts[-1]), dtype=np.int64)
+
+    def load(j: int) -> np.ndarray:
+        src, dst = homogeneous_chunk(graph, *jobs[j])
+        if 2 * len(src) != starts[j + 1] - starts[j]:
+            raise InputError(graph.path(graph.edges[jobs[j][0]].data[jobs[j][1]]), "rows",
+                             f"{(starts[j + 1] - starts[j]) // 2} edges (num_edges_per_chunk)", len(src))
+        symmetric_keys(src, dst, bits, out=keys[starts[j]:starts[j + 1]])
+        return np.bincount(dst, minlength=n)
+
     in_deg = np.zeros(n, dtype=np.int64)
-    pieces: list[np.ndarray] = []
-
-    def load(job: tuple[str, int]) -> tuple[np.ndarray, np.ndarray]:
-        src, dst = homogeneous_chunk(graph, *job)
-        return symmetric_keys(src, dst, n), np.bincount(dst, minlength=n)
-
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for keys, deg in pool.map(load, edge_chunks(graph)):
-            pieces.append(keys)
+        for deg in pool.map(load, range(len(jobs))):
             in_deg += deg
-    keys = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
-    del pieces
-    indptr, indices = csr_from_keys(keys, n)
+    indptr, indices = csr_from_keys(keys, bits, rows=n)
     return HomGraph(indptr=indptr, indices=indices, in_degrees=in_deg)

@@ -172,33 +172,31 @@ def local_graph(graph: ChunkedGraph, comm, vtxdist: np.ndarray, with_degrees: bo
     With degrees, a key carries a flag bit: 1 on the entry (v, u) made from an input edge u -> v (self-loops
     included), so the owner of v counts v's in-degree before loops and duplicates are dropped.
     """
-    from graphshard.assign.graph_build import csr_from_keys, edge_chunks, homogeneous_chunk, symmetric_keys
+    from graphshard.assign.graph_build import csr_from_keys, edge_chunks, homogeneous_chunk, key_bits, symmetric_keys
 
     rank, size = comm.Get_rank(), comm.Get_size()
-    n = graph.total_nodes
+    bits = key_bits(graph.total_nodes)
     pieces = []
     for etype, chunk in edge_chunks(graph)[rank::size]:
         src, dst = homogeneous_chunk(graph, etype, chunk)
+        keys = symmetric_keys(src, dst, bits)
         if with_degrees:
-            loop = src == dst
-            fwd, rev = (src[~loop] * n + dst[~loop]) * 2, (dst * n + src) * 2 + 1
-            pieces.append(np.concatenate([fwd, rev]))
-        else:
-            pieces.append(symmetric_keys(src, dst, n))
+            keys <<= 1
+            keys[len(src):] |= 1  # (v, u) made from the input edge u -> v
+        pieces.append(keys)
     keys = np.concatenate(pieces) if pieces else np.empty(0, dtype=np.int64)
     del pieces
-    row_of = (keys >> 1) // n if with_degrees else keys // n
-    owners = np.searchsorted(vtxdist, row_of, side="right") - 1
-    del row_of
+    owners = np.searchsorted(vtxdist, keys >> (bits + with_degrees), side="right") - 1
     keys = exchange_keys(comm, keys, owners, size)
+    del owners
     lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
     in_deg = None
     if with_degrees:
-        flags = keys & 1
+        flags = (keys & 1).astype(bool)
         keys >>= 1
-        in_deg = np.bincount(keys[flags == 1] // n - lo, minlength=hi - lo)
-        keys = keys[keys // n != keys % n]
-    indptr, indices = csr_from_keys(keys, n, row_offset=lo, rows=hi - lo)
+        in_deg = np.bincount((keys[flags] >> bits) - lo, minlength=hi - lo)
+        # a self-loop u -> u arrives twice (once flagged): it counts once in the in-degree, as in the input
+    indptr, indices = csr_from_keys(keys, bits, row_offset=lo, rows=hi - lo)
     return indptr, indices, in_deg
 
 

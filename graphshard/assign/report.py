@@ -5,6 +5,7 @@ Edges are the input's edges as listed in the chunks (all edge types); an edge co
 destination (DGL's rule) and is cut when its endpoints lie in different partitions. Communication volume is METIS's:
 the sum over nodes of the number of other partitions holding one of its neighbours (edges taken as undirected).
 Edge chunks are read one at a time (as Dask tasks when a client is given); parts are memory-mapped `.npy` files.
+The volume needs a mark array of N x num_parts bytes per chunk task (returned as a bitmap of an eighth of that).
 """
 
 from __future__ import annotations
@@ -36,18 +37,21 @@ def homogeneous_parts(graph: ChunkedGraph, part_files: dict[str, Path]) -> np.nd
 
 def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, Path], nparts: int,
                 want_degrees: bool) -> dict:
-    """Cut count, edges per destination partition, (node, foreign part) volume keys of one edge chunk."""
+    """Cut count, edges per destination partition and the (node, foreign part) pairs of one edge chunk, the latter
+    as a bitmap of N x nparts bits (a scatter into a mark array: far cheaper than np.unique on the pairs)."""
     canon = graph.canonical(etype)
     src, dst = homogeneous_chunk(graph, etype, chunk)
     off = graph.type_node_offsets
     ps = np.load(part_files[canon.src], mmap_mode="r")[src - off[graph.ntype_id(canon.src)]].astype(np.int64)
     pd = np.load(part_files[canon.dst], mmap_mode="r")[dst - off[graph.ntype_id(canon.dst)]].astype(np.int64)
     cross = ps != pd
-    keys = np.unique(np.concatenate([src[cross] * nparts + pd[cross], dst[cross] * nparts + ps[cross]]))
+    marks = np.zeros(graph.total_nodes * nparts, dtype=bool)
+    marks[src[cross] * nparts + pd[cross]] = True
+    marks[dst[cross] * nparts + ps[cross]] = True
     return {
         "cut": int(cross.sum()),
         "edges": np.bincount(pd, minlength=nparts),
-        "vol_keys": keys,
+        "vol_bits": np.packbits(marks),
         "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None,
     }
 
@@ -76,9 +80,9 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
         stats = [chunk_stats(graph, et, i, *args) for et, i in jobs]
     parts = homogeneous_parts(graph, part_files)
     n = graph.total_nodes
-    marks = np.zeros(n * nparts, dtype=bool)
+    vol_bits = np.zeros((n * nparts + 7) // 8, dtype=np.uint8)
     for s in stats:
-        marks[s["vol_keys"]] = True
+        vol_bits |= s["vol_bits"]
     edges_total = graph.total_edges
     cut = sum(s["cut"] for s in stats)
     in_deg = sum(s["in_degrees"] for s in stats) if options.balance_edges and stats else None
@@ -97,5 +101,5 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
                            for t, nt in enumerate(graph.node_type)},
         "edges_per_part": (sum(s["edges"] for s in stats) if stats else np.zeros(nparts, np.int64)).tolist(),
         "imbalance": balance,
-        "communication_volume": int(marks.sum()),
+        "communication_volume": int(np.bitwise_count(vol_bits).sum()),
     }

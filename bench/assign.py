@@ -1,0 +1,134 @@
+"""Benchmark of the assignment step: time, peak memory and edge cut of every method, k = 4 and 16, beside pymetis
+called directly on the same CSR in the same run (the baseline for the pipeline's overhead around METIS).
+
+Each (method, k) runs in its own subprocess so that its peak RSS is its own. Run under the heavy-work lock:
+
+    flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/assign.py --graph /work/data/rmat20m/metadata.json
+
+Prints a Markdown table (and writes the raw figures as JSON with --json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+METHODS = ["pymetis", "metis", "kaminpar", "parmetis", "random"]
+
+
+def input_edge_cut(meta: Path, hom_parts: np.ndarray) -> tuple[int, int]:
+    """(cut, total) over the input's edges, chunk by chunk: the same measure as assignment_report.json."""
+    from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
+    from graphshard.formats.chunked import load_metadata
+
+    g = load_metadata(meta)
+    cut = total = 0
+    for et, i in edge_chunks(g):
+        src, dst = homogeneous_chunk(g, et, i)
+        cut += int((hom_parts[src] != hom_parts[dst]).sum())
+        total += len(src)
+    return cut, total
+
+
+def run_pymetis(meta: Path, k: int, seed: int) -> dict:
+    """pymetis k-way on the CSR the pipeline builds (CSR construction timed apart)."""
+    import pymetis
+
+    from graphshard.assign.graph_build import build_csr
+    from graphshard.formats.chunked import load_metadata
+
+    t0 = time.perf_counter()
+    hom = build_csr(load_metadata(meta))
+    t1 = time.perf_counter()
+    _, parts = pymetis.part_graph(k, adjacency=pymetis.CSRAdjacency(hom.indptr, hom.indices),
+                                  options=pymetis.Options(seed=seed), recursive=False)
+    t2 = time.perf_counter()
+    cut, total = input_edge_cut(meta, np.asarray(parts))
+    return {"build_graph_s": t1 - t0, "partition_call_s": t2 - t1, "total_s": t2 - t0, "cut": cut, "edges": total}
+
+
+def run_method(meta: Path, k: int, method: str, seed: int, ranks: int) -> dict:
+    """The full assignment step (graphshard.assign.assign) of one method, in this process."""
+    from graphshard.assign import REPORT_FILE, assign
+    from graphshard.assign.options import AssignOptions
+
+    with tempfile.TemporaryDirectory(dir="/tmp") as tmp:
+        t0 = time.perf_counter()
+        out = assign(meta, Path(tmp) / "a", k, AssignOptions(method=method, seed=seed, mpi_ranks=ranks))
+        total = time.perf_counter() - t0
+        report = json.loads((out / REPORT_FILE).read_text())
+    secs = report["partitioner"].get("seconds", {})
+    result = {"total_s": total, "cut": report["edge_cut"]["count"], "edges": report["num_edges"],
+              "imbalance": report["imbalance"]["nodes"], "partition_call_s": secs.get("partition_call"),
+              "build_graph_s": secs.get("build_graph")}
+    if method == "parmetis":
+        result["rank_peak_rss_bytes"] = report["partitioner"]["rank_peak_rss_bytes"]
+    return result
+
+
+def child(args: argparse.Namespace) -> None:
+    """One measurement in this (fresh) process; prints one JSON line."""
+    if args.one == "pymetis":
+        result = run_pymetis(args.graph, args.k, args.seed)
+    else:
+        result = run_method(args.graph, args.k, args.one, args.seed, args.ranks)
+    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    result["peak_rss_bytes"] = self_rss + sum(result.get("rank_peak_rss_bytes", []))
+    print(json.dumps({"method": args.one, "k": args.k, **result}))
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown table, with the METIS overhead ratio against the same-run pymetis call."""
+    base = {r["k"]: r for r in rows if r["method"] == "pymetis"}
+    lines = ["| method | k | step wall (s) | partitioner call (s) | peak RSS (GB) | edge cut | overhead vs pymetis call |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ratio = ""
+        if r["method"] == "metis" and r["k"] in base:
+            overhead = r["total_s"] - r["partition_call_s"]
+            ratio = f"{overhead:.1f} s = {overhead / base[r['k']]['partition_call_s']:.0%}"
+        call = "" if r.get("partition_call_s") is None else f"{r['partition_call_s']:.1f}"
+        lines.append(f"| {r['method']} | {r['k']} | {r['total_s']:.1f} | {call} | {r['peak_rss_bytes'] / 1e9:.2f} | "
+                     f"{r['cut'] / r['edges']:.1%} | {ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graph", type=Path, default=Path("/work/data/rmat20m/metadata.json"))
+    parser.add_argument("--parts", type=int, nargs="+", default=[4, 16])
+    parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ranks", type=int, default=2, help="MPI ranks for parmetis")
+    parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--k", type=int, default=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        child(args)
+        return
+    rows = []
+    for k in args.parts:
+        for method in args.methods:
+            cmd = [sys.executable, __file__, "--one", method, "--k", str(k), "--graph", str(args.graph),
+                   "--seed", str(args.seed), "--ranks", str(args.ranks)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise SystemExit(f"{method} k={k} failed:\n{proc.stderr[-3000:]}")
+            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
