@@ -116,9 +116,10 @@ class StepProgress:
 class TerminalBar:
     """A one-line progress bar on a terminal (redrawn in place); on a pipe, a line every `every` seconds."""
 
-    def __init__(self, label: str, stream: TextIO = sys.stderr, width: int = 30, every: float = 10.0):
-        self.label, self.stream, self.width, self.every = label, stream, width, every
-        self.tty = stream.isatty()
+    def __init__(self, label: str, stream: TextIO | None = None, width: int = 30, every: float = 10.0):
+        self.label, self.width, self.every = label, width, every
+        self.stream = stream or sys.stderr or sys.__stderr__
+        self.tty = self.stream.isatty()
         self._last_print = 0.0
         self._last = (-1, -1)
 
