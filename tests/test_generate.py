@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from graphshard.cli import main
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.readers import read_chunk, read_edge_chunk, read_rows
@@ -119,8 +120,6 @@ def test_existing_output_needs_overwrite(tmp_path):
 
 
 def test_generate_cli_defaults_and_options(tmp_path, capsys):
-    from graphshard.cli import main
-
     assert main(["generate", "mag", "--out", str(tmp_path / "mag")]) == 0
     g = load_metadata(tmp_path / "mag")
     assert g.num_nodes("paper") == 1000 and len(g.edge_type) == 8 and len(g.num_edges_per_chunk[0]) == 2
@@ -140,8 +139,6 @@ def test_generate_cli_defaults_and_options(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["generate", "chunk", "inspect"])
 def test_help(command, capsys):
-    from graphshard.cli import main
-
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])
     assert exit_.value.code == 0 and f"graphshard {command}" in capsys.readouterr().out
