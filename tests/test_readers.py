@@ -101,3 +101,19 @@ def test_head_reads_leading_rows(make_graph, fmt):
         head = reader_for(spec.format).head(g.path(spec.data[0]), spec.format)
         assert 1 <= len(head) <= len(full) and head.shape[1:] == full.shape[1:] and head.dtype == full.dtype
         assert np.array_equal(head, full[: len(head)])
+
+
+def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path):
+    """An empty csv chunk (a chunk with zero edges) is valid input, not a parse error."""
+    from graphshard.formats.chunked import parse_metadata
+    from graphshard.formats.readers import read_edge_chunk
+
+    (tmp_path / "e0.csv").write_text("0 1\n1 0\n")
+    (tmp_path / "e1.csv").write_text("")
+    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[2, 0]],
+            "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "}, "data": ["e0.csv", "e1.csv"]}}}
+    graph = parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+    src, dst = read_edge_chunk(graph, "n:r:n", 1)
+    assert src.dtype == dst.dtype == np.int64 and len(src) == len(dst) == 0
+    assert read_edge_chunk(graph, "n:r:n", 0)[1].tolist() == [1, 0]

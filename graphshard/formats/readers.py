@@ -113,6 +113,8 @@ class CsvReader(ChunkReader):
                              f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
 
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        if path.exists() and path.stat().st_size == 0:
+            return np.zeros((0, 0), dtype=np.int64)  # pyarrow refuses empty files; an empty chunk is valid
         return _arrow_to_numpy(self._read(path, fmt), path)
 
     def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
@@ -152,6 +154,8 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.nda
     spec = graph.edges[etype]
     path = graph.path(spec.data[chunk])
     arr = reader_for(spec.format).table(path, spec.format)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if arr.ndim != 2 or arr.shape[1] < 2:
         raise InputError(path, f"edges['{etype}']", "2 columns (src, dst)", f"shape {tuple(arr.shape)}")
     if not np.issubdtype(arr.dtype, np.integer):
