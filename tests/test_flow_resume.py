@@ -1,0 +1,67 @@
+"""A run SIGKILLed during the shuffle is resumed by the next run from its finished steps, and the result is byte for
+byte what an uninterrupted run publishes (slow: three real runs as separate processes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from flow_helpers import tree_bytes, wait_for, write_config
+
+pytestmark = pytest.mark.slow
+GRAPHSHARD = [sys.executable, "-m", "graphshard.cli"]
+REPORT = ("report.json", "report.html")
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env.pop("PREFECT_HOME", None)  # each run keeps Prefect's state in its own work folder
+    env.pop("PREFECT_API_URL", None)
+    return env
+
+
+def _run(config: Path, log: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen([*GRAPHSHARD, "run", str(config)], stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                            env=_env(), start_new_session=True, **kw)
+
+
+@pytest.fixture(scope="module")
+def medium_graph(make_graph) -> Path:
+    """Large enough that the shuffle takes a few seconds on 2 workers."""
+    return make_graph("rmat", nodes=100_000, edges=1_500_000, chunks=6)
+
+
+def test_sigkill_during_shuffle_resumes_to_identical_output(tmp_path, medium_graph):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    killed.mkdir(), clean.mkdir()
+    cfg_killed = write_config(killed, medium_graph)
+    cfg_clean = write_config(clean, medium_graph)
+
+    proc = _run(cfg_killed, killed / "run1.log")
+    shuffle_root = killed / "work" / "shuffle"
+    wait_for(lambda: shuffle_root.is_dir() and any(p.name.startswith(".") for p in shuffle_root.iterdir()),
+             300, "the shuffle step to start")
+    time.sleep(1.0)
+    assert proc.poll() is None, (killed / "run1.log").read_text()
+    os.killpg(proc.pid, signal.SIGKILL)  # the flow process and its local Dask cluster, as in a machine crash
+    proc.wait()
+    assert not [p for p in shuffle_root.iterdir() if not p.name.startswith(".")], "no shuffle artifact finished"
+    assert not (killed / "out").exists()
+    assert [p.name for p in (killed / "work" / "assign").iterdir() if not p.name.startswith(".")]
+
+    resumed = _run(cfg_killed, killed / "run2.log")
+    reference = _run(cfg_clean, clean / "run.log")
+    assert resumed.wait(timeout=600) == 0, (killed / "run2.log").read_text()
+    assert reference.wait(timeout=600) == 0, (clean / "run.log").read_text()
+    log = (killed / "run2.log").read_text()
+    assert "cached: ingest, assign;" in log or "cached: ingest, assign\n" in log, log
+    assert not [p for p in shuffle_root.iterdir() if p.name.startswith(".")], "stale staging folder left"
+    got, want = tree_bytes(killed / "out", REPORT), tree_bytes(clean / "out", REPORT)
+    assert sorted(got) == sorted(want)
+    assert got == want
