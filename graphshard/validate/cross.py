@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard.validate import checks
-from graphshard.validate.layout import Layout
+from graphshard.validate.layout import Layout, owners
 from graphshard.validate.part_files import ORIG_NIDS, PartData
 from graphshard.validate.problems import Problem, first_values
 from graphshard.validate.scratch import Scratch
@@ -40,11 +40,13 @@ def check_orig_claims(data: PartData, layout: Layout, scratch: Scratch) -> list[
     return problems
 
 
-def check_halo_edges(v: checks.PartView, scratch: Scratch, num_edges: int) -> list[Problem]:
-    """Non-inner edges are copies of their owners' inner edges: same endpoints (new IDs) for the same edge ID."""
+def check_halo_edges(v: checks.PartView, layout: Layout, scratch: Scratch, broken: frozenset[int]) -> list[Problem]:
+    """Non-inner edges are copies of their owners' inner edges: same endpoints (new IDs) for the same edge ID.
+    Edges owned by partitions that could not be read (`broken`, reported already) are not compared."""
     h = np.flatnonzero(~v.inner_edge)
     eid = v.eid[h]
-    ok = (eid >= 0) & (eid < num_edges)
+    owner, _ = owners(layout.edge_ranges, eid)
+    ok = (owner >= 0) & ~np.isin(owner, list(broken))
     h, eid = h[ok], eid[ok]
     src = np.asarray(scratch.open("edge_src")[eid])
     dst = np.asarray(scratch.open("edge_dst")[eid])
@@ -67,17 +69,21 @@ def halo_levels(v: checks.PartView, hops: int) -> np.ndarray:
     return level
 
 
-def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch, mode: str) -> list[Problem]:
-    """§5.7 by the rule in the module docstring; `mode` is "full" or "in_edges"."""
+def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch, mode: str,
+                            broken: frozenset[int]) -> list[Problem]:
+    """§5.7 by the rule in the module docstring; `mode` is "full" or "in_edges". Nodes owned by unreadable
+    partitions (`broken`) have no known in-degree and are skipped."""
     hops = layout.halo_hops
     if hops < 1:
         return []
     problems = []
     levels = halo_levels(v, hops if mode == "full" else 1)
     keep_in = (levels >= 0) & (levels < (hops if mode == "full" else 1))
+    node_owner, _ = owners(layout.node_ranges, v.nid)
+    known = (node_owner >= 0) & ~np.isin(node_owner, list(broken))
     local_in = np.bincount(v.dst, minlength=v.num_nodes)
-    global_in = np.asarray(scratch.open("indeg")[v.nid])
-    bad = np.flatnonzero(keep_in & (local_in != global_in))
+    global_in = np.asarray(scratch.open("indeg")[np.where(known, v.nid, 0)])
+    bad = np.flatnonzero(keep_in & known & (local_in != global_in))
     if bad.size:
         b = int(bad[0])
         problems.append(Problem("halo-completeness", f"{bad.size} nodes whose in-edges must all be here are missing "
@@ -85,8 +91,9 @@ def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch
                                 f"{int(local_in[b])} in-edges here, {int(global_in[b])} in the graph)", v.part, v.file))
     out_edge = v.inner[v.src] & ~v.inner[v.dst]
     if mode == "full":
-        got = np.sort(v.eid[out_edge])
-        files = [scratch.root / "cut" / f"{v.part}_from_{q}.npy" for q in range(layout.num_parts) if q != v.part]
+        got = np.sort(v.eid[out_edge & known[v.dst]])
+        files = [scratch.root / "cut" / f"{v.part}_from_{q}.npy" for q in range(layout.num_parts)
+                 if q != v.part and q not in broken]
         want = np.sort(np.concatenate([np.load(f) for f in files if f.exists()] or [np.zeros(0, np.int64)]))
         missing, extra = np.setdiff1d(want, got), np.setdiff1d(got, want)
         if missing.size:

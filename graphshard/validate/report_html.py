@@ -27,7 +27,7 @@ header{background:#1f2a44;color:#fff;padding:18px 32px}
 header h1{margin:0;font-size:22px} header p{margin:4px 0 0;color:#c9d1e3;font-size:13px}
 main{padding:20px 32px;max-width:1320px}
 .cards{display:flex;flex-wrap:wrap;gap:12px;margin-bottom:18px}
-.card{background:#fff;border-radius:8px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.12);min-width:130px}
+.card{background:#fff;border-radius:8px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.12);flex:1;min-width:110px}
 .card .v{font-size:22px;font-weight:600} .card .k{font-size:12px;color:#667}
 .ok{color:#1a7f37} .bad{color:#c62828} .skip{color:#8a6d00}
 section{background:#fff;border-radius:8px;padding:14px 18px;margin-bottom:18px;box-shadow:0 1px 3px rgba(0,0,0,.12)}
@@ -50,28 +50,30 @@ def _label(name: str) -> str:
 
 def _png(fig) -> str:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _stacked(ax, labels: list[str], series: dict[str, list[float]], hatch_from: int | None = None) -> None:
-    """Stacked bars per partition; series after index `hatch_from` are drawn hatched (halo)."""
+def _stacked(ax, labels: list[str], series: list[tuple[str, list[float], str, bool]]) -> None:
+    """Stacked bars per partition from (label, values, color, hatched) series; hatched ones are halo."""
     bottom = np.zeros(len(labels))
-    for i, (name, values) in enumerate(series.items()):
+    for name, values, color, hatched in series:
         vals = np.asarray(values, dtype=float)
-        halo = hatch_from is not None and i >= hatch_from
-        color = PALETTE[(i - hatch_from if halo else i) % len(PALETTE)]
-        ax.bar(labels, vals, bottom=bottom, label=_label(name), color=color, alpha=0.45 if halo else 0.95,
-               hatch="//" if halo else None, edgecolor="white", linewidth=0.6)
+        ax.bar(labels, vals, bottom=bottom, label=_label(name), color=color, alpha=0.45 if hatched else 0.95,
+               hatch="//" if hatched else None, edgecolor="white", linewidth=0.6)
         bottom += vals
     ax.spines[["top", "right"]].set_visible(False)
-    ax.legend(fontsize=7, frameon=False, ncol=2 if len(series) > 6 else 1, loc="upper left", bbox_to_anchor=(1, 1))
+    ax.figure.legend(fontsize=7, frameon=False, loc="outside right upper")
 
 
-def _fig(width: float = 6.4, height: float = 3.4):
-    fig, ax = plt.subplots(figsize=(width, height))
-    return fig, ax
+def _color(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def _fig(width: float = 6.4, height: float = 3.6):
+    """Every plot the same size (constrained layout keeps legends inside), so the grid lines up."""
+    return plt.subplots(figsize=(width, height), layout="constrained")
 
 
 def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
@@ -82,26 +84,26 @@ def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
     out = []
 
     fig, ax = _fig()
-    series = {f"{t} inner": [r["inner_nodes"][t] for r in parts] for t in q["ntypes"]}
-    series.update({f"{t} halo": [r["halo_nodes"][t] for r in parts] for t in q["ntypes"]})
-    _stacked(ax, labels, series, hatch_from=len(q["ntypes"]))
+    _stacked(ax, labels, [(f"{_label(t)} inner", [r["inner_nodes"][t] for r in parts], _color(i), False)
+                          for i, t in enumerate(q["ntypes"])] +
+             [(f"{_label(t)} halo", [r["halo_nodes"][t] for r in parts], _color(i), True)
+              for i, t in enumerate(q["ntypes"])])
     ax.set_ylabel("nodes")
     ax.set_title("Nodes per partition and type (hatched: halo)")
     out.append(("Nodes", "Inner nodes are owned by the partition; halo nodes are copies of other partitions' nodes.",
                 _png(fig)))
 
     fig, ax = _fig()
-    series = {f"{t} inner": [r["inner_edges"][t] for r in parts] for t in q["etypes"]}
-    series.update({f"{t} halo": [r["halo_edges"][t] for r in parts] for t in q["etypes"]
-                   if any(r["halo_edges"][t] for r in parts)})
-    _stacked(ax, labels, series, hatch_from=len(q["etypes"]))
+    series = [(t, [r["inner_edges"][t] for r in parts], _color(i), False) for i, t in enumerate(q["etypes"])]
+    halo = [sum(r["halo_edges"].values()) for r in parts]
+    _stacked(ax, labels, series + ([("halo edges (all types)", halo, "#8C8C8C", True)] if any(halo) else []))
     ax.set_ylabel("edges")
     ax.set_title("Edges per partition and type (hatched: halo)")
     out.append(("Edges", "An edge is owned by its destination's partition; halo edges are kept for halo nodes.",
                 _png(fig)))
 
     m = np.asarray(q["edge_matrix"], dtype=float)
-    fig, ax = plt.subplots(figsize=(max(4.2, 0.55 * P + 3), max(3.4, 0.5 * P + 2.4)))
+    fig, ax = _fig()
     im = ax.imshow(m, cmap="viridis")
     ax.set_xticks(range(P), labels)
     ax.set_yticks(range(P), labels)
@@ -111,9 +113,9 @@ def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
         top = m.max() if m.size else 0
         for i in range(P):
             for j in range(P):
-                ax.text(j, i, f"{int(m[i, j]):,}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{int(m[i, j]):,}", ha="center", va="center", fontsize=8,
                         color="black" if m[i, j] > 0.6 * top else "white")
-    fig.colorbar(im, ax=ax, shrink=0.8, label="edges")
+    fig.colorbar(im, ax=ax, shrink=0.9, label="edges")
     ax.set_title(f"Partition-to-partition edges (cut {q['edge_cut']['share']:.1%})")
     out.append(("Edge matrix", "Diagonal: edges inside a partition; off-diagonal: cut edges.", _png(fig)))
 
@@ -135,7 +137,7 @@ def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
     ax.set_title("Imbalance per type and balance constraint")
     out.append(("Imbalance", "Constraints come from assignment_report.json when it is present.", _png(fig)))
 
-    fig, ax = _fig(6.4, 3.0)
+    fig, ax = _fig()
     shares = [100 * r["halo_share"] for r in parts]
     ax.bar(labels, shares, color=PALETTE[4])
     for i, s in enumerate(shares):
@@ -147,13 +149,14 @@ def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
 
     fig, ax = _fig()
     files = sorted({f for r in parts for f in r["file_bytes"]})
-    _stacked(ax, labels, {f: [r["file_bytes"].get(f, 0) / 2**20 for r in parts] for f in files})
+    _stacked(ax, labels, [(f, [r["file_bytes"].get(f, 0) / 2**20 for r in parts], _color(i), False)
+                          for i, f in enumerate(files)])
     ax.set_ylabel("MiB")
     ax.set_title("Bytes on disk per partition")
     out.append(("Bytes on disk", "Every file in each partition folder.", _png(fig)))
 
     if times:
-        fig, ax = _fig(6.4, max(2.0, 0.45 * len(times) + 1))
+        fig, ax = _fig()
         names = list(times)
         ax.barh(names, [times[n] for n in names], color=PALETTE[5])
         for i, n in enumerate(names):
@@ -183,7 +186,7 @@ def render_html(report: dict) -> str:
     ok = report["ok"]
     cards = [("status", f"<span class='{'ok' if ok else 'bad'}'>{'valid' if ok else 'INVALID'}</span>"),
              ("partitions", q["num_parts"]), ("nodes", f"{q['num_nodes']:,}"), ("edges", f"{q['num_edges']:,}"),
-             ("edge cut", f"{q['edge_cut']['count']:,} ({q['edge_cut']['share']:.1%})"),
+             (f"edge cut ({q['edge_cut']['count']:,} edges)", f"{q['edge_cut']['share']:.1%}"),
              ("replication", f"{q['replication_factor']:.2f}"),
              ("on disk", f"{q['bytes_total'] / 2**20:,.1f} MiB"), ("problems", report["num_problems"])]
     cards_html = "".join(f"<div class='card'><div class='v'>{v}</div><div class='k'>{_e(k)}</div></div>"

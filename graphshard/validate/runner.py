@@ -41,8 +41,8 @@ def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     return scan_partition(layout, part, setup)
 
 
-def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, metadata: Path | None, full: bool,
-           seed: int, sample_size: int) -> dict:
+def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int], metadata: Path | None,
+           full: bool, seed: int, sample_size: int) -> dict:
     """Phase two for one partition: orig-ID claims, halo edges and completeness, comparison with the input."""
     data = load_part(layout, part, with_feats=metadata is not None)
     out: dict = {"problems": [], "sums": {}}
@@ -53,8 +53,8 @@ def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, metadata: Pat
         return out
     problems = cross.check_orig_claims(data, layout, setup.scratch)
     if layout.halo_hops >= 1:
-        problems += cross.check_halo_edges(view, setup.scratch, layout.num_edges)
-        problems += cross.check_halo_completeness(view, layout, setup.scratch, mode)
+        problems += cross.check_halo_edges(view, layout, setup.scratch, broken)
+        problems += cross.check_halo_completeness(view, layout, setup.scratch, mode, broken)
     if metadata is not None:
         more, out["sums"] = inputs.compare_partition(layout, data, view, metadata, setup.scratch, full, seed,
                                                         sample_size)
@@ -207,8 +207,9 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
             problems += s["problems"]
         problems += _global_checks(layout, summaries, setup)
         mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
-        cross_args = dict(layout=layout, setup=setup, mode=mode, metadata=metadata, full=full, seed=seed,
-                          sample_size=sample_size)
+        broken = frozenset(s["part"] for s in summaries if s["stats"] is None)
+        cross_args = dict(layout=layout, setup=setup, mode=mode, broken=broken, metadata=metadata, full=full,
+                          seed=seed, sample_size=sample_size)
         if client is not None and metadata is not None:  # both kinds of tasks in flight together
             jobs = inputs.input_jobs(load_metadata(metadata))
             cf = client.map(_cross, parts, key=[f"graphshard-validate-cross-{uuid.uuid4().hex[:8]}-{p}"
