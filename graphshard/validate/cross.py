@@ -59,6 +59,14 @@ def check_halo_edges(v: checks.PartView, layout: Layout, scratch: Scratch, broke
                     f"owner has {int(src[i])} -> {int(dst[i])})", v.part, v.file)]
 
 
+def sorted_minus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Elements of sorted `a` that are not in sorted `b` (np.setdiff1d without its hashing, ~10x faster here)."""
+    if not b.size:
+        return a
+    pos = np.clip(np.searchsorted(b, a), 0, b.size - 1)
+    return a[b[pos] != a]
+
+
 def halo_levels(v: checks.PartView, hops: int) -> np.ndarray:
     """Level of each local node by in-edges from the inner nodes (0 inner, k <= hops, -1 not reached)."""
     level = np.where(v.inner, 0, -1)
@@ -95,7 +103,8 @@ def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch
         files = [scratch.root / "cut" / f"{v.part}_from_{q}.npy" for q in range(layout.num_parts)
                  if q != v.part and q not in broken]
         want = np.sort(np.concatenate([np.load(f) for f in files if f.exists()] or [np.zeros(0, np.int64)]))
-        missing, extra = np.setdiff1d(want, got), np.setdiff1d(got, want)
+        missing, extra = (np.zeros(0, np.int64),) * 2 if np.array_equal(got, want) else \
+            (sorted_minus(want, got), sorted_minus(got, want))
         if missing.size:
             e = int(missing[0])
             src, dst = int(scratch.open("edge_src")[e]), int(scratch.open("edge_dst")[e])

@@ -41,10 +41,10 @@ def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: 
     return ScanSetup(scratch, orig_nids, orig_eids)
 
 
-def part_stats(v: checks.PartView, layout: Layout, file_bytes: dict[str, int]) -> dict:
-    """Quality figures of one partition: nodes/edges per type (inner, halo), cut and source-partition counts."""
+def part_stats(v: checks.PartView, layout: Layout, src_owner: np.ndarray, file_bytes: dict[str, int]) -> dict:
+    """Quality figures of one partition: nodes/edges per type (inner, halo), cut and source-partition counts;
+    `src_owner` is the owning partition of each inner edge's source."""
     nt, et = len(layout.ntypes), len(layout.etypes)
-    src_owner, _ = owners(layout.node_ranges, v.nid[v.src[v.inner_edge]])
     return {
         "inner_nodes": np.bincount(v.ntype[v.inner], minlength=nt)[:nt].tolist(),
         "halo_nodes": np.bincount(v.ntype[~v.inner], minlength=nt)[:nt].tolist(),
@@ -56,7 +56,7 @@ def part_stats(v: checks.PartView, layout: Layout, file_bytes: dict[str, int]) -
     }
 
 
-def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup) -> None:
+def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup, src_owner: np.ndarray) -> None:
     """Write this partition's slices of the structure arrays; phase-two tasks of other partitions read them."""
     s, p = setup.scratch, v.part
     lo, hi = layout.part_span(layout.node_ranges, p)
@@ -72,7 +72,6 @@ def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup) -> None:
         arr = s.open(name, writable=True)
         arr[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
         arr.flush()
-    src_owner, _ = owners(layout.node_ranges, v.nid[v.src[v.inner_edge]])
     for q in range(layout.num_parts):
         if q != p:
             s.save(f"cut/{q}_from_{p}", np.sort(eid[src_owner == q]))
@@ -145,7 +144,8 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     problems += checks.check_halo_nodes(view, layout)
     problems += checks.check_inner_edges(view, layout)
     problems += checks.check_edge_types(view, layout)
-    summary["stats"] = part_stats(view, layout, data.file_bytes)
+    src_owner = owners(layout.node_ranges, view.nid)[0][view.src[view.inner_edge]]
+    summary["stats"] = part_stats(view, layout, src_owner, data.file_bytes)
     summary["halo_edge_count"] = int((~view.inner_edge).sum())
-    _scatter(view, layout, setup)
+    _scatter(view, layout, setup, src_owner)
     return summary

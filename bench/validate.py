@@ -1,0 +1,81 @@
+"""Benchmark `graphshard.validate.validate` against writing the same partitions, in the same run.
+
+Same cluster (LocalCluster, W workers x 1 thread), same graph: a seeded random assignment into k parts, then
+  * write: `dispatch` with original-ID files (the baseline validation must beat);
+  * validate without the input (output-only checks), with the input (sampled rows + checksums over every row), and
+    with the input and --full (every row compared);
+each with its wall time and the peak RSS of every worker (psutil, sampled every 50 ms). Prints one JSON line.
+Run heavy: `flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/validate.py`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from dispatch import RssSampler, random_assignment  # noqa: E402  (bench/dispatch.py)
+
+
+def timed(cluster_client, fn, *args, **kwargs) -> tuple[object, dict]:
+    """Run fn with every worker's RSS sampled; (result, {seconds, worker peak RSS})."""
+    pids = list(cluster_client.run(os.getpid).values())
+    with RssSampler(pids) as sampler:
+        t0 = time.perf_counter()
+        result = fn(*args, **kwargs)
+        seconds = time.perf_counter() - t0
+    return result, {"s": round(seconds, 2), "worker_peak_rss_bytes": sorted(sampler.peak.values(), reverse=True)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    from distributed import Client, LocalCluster
+
+    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.validate import validate
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", type=Path, default=Path("/work/data/rmat20m/metadata.json"))
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--work", type=Path, default=Path("/work/data/bench-validate"), help="scratch area (deleted)")
+    ap.add_argument("--no-full", action="store_true", help="skip the --full validation")
+    args = ap.parse_args(argv)
+
+    assignment = random_assignment(args.graph, args.work / "assignment", args.parts, args.seed)
+    out = args.work / "out"
+    result = {"graph": str(args.graph), "parts": args.parts, "workers": args.workers, "halo_hops": 1,
+              "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
+              "ram_gib": round(psutil.virtual_memory().total / 2**30, 1)}
+    try:
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0",
+                          processes=True) as cluster, Client(cluster) as client:
+            options = DispatchOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
+            config, result["write"] = timed(client, dispatch, args.graph, assignment, out, options, client,
+                                            overwrite=True)
+            runs = [("validate_output_only", {}), ("validate_sampled", {"input_metadata": args.graph})]
+            if not args.no_full:
+                runs.append(("validate_full", {"input_metadata": args.graph, "full": True}))
+            for name, kwargs in runs:
+                report, result[name] = timed(client, validate, config, client=client, seed=args.seed, **kwargs)
+                result[name]["ok"] = report["ok"]
+                result[name]["ratio_to_write"] = round(result[name]["s"] / result["write"]["s"], 3)
+            result["edge_cut_share"] = round(report["quality"]["edge_cut"]["share"], 4)
+            result["output_bytes"] = report["quality"]["bytes_total"]
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
