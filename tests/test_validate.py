@@ -281,3 +281,27 @@ def test_unreadable_config_raises(tmp_path):
     bad.write_text(json.dumps({"graph_name": "g"}))
     with pytest.raises(InputError, match="num_nodes"):
         validate(bad)
+
+
+def _add_trainer_ids(out: Path, per_machine: int, wrong_part: int | None = None) -> None:
+    for p in range(3):
+        path = out / f"part{p}/node_feat.dgl"
+        feats = load_tensor_dict(path)
+        n = feats["paper/feat"].shape[0]
+        tid = p * per_machine + np.arange(n, dtype=np.int64) % per_machine
+        if p == wrong_part:
+            tid[0] = ((p + 1) % 3) * per_machine
+        feats["paper/trainer_id"] = tid
+        save_tensor_dict(path, feats)
+
+
+@pytest.mark.parametrize("wrong", [None, 1])
+def test_trainer_ids(mag_set, tmp_path, wrong):
+    config, _ = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    _add_trainer_ids(out, per_machine=2, wrong_part=wrong)
+    report = validate(out / config.name)
+    assert statuses(report)["trainer-ids"] == ("passed" if wrong is None else "failed"), problem_lines(report)
+    if wrong is not None:
+        assert any(p["partition"] == wrong and p["file"] == "part1/node_feat.dgl" for p in report["problems"])
