@@ -9,8 +9,10 @@ folder (on a filesystem that every worker sees) is deleted at the end.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,13 +35,18 @@ from graphshard.shuffle.write import write_config, write_partition
 
 __all__ = ["DispatchOptions", "dispatch"]
 
+log = logging.getLogger(__name__)
+
 
 def _run(client: Client, what: str, fn: Callable, *iterables, **constants) -> list:
     """Run `fn` over the iterables as Dask tasks and gather the (small) results; a lost cluster is a clear error."""
+    start = time.perf_counter()
     futures = client.map(fn, *iterables, key=[f"graphshard-{what}-{uuid.uuid4().hex[:8]}-{i}"
                                               for i in range(len(iterables[0]))], **constants)
     try:
-        return client.gather(futures)
+        results = client.gather(futures)
+        log.info("dispatch step %s: %d tasks in %.2f s", what, len(futures), time.perf_counter() - start)
+        return results
     except KilledWorker as err:
         raise GraphshardError(f"dispatch: Dask workers died repeatedly while running '{what}' ({err}); "
                               "nothing was published (check the workers' memory limit)") from None
@@ -89,8 +96,8 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
     plan = make_plan(graph, scratch, num_parts, options, dict(zip([k[:3] for k in keys], found)))
     nodes = IdSpace.of(counts)
 
-    for t in range(plan.num_ntypes):
-        np.lib.format.open_memmap(scratch.idmap(t), mode="w+", dtype=np.int64, shape=(graph.num_nodes(graph.node_type[t]),))
+    for t, ntype in enumerate(graph.node_type):
+        np.lib.format.open_memmap(scratch.idmap(t), mode="w+", dtype=plan.id_dtype, shape=(graph.num_nodes(ntype),))
     blocks = [(t, b) for t in range(plan.num_ntypes) for b in range(plan.num_blocks(t))]
     _run(client, "node-blocks", route_node_block, [t for t, _ in blocks], [b for _, b in blocks],
          [nodes.block_bases(t)[b] for t, b in blocks], plan=plan)

@@ -18,7 +18,7 @@ import numpy as np
 from graphshard.errors import InputError
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.readers import read_edge_chunk, read_rows
-from graphshard.shuffle.ids import count_parts, group_order, ids_in_block
+from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan
 from graphshard.shuffle.scratch import write_bucket
 
@@ -34,12 +34,11 @@ def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path) 
     return counts
 
 
-def _split(owner: np.ndarray, num_parts: int, arrays: list[np.ndarray]) -> list[list[np.ndarray]]:
-    """Rows of each array grouped by owner partition, original order kept inside each group."""
-    order = group_order(owner, num_parts)
-    cuts = np.cumsum(count_parts(owner, num_parts))[:-1]
-    grouped = [np.split(a[order], cuts) for a in arrays]
-    return [[g[p] for g in grouped] for p in range(num_parts)]
+def _write_groups(grouping: Grouping, grouped: list[np.ndarray], path_of) -> None:
+    """One bucket per group holding that group's rows of every array (arrays already in grouped order)."""
+    split = [grouping.cut(a) for a in grouped]
+    for p in range(len(grouping.counts)):
+        write_bucket(path_of(p), [s[p] for s in split])
 
 
 def _features(plan: ShufflePlan, feats: tuple[FeatureSpec, ...], start: int, stop: int) -> list[np.ndarray]:
@@ -58,8 +57,8 @@ def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: Shuf
     arrays += _features(plan, plan.node_feats[ntype_id], lo, hi)
     if not arrays:
         return
-    for p, group in enumerate(_split(parts, plan.num_parts, arrays)):
-        write_bucket(plan.scratch.node_bucket(ntype_id, block, p), group)
+    grouping = Grouping.of(parts, plan.num_parts)
+    _write_groups(grouping, [a[grouping.order] for a in arrays], lambda p: plan.scratch.node_bucket(ntype_id, block, p))
 
 
 def _check_ids(path: Path, field: str, ids: np.ndarray, n: int, end: str, ntype: str) -> None:
@@ -72,7 +71,9 @@ def _check_ids(path: Path, field: str, ids: np.ndarray, n: int, end: str, ntype:
 def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndarray:
     """Route one edge chunk to the owners of its destinations; returns the edge count sent to each partition.
 
-    A bucket holds new src, new dst, then the original per-type edge IDs (when saved), then every edge feature.
+    A bucket holds new src, new dst (`plan.id_dtype`), then the original per-type edge IDs (when saved), then every
+    edge feature. With a full halo, cut edges also go to their source's owner as out-edge buckets (see
+    `_route_out_edges`), so no partition has to scan the others for the out-edges DGL adds to the halo.
     """
     graph = plan.graph
     etype = graph.edge_type[etype_id]
@@ -87,12 +88,37 @@ def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndar
     _check_ids(path, field, src, graph.num_nodes(can.src), "source", can.src)
     _check_ids(path, field, dst, graph.num_nodes(can.dst), "destination", can.dst)
     owner = np.load(plan.scratch.parts(dst_t), mmap_mode="r")[dst]
+    src_owner = np.load(plan.scratch.parts(src_t), mmap_mode="r")[src] if plan.out_buckets else None
     new_src = np.load(plan.scratch.idmap(src_t), mmap_mode="r")[src]
     del src
     new_dst = np.load(plan.scratch.idmap(dst_t), mmap_mode="r")[dst]
     del dst
     arrays = [new_src, new_dst] + ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_eids else [])
     arrays += _features(plan, plan.edge_feats[etype_id], lo, hi)
-    for p, group in enumerate(_split(owner, plan.num_parts, arrays)):
-        write_bucket(plan.scratch.edge_bucket(etype_id, chunk, p), group)
-    return count_parts(owner, plan.num_parts)
+    grouping = Grouping.of(owner, plan.num_parts)
+    grouped = [a[grouping.order] for a in arrays]
+    del arrays, new_src, new_dst
+    _write_groups(grouping, grouped, lambda p: plan.scratch.edge_bucket(etype_id, chunk, p))
+    if src_owner is not None:
+        _route_out_edges(plan, etype_id, chunk, grouping, grouped[0], grouped[1], src_owner[grouping.order])
+    return grouping.counts
+
+
+def _route_out_edges(plan: ShufflePlan, etype_id: int, chunk: int, by_dst: Grouping, src: np.ndarray,
+                     dst: np.ndarray, src_owner: np.ndarray) -> None:
+    """Cut edges to their source's owner p: a bucket of (src, dst, rank in the destination owner q's bucket) with
+    rows grouped by q, plus the row count per q; the edge's new ID is then base(q) + rank.
+
+    Inputs are in destination-grouped order, so a stable grouping by source owner keeps (q, rank) order: one sort.
+    """
+    num_parts = plan.num_parts
+    dst_owner = by_dst.keys_sorted()
+    cut = np.flatnonzero(src_owner != dst_owner)
+    by_src = Grouping.of(src_owner[cut], num_parts)
+    rows = cut[by_src.order]
+    q = dst_owner[rows]
+    rank = rows - by_dst.firsts[q]
+    rank = rank.astype(np.int32) if len(src) < np.iinfo(np.int32).max else rank
+    for p, seg in enumerate(by_src.cut(np.arange(len(rows)))):
+        write_bucket(plan.scratch.out_bucket(etype_id, chunk, p),
+                     [src[rows[seg]], dst[rows[seg]], rank[seg], np.bincount(q[seg], minlength=num_parts)])

@@ -6,9 +6,9 @@ For `num_hops` h >= 1, DGL's partition p holds:
     (a node already owned or in an earlier frontier is not added again);
   * every out-edge from an owned node to a node outside p; those destinations become halo nodes, never expanded.
 For h = 0 only owned nodes and the in-edges between them. halo_mode "in_edges" stops after the first item (DGL's
-distributed pipeline). Edges of other partitions live in their buckets, so each hop is one scan of the other
-partitions' (src, dst) columns; membership tests use mark arrays over the new node-ID space (one byte per node,
-far cheaper than np.unique or isin on large arrays).
+distributed pipeline). The out-edges come from the out-edge buckets the exchange wrote for this partition; each
+further hop is one scan of the other partitions' (src, dst) bucket columns. Membership tests use mark arrays over
+the new node-ID space (one byte per node, far cheaper than np.unique or isin on large arrays).
 """
 
 from __future__ import annotations
@@ -43,6 +43,22 @@ class Edges:
         return Edges(self.src[idx], self.dst[idx], self.eid[idx], self.etype[idx])
 
 
+def _out_edges(plan: ShufflePlan, part: int, edges: IdSpace) -> Edges:
+    """Edges from owned nodes to other partitions' nodes, from the out-edge buckets, in new-edge-ID order
+    (destination owner q, then type, then chunk, then rank: the order of q's buckets)."""
+    pieces: list[list[Edges]] = [[] for _ in range(plan.num_parts)]
+    for et in range(plan.num_etypes):
+        bases = edges.block_bases(et)
+        for chunk in range(plan.num_chunks(et)):
+            src, dst, rank, counts = read_bucket(plan.scratch.out_bucket(et, chunk, part))
+            ends = np.cumsum(counts)
+            for q in np.flatnonzero(counts):
+                rows = slice(int(ends[q] - counts[q]), int(ends[q]))
+                pieces[q].append(Edges(src[rows], dst[rows], bases[chunk, q] + rank[rows],
+                                       np.full(int(counts[q]), et, dtype=np.int32)))
+    return Edges.concat([e for q_pieces in pieces for e in q_pieces])
+
+
 def _other_buckets(plan: ShufflePlan, part: int, edges: IdSpace) -> Iterator[tuple[int, int, np.ndarray, np.ndarray]]:
     """(edge type, first new edge ID of the bucket, src, dst) of every bucket owned by another partition."""
     for q in range(plan.num_parts):
@@ -55,36 +71,41 @@ def _other_buckets(plan: ShufflePlan, part: int, edges: IdSpace) -> Iterator[tup
                 yield et, int(bases[chunk]), src, dst
 
 
+def _frontier_in_edges(plan: ShufflePlan, part: int, edges: IdSpace, lo: int, hi: int,
+                       frontier: np.ndarray) -> tuple[Edges, np.ndarray]:
+    """One hop: in-edges of the frontier whose source is not owned (a scan of the other partitions' buckets),
+    in new-edge-ID order, and their sources."""
+    found, sources = [], []
+    for et, base, src, dst in _other_buckets(plan, part, edges):
+        idx = np.flatnonzero(frontier[dst] & ((src < lo) | (src >= hi)))
+        found.append(Edges(src[idx], dst[idx], base + idx, np.full(len(idx), et, dtype=np.int32)))
+        sources.append(src[idx])
+    return Edges.concat(found), np.concatenate(sources) if sources else np.zeros(0, np.int64)
+
+
 def find_halo(plan: ShufflePlan, part: int, nodes: IdSpace, edges: IdSpace,
               inner_src: np.ndarray) -> tuple[Edges, np.ndarray]:
     """Halo edges (sorted by new edge ID) and halo nodes (sorted new IDs) of a partition whose owned in-edges
     have sources `inner_src`; `halo_hops` >= 1."""
     lo, hi = (int(x) for x in nodes.part_starts()[part:part + 2])
-    hops = plan.options.halo_hops
     seen = np.zeros(nodes.total, dtype=bool)  # frontier nodes found so far (owned nodes are the range [lo, hi))
-    seen[inner_src[(inner_src < lo) | (inner_src >= hi)]] = True
-    if plan.options.halo_mode == "in_edges" or plan.num_parts == 1:
+    seen[inner_src] = True
+    seen[lo:hi] = False
+    if not plan.out_buckets:
         return Edges.concat([]), np.flatnonzero(seen)
-    frontier, out_dst, passes = seen.copy(), np.zeros(nodes.total, dtype=bool), []
-    for k in range(1, max(1, hops - 1) + 1):
-        want_out, expand = k == 1, k <= hops - 1
-        found, grown = [], np.zeros(nodes.total, dtype=bool)
-        for et, base, src, dst in _other_buckets(plan, part, edges):
-            own = (src >= lo) & (src < hi)
-            take = own.copy() if want_out else np.zeros(len(src), dtype=bool)
-            if want_out:
-                out_dst[dst[own]] = True
-            if expand:
-                into_frontier = frontier[dst] & ~own
-                take |= into_frontier
-                grown[src[into_frontier]] = True
-            idx = np.flatnonzero(take)
-            found.append(Edges(src[idx], dst[idx], base + idx, np.full(len(idx), et, dtype=np.int32)))
-        passes.append(Edges.concat(found))
-        if expand:
-            frontier = grown & ~seen
-            seen |= frontier
-    halo_edges = Edges.concat(passes)
-    if len(passes) > 1:  # each pass is in new-ID order already; several passes interleave
-        halo_edges = halo_edges.take(np.argsort(halo_edges.eid, kind="stable"))
-    return halo_edges, np.flatnonzero(seen | out_dst)
+    found = [_out_edges(plan, part, edges)]
+    halo = seen.copy()
+    halo[found[0].dst] = True  # out-edge destinations are halo nodes but are never expanded
+    frontier = seen.copy()
+    for _ in range(1, plan.options.halo_hops):
+        hop_edges, sources = _frontier_in_edges(plan, part, edges, lo, hi, frontier)
+        found.append(hop_edges)
+        frontier = np.zeros(nodes.total, dtype=bool)
+        frontier[sources] = True
+        frontier &= ~seen
+        seen |= frontier
+        halo |= frontier
+    if len(found) == 1:
+        return found[0], np.flatnonzero(halo)
+    merged = Edges.concat(found)  # each piece is in new-ID order; the pieces interleave
+    return merged.take(np.argsort(merged.eid, kind="stable")), np.flatnonzero(halo)

@@ -24,22 +24,42 @@ def count_parts(parts: np.ndarray, num_parts: int) -> np.ndarray:
     return np.bincount(parts, minlength=num_parts).astype(np.int64)
 
 
-def group_order(parts: np.ndarray, num_parts: int) -> np.ndarray:
-    """Stable order that groups entries by partition (a radix sort when the partition ids fit 16 bits)."""
-    key = parts.astype(np.int16, copy=False) if num_parts <= np.iinfo(np.int16).max else parts
-    return np.argsort(key, kind="stable")
+@dataclass(frozen=True)
+class Grouping:
+    """Entries grouped by a small integer key (a partition id): a stable order and the group sizes."""
+
+    order: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, keys: np.ndarray, num_groups: int) -> "Grouping":
+        """Stable grouping; a radix sort when the keys fit 16 bits."""
+        small = keys.astype(np.int16, copy=False) if num_groups <= np.iinfo(np.int16).max else keys
+        return cls(np.argsort(small, kind="stable"), count_parts(keys, num_groups))
+
+    def ranks(self) -> np.ndarray:
+        """Rank of every entry among the entries of its group, in original positions."""
+        out = np.empty(len(self.order), dtype=np.int64)
+        out[self.order] = np.arange(len(self.order), dtype=np.int64) - np.repeat(self.firsts, self.counts)
+        return out
+
+    @property
+    def firsts(self) -> np.ndarray:
+        """Position of each group's first entry in grouped order."""
+        return np.cumsum(self.counts) - self.counts
+
+    def keys_sorted(self) -> np.ndarray:
+        """The group key of every entry in grouped order."""
+        return np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+
+    def cut(self, grouped: np.ndarray) -> list[np.ndarray]:
+        """Split an array already in grouped order (`arr[order]`) into its groups."""
+        return np.split(grouped, np.cumsum(self.counts)[:-1])
 
 
 def ids_in_block(parts: np.ndarray, bases: np.ndarray) -> np.ndarray:
     """New IDs of a block's entries: `bases[p]` plus the entry's rank among the block's entries of partition p."""
-    num_parts = len(bases)
-    counts = count_parts(parts, num_parts)
-    order = group_order(parts, num_parts)
-    firsts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    out = np.empty(len(parts), dtype=np.int64)
-    sorted_parts = parts[order]
-    out[order] = bases[sorted_parts] + (np.arange(len(parts), dtype=np.int64) - firsts[sorted_parts])
-    return out
+    return bases[parts] + Grouping.of(parts, len(bases)).ranks()
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,16 @@ class ShufflePlan:
     def num_etypes(self) -> int:
         return len(self.graph.edge_type)
 
+    @property
+    def id_dtype(self) -> type:
+        """dtype of new node IDs in the ID map and the buckets: int32 while they fit (half the bytes to move)."""
+        return np.int32 if self.graph.total_nodes < np.iinfo(np.int32).max else np.int64
+
+    @property
+    def out_buckets(self) -> bool:
+        """Whether the exchange also routes cut edges to their source's owner (needed by the full halo only)."""
+        return self.options.halo_mode == "full" and self.options.halo_hops >= 1 and self.num_parts > 1
+
     def num_blocks(self, ntype_id: int) -> int:
         return len(self.node_blocks[ntype_id]) - 1
 

@@ -25,17 +25,21 @@ class Scratch:
         return self.root / "parts" / f"{ntype_id}.npy"
 
     def idmap(self, ntype_id: int) -> Path:
-        """int64 new homogeneous ID of every node of a type (original per-type order)."""
+        """New homogeneous ID of every node of a type (original per-type order), int32 or int64."""
         return self.root / "idmap" / f"{ntype_id}.npy"
 
     def edge_bucket(self, etype_id: int, chunk: int, part: int) -> Path:
         return self.root / "edges" / str(etype_id) / str(chunk) / f"{part}.bkt"
 
+    def out_bucket(self, etype_id: int, chunk: int, part: int) -> Path:
+        """Cut edges of a chunk whose source `part` owns (DGL's halo adds a partition's out-edges)."""
+        return self.root / "out_edges" / str(etype_id) / str(chunk) / f"{part}.bkt"
+
     def node_bucket(self, ntype_id: int, block: int, part: int) -> Path:
         return self.root / "nodes" / str(ntype_id) / str(block) / f"{part}.bkt"
 
     def make(self) -> "Scratch":
-        for sub in ("parts", "idmap", "edges", "nodes"):
+        for sub in ("parts", "idmap", "edges", "out_edges", "nodes"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
