@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
             options = DispatchOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
             config, result["write"] = timed(client, dispatch, args.graph, assignment, out, options, client,
                                             overwrite=True)
+            client.run(lambda: __import__("graphshard.validate.runner"))  # workers import the validator untimed
             runs = [("validate_output_only", {}), ("validate_sampled", {"input_metadata": args.graph})]
             if not args.no_full:
                 runs.append(("validate_full", {"input_metadata": args.graph, "full": True}))

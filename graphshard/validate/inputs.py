@@ -17,7 +17,7 @@ from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadat
 from graphshard.formats.readers import RowIndex, read_edge_chunk, reader_for
 from graphshard.validate import checks, hashing
 from graphshard.validate.layout import Layout
-from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData
+from graphshard.validate.part_files import ORIG_EIDS, PartData
 from graphshard.validate.problems import Problem
 from graphshard.validate.sampling import sample_rows
 from graphshard.validate.scratch import Scratch

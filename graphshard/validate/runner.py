@@ -10,7 +10,6 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 from distributed import Client
 
 from graphshard.errors import GraphshardError
