@@ -220,3 +220,23 @@ def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
     save_tensor_dict(feats_file, feats)
     with pytest.raises(AssertionError, match="rows differ"):
         check_partitions(config, md, asg, "in_edges")
+
+
+def test_failed_step_waits_for_its_running_tasks(shuffle_client, tmp_path):
+    """When one task of a step fails, the step returns only after its other running tasks ended (so the caller
+    can delete the staging folder for good)."""
+    import time
+
+    from graphshard.shuffle import _run
+
+    def task(i: int, folder: str) -> int:
+        if i == 0:
+            time.sleep(0.2)
+            raise GraphshardError("task 0 failed")
+        time.sleep(1.5)
+        (Path(folder) / f"done-{i}").write_text("x")
+        return i
+
+    with pytest.raises(GraphshardError, match="task 0 failed"):
+        _run(shuffle_client, "settle-test", task, [0, 1], folder=str(tmp_path))
+    assert (tmp_path / "done-1").exists()

@@ -36,6 +36,7 @@ from graphshard.shuffle.write import write_config, write_partition
 __all__ = ["DispatchOptions", "dispatch"]
 
 log = logging.getLogger(__name__)
+SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before its folders are removed
 
 
 def _run(client: Client, what: str, fn: Callable, *iterables, **constants) -> list:
@@ -47,13 +48,36 @@ def _run(client: Client, what: str, fn: Callable, *iterables, **constants) -> li
         results = client.gather(futures)
         log.info("dispatch step %s: %d tasks in %.2f s", what, len(futures), time.perf_counter() - start)
         return results
-    except KilledWorker as err:
-        raise GraphshardError(f"dispatch: Dask workers died repeatedly while running '{what}' ({err}); "
-                              "nothing was published (check the workers' memory limit)") from None
-    except OSError as err:
-        raise GraphshardError(f"dispatch: '{what}' failed: {err}") from None
+    except BaseException as err:
+        _settle(client, futures)
+        if isinstance(err, KilledWorker):
+            raise GraphshardError(f"dispatch: Dask workers died repeatedly while running '{what}' ({err}); "
+                                  "nothing was published (check the workers' memory limit)") from None
+        if isinstance(err, OSError):
+            raise GraphshardError(f"dispatch: '{what}' failed: {err}") from None
+        raise
     finally:
         client.cancel(futures)
+
+
+def _executing(dask_worker) -> list[str]:
+    """Keys a worker is still executing (cancelled tasks keep running until their function returns)."""
+    return [str(ts.key) for ts in dask_worker.state.executing]
+
+
+def _settle(client: Client, futures: list) -> None:
+    """Cancel a failed step's tasks and wait until none still runs, so that removing their folders is final."""
+    keys = {str(f.key) for f in futures}
+    client.cancel(futures)
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            running = {k for ks in client.run(_executing).values() for k in ks}
+        except Exception:  # noqa: BLE001 - workers gone: nothing of ours can still run on them
+            return
+        if not running & keys:
+            return
+        time.sleep(0.1)
 
 
 @contextmanager
