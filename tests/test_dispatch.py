@@ -240,3 +240,30 @@ def test_failed_step_waits_for_its_running_tasks(shuffle_client, tmp_path):
     with pytest.raises(GraphshardError, match="task 0 failed"):
         _run(shuffle_client, "settle-test", task, [0, 1], folder=str(tmp_path))
     assert (tmp_path / "done-1").exists()
+
+
+def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):
+    """Edge features split into files unlike the edge files; int, bool and 2-D features; partition 2 gets no node."""
+    from graphshard.formats.chunked_writer import ChunkedGraphWriter
+
+    rng = np.random.default_rng(12)
+    n, sizes = 150, [400, 250, 350]
+    writer = ChunkedGraphWriter(tmp_path / "graph", "toy", ["_N"], ["_N:_E:_N"])
+    for size in sizes:
+        writer.add_edges("_N:_E:_N", rng.integers(0, n, size), rng.integers(0, n, size), "parquet")
+    total = sum(sizes)
+    for lo, hi in ((0, 600), (600, total)):
+        writer.add_edge_feature("_N:_E:_N", "w2d", rng.random((hi - lo, 3)).astype(np.float32), "numpy")
+        writer.add_edge_feature("_N:_E:_N", "flag", rng.random(hi - lo) < 0.5, "numpy")
+    writer.set_node_chunks("_N", [70, 80])
+    for size in (70, 80):
+        writer.add_node_feature("_N", "count", rng.integers(-5, 5, size).astype(np.int32), "csv")
+    md = writer.finish()
+    asg = tmp_path / "asg"
+    asg.mkdir()
+    write_parts(asg, "_N", rng.choice([0, 1, 3, 4], n))
+    write_meta(asg, 5, "random")
+    config = dispatch(md, asg, tmp_path / "out", DispatchOptions(halo_hops=2, **ALL_ORIG), shuffle_client)
+    check_partitions(config, md, asg)
+    lo, hi = json.loads(config.read_text())["node_map"]["_N"][2]
+    assert lo == hi
