@@ -12,7 +12,8 @@ class DispatchOptions(BaseModel):
     """How partitions are built and written.
 
     `halo_mode` "full" builds the halo exactly as DGL's `partition_graph` does for `halo_hops` (0, 1, >= 2);
-    "in_edges" writes what DGL's distributed pipeline writes: owned in-edges and their sources as halo nodes.
+    "in_edges" writes what DGL's distributed pipeline writes: owned in-edges and their sources as halo nodes (one hop
+    whatever `halo_hops` >= 1 says; 0 still means no halo).
     `scratch_dir` holds the bucket files of the exchange (default: inside the output's staging folder).
     `node_block_rows` is the number of nodes one Dask task handles when computing new IDs and routing node features.
     """
