@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, default=Path("/work/data/bench-validate"), help="scratch area (deleted)")
     ap.add_argument("--no-full", action="store_true", help="skip the --full validation")
+    ap.add_argument("--also", type=Path, action="append", default=[],
+                    help="another partition config to validate in the same run (e.g. one DGL wrote)")
     args = ap.parse_args(argv)
 
     assignment = random_assignment(args.graph, args.work / "assignment", args.parts, args.seed)
@@ -72,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
                 result[name]["ratio_to_write"] = round(result[name]["s"] / result["write"]["s"], 3)
             result["edge_cut_share"] = round(report["quality"]["edge_cut"]["share"], 4)
             result["output_bytes"] = report["quality"]["bytes_total"]
+            for other in args.also:
+                report, result[str(other)] = timed(client, validate, other, args.graph, client=client, seed=args.seed)
+                result[str(other)]["ok"] = report["ok"]
+                result[str(other)]["problems"] = report["problems"][:5]
+                result[str(other)]["skipped"] = [c["name"] for c in report["checks"] if c["status"] == "skipped"]
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
     print(json.dumps(result))
