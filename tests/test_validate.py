@@ -305,3 +305,14 @@ def test_trainer_ids(mag_set, tmp_path, wrong):
     assert statuses(report)["trainer-ids"] == ("passed" if wrong is None else "failed"), problem_lines(report)
     if wrong is not None:
         assert any(p["partition"] == wrong and p["file"] == "part1/node_feat.dgl" for p in report["problems"])
+
+
+@pytest.mark.parametrize("make", ["toy_hetero", "toy_homo"])
+def test_partitions_from_the_independent_toy_writer_pass(tmp_path, make):
+    """tests/handmade.py writes partitions by the reference rules without graphshard.shuffle (in_edges halo)."""
+    import handmade
+
+    config = handmade.write_partitions(getattr(handmade, make)(num_parts=3), tmp_path / "toy")
+    report = validate(config)
+    assert report["ok"], problem_lines(report)
+    assert report["halo_mode"] == "in_edges" and statuses(report)["orig-ids"] == "passed"
