@@ -185,6 +185,7 @@ def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
         problems.append(Problem("inner-edges", f"edges into inner nodes not marked inner: local edge IDs "
                                 f"{first_values(wrong)}", v.part, v.file))
     ids, _ = _expected_ids(layout.edge_ranges, v.part)
+    ids = ids if (ids[1:] >= ids[:-1]).all() else np.sort(ids)
     got = np.sort(v.eid[v.inner_edge])
     counts = np.bincount(v.etype[v.inner_edge], minlength=len(layout.etypes))
     for t, name in enumerate(layout.etypes):
@@ -195,13 +196,15 @@ def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
     if got.shape != ids.shape:
         problems.append(Problem("inner-edges", f"{got.size} inner edges, edge_map ranges of this partition hold "
                                 f"{ids.size}", v.part, v.file))
-    elif (got != np.sort(ids)).any():
-        bad = np.flatnonzero(got != np.sort(ids))
+    elif (got != ids).any():
+        bad = np.flatnonzero(got != ids)
         problems.append(Problem("inner-edges", f"inner edge _IDs are not the edge_map ranges: found "
-                                f"{first_values(got[bad])} where {first_values(np.sort(ids)[bad])} belong",
+                                f"{first_values(got[bad])} where {first_values(ids[bad])} belong",
                                 v.part, v.file))
-    all_ids = np.sort(v.eid)
-    dup = all_ids[1:][all_ids[1:] == all_ids[:-1]]
+    # Inner IDs equal to the ranges hold no repeats and non-inner IDs must be owned elsewhere (below), so repeats
+    # can only hide among the non-inner edges.
+    halo_ids = np.sort(v.eid[~v.inner_edge])
+    dup = halo_ids[1:][halo_ids[1:] == halo_ids[:-1]]
     if dup.size:
         problems.append(Problem("inner-edges", f"edge _ID appears twice in the partition: {first_values(dup)}",
                                 v.part, v.file))
@@ -216,10 +219,11 @@ def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
 def check_edge_types(v: PartView, layout: Layout) -> list[Problem]:
     """Edge _TYPE agrees with edge_map, and with the node types of both ends (canonical types, §5.4)."""
     problems = []
-    if len(layout.etypes) == 1:  # one type: the range lookup cannot disagree, skip it (a full pass on big graphs)
-        typ = np.zeros_like(v.etype)
-    else:
-        _, typ = owners(layout.edge_ranges, v.eid)
+    if len(layout.ntypes) == 1 and len(layout.etypes) == 1:  # homogeneous: every edge must simply be type 0
+        bad = np.flatnonzero(v.etype != 0)
+        return [Problem("edge-types", f"edge _TYPE is not 0 in a homogeneous graph at local edge IDs "
+                        f"{first_values(bad)}", v.part, v.file)] if bad.size else []
+    _, typ = owners(layout.edge_ranges, v.eid)
     bad = np.flatnonzero((typ >= 0) & (typ != v.etype))
     if bad.size:
         problems.append(Problem("edge-types", f"edge _TYPE disagrees with edge_map at local edge IDs "

@@ -68,9 +68,13 @@ def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup, src_owner: np
     eid = v.eid[v.inner_edge]
     elo, ehi = layout.part_span(layout.edge_ranges, p)
     ok = (eid >= elo) & (eid < ehi)
+    in_order = eid.size == ehi - elo and eid.size and eid[0] == elo and (np.diff(eid) == 1).all()
     for name, ends in (("edge_src", v.src), ("edge_dst", v.dst)):
         arr = s.open(name, writable=True)
-        arr[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
+        if in_order:  # inner edges stored in edge-ID order (graphshard's writer): one sequential slice write
+            arr[elo:ehi] = v.nid[ends[v.inner_edge]]
+        else:
+            arr[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
         arr.flush()
     for q in range(layout.num_parts):
         if q != p:
