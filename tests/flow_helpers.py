@@ -85,3 +85,91 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.2):
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def http_json(url: str, body: dict | None = None, timeout: float = 10.0):
+    """GET (or POST `body` as JSON) a URL on 127.0.0.1 and decode the JSON answer."""
+    import json
+    import urllib.request
+
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def server_env(home: Path, api_url: str | None) -> dict:
+    """The environment of a process that talks to (or is) a Prefect server on 127.0.0.1."""
+    env = dict(os.environ)
+    env.update(DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_HOME=str(home))
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
+class Processes:
+    """Long-running processes of a test (servers, workers), each in its own session, all killed at the end."""
+
+    def __init__(self, logs: Path):
+        self.logs, self.procs = logs, []
+        logs.mkdir(parents=True, exist_ok=True)
+
+    def start(self, name: str, args: list[str], env: dict, cwd: Path | None = None):
+        import subprocess
+
+        log = open(self.logs / f"{name}.log", "w")
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+        self.procs.append((name, proc))
+        return proc
+
+    def log(self, name: str) -> str:
+        return (self.logs / f"{name}.log").read_text()
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs:
+            assert proc.poll() is None, f"{name} exited ({proc.returncode}):\n{self.log(name)[-3000:]}"
+
+    def stop(self) -> None:
+        import signal
+
+        for _, proc in reversed(self.procs):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for _, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=20)
+            except Exception:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def start_prefect_server(procs: Processes, home: Path) -> str:
+    """`prefect server start` on 127.0.0.1 and a free port; returns the API URL once /api/health answers."""
+    import sys
+
+    port = free_port()
+    api = f"http://127.0.0.1:{port}/api"
+    prefect = str(Path(sys.executable).with_name("prefect"))
+    procs.start("prefect-server", [prefect, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                server_env(home, None))
+
+    def healthy():
+        procs.check_alive()
+        try:
+            return http_json(f"{api}/health", timeout=2) is True
+        except OSError:
+            return False
+
+    wait_for(healthy, 180, "prefect server start", interval=1.0)
+    return api
+
+
+def flow_run_states(api: str, flow_run_id: str | None = None) -> tuple[dict, dict[str, str]]:
+    """(the flow run, {task name: final state name}) of a flow run (the latest one when no id is given)."""
+    if flow_run_id is None:
+        runs = http_json(f"{api}/flow_runs/filter", {"sort": "EXPECTED_START_TIME_DESC", "limit": 1})
+        flow_run = runs[0]
+    else:
+        flow_run = http_json(f"{api}/flow_runs/{flow_run_id}")
+    tasks = http_json(f"{api}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
+    return flow_run, {t["name"].rsplit("-", 1)[0]: t["state"]["name"] for t in tasks}
