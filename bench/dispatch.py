@@ -137,9 +137,20 @@ class StepLog(logging.Handler):
         self.steps[what] = round(float(seconds), 2)
 
 
+def task_compute(records: list[dict]) -> dict[str, list[float]]:
+    """Per dispatch step, the compute seconds of each of its tasks (from Dask's task stream)."""
+    out: dict[str, list[float]] = {}
+    for rec in records:
+        step = str(rec["key"]).split("-")[1:-2]
+        for ss in rec["startstops"]:
+            if ss["action"] == "compute":
+                out.setdefault("-".join(step), []).append(round(ss["stop"] - ss["start"], 2))
+    return out
+
+
 def run_graphshard(metadata: Path, assignment: Path, out: Path, workers: int, memory_limit: str,
                    options: dict) -> dict:
-    from distributed import Client, LocalCluster
+    from distributed import Client, LocalCluster, get_task_stream
 
     from graphshard.shuffle import DispatchOptions, dispatch
 
@@ -152,11 +163,12 @@ def run_graphshard(metadata: Path, assignment: Path, out: Path, workers: int, me
                       processes=True) as cluster, Client(cluster) as client:
         started = time.perf_counter()
         pids = list(client.run(os.getpid).values())
-        with RssSampler(pids) as sampler:
+        with RssSampler(pids) as sampler, get_task_stream(client) as stream:
             t1 = time.perf_counter()
             dispatch(metadata, assignment, out, DispatchOptions(**options), client, overwrite=True)
             t2 = time.perf_counter()
     return {"dispatch_s": round(t2 - t1, 2), "cluster_start_s": round(started - t0, 2), "steps_s": steps.steps,
+            "task_compute_s": task_compute(stream.data),
             "worker_peak_rss_bytes": sorted(sampler.peak.values(), reverse=True),
             "client_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
 

@@ -59,6 +59,7 @@ def run_and_check(client, metadata, tmp_path, num_parts, halo_mode="full", seed=
     ("mixed", 3, 7, 1),
     ("numpy", 3, 4, 0),
     ("numpy", 1, 4, 3),
+    ("numpy", 2, 13, 1),  # more partitions than MASK_PASSES_MAX: cut edges grouped by a sort
 ])
 def test_homogeneous(shuffle_client, make_graph, tmp_path, fmt, chunks, num_parts, hops):
     md = make_graph("rmat", nodes=400, edges=3000, chunks=chunks, fmt=fmt, seed=1)

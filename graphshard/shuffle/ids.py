@@ -50,7 +50,7 @@ class Grouping:
 
     def keys_sorted(self) -> np.ndarray:
         """The group key of every entry in grouped order."""
-        return np.repeat(np.arange(len(self.counts), dtype=np.int64), self.counts)
+        return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.counts)
 
     def cut(self, grouped: np.ndarray) -> list[np.ndarray]:
         """Split an array already in grouped order (`arr[order]`) into its groups."""
