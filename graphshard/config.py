@@ -17,14 +17,12 @@ import yaml
 from dask.utils import parse_bytes
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from graphshard.assign.options import AssignOptions
 from graphshard.cluster import ClusterSpec
 from graphshard.errors import GraphshardError, InputError
+from graphshard.shuffle.options import DispatchOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
-
-
-from graphshard.assign.options import AssignOptions  # noqa: E402  (each step owns its options model)
-from graphshard.shuffle.options import DispatchOptions  # noqa: E402
 
 
 class _Section(BaseModel):

@@ -46,17 +46,6 @@ class Manifest:
     def digest(self) -> str:
         return digest_of(self.files)
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(f["size"] for f in self.files.values())
-
-    def to_dict(self) -> dict:
-        return {"digest": self.digest, "files": self.files}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Manifest":
-        return cls(files=dict(data["files"]))
-
 
 def _hash_all(paths: list[Path], threads: int = 2) -> list[str]:
     with ThreadPoolExecutor(max_workers=threads) as pool:

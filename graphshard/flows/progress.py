@@ -55,10 +55,16 @@ def _counts(dask_scheduler, client_id: str) -> tuple[int, int]:
     return plugin.finished[client_id], plugin.submitted[client_id]
 
 
+def _installed(dask_scheduler) -> bool:
+    return NAME in dask_scheduler.plugins
+
+
 def install(client: Client) -> bool:
-    """Register the counter on the scheduler; False (progress off, logged) if the scheduler cannot load it."""
+    """Register the counter on the scheduler once (it counts per client, so runs can share it); False (progress
+    off, logged) if the scheduler cannot load it."""
     try:
-        client.register_plugin(TaskCounter(), name=NAME)
+        if not client.run_on_scheduler(_installed):
+            client.register_plugin(TaskCounter(), name=NAME)
     except Exception as err:  # a scheduler without graphshard installed cannot unpickle the plugin
         log.warning("task progress unavailable: the scheduler could not load %s (%s)", NAME, err)
         return False

@@ -28,7 +28,7 @@ def summarize(cfg: PipelineConfig, out: Path, ingested: StepResult, assigned: St
         "method": cfg.assign.method,
         "edge_cut": assignment["edge_cut"]["fraction"],
         "edge_cut_count": assignment["edge_cut"]["count"],
-        "imbalance": {k: v for k, v in assignment["imbalance"].items()},
+        "imbalance": dict(assignment["imbalance"]),
         "seconds": round(seconds, 2),
         "steps": states,
     }

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from distributed import Client
 from prefect import task
+from prefect.states import State
 
 from graphshard import ingest
 from graphshard.config import PipelineConfig
@@ -37,7 +38,7 @@ def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
 
 @task(name="ingest", **TASK_OPTIONS)
 def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, client: Client | None,
-                force: bool = False) -> StepResult:
+                force: bool = False) -> StepResult | State:
     """Check the input graph once per distinct content (Cached when the input files are unchanged)."""
     manifest = HashCache(store.root / "input-hashes.json").manifest(graph_files(graph))
     inputs = {"graph_files": manifest.digest}
