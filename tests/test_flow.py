@@ -9,7 +9,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
-from flow_helpers import STATES, copy_graph, dask_address, run, tree_bytes, write_config  # noqa: F401
+from flow_helpers import REPO, STATES, copy_graph, dask_address, run, tree_bytes, write_config  # noqa: F401
 from graphshard.cli import main
 from graphshard.errors import GraphshardError
 from graphshard.formats.partition_reader import load_partition
@@ -99,3 +99,18 @@ def test_failed_validation_publishes_nothing(tmp_path, rmat_small, dask_address)
         run(config, ["output.dir=" + str(tmp_path / "out2")])
     assert not (tmp_path / "out2").exists()
     assert (tmp_path / "work" / "validate" / "failed" / "report.html").is_file()
+
+
+def test_mag_config_heterogeneous_metis_balanced(tmp_path, mag_small, dask_address):
+    """configs/mag.yaml as shipped (METIS balancing paper/train_mask) on the heterogeneous graph."""
+    from graphshard.config import load_config
+
+    cfg = load_config(REPO / "configs" / "mag.yaml")
+    assert cfg.assign.method == "metis" and cfg.assign.balance_ntypes == ["paper/train_mask"]
+    summary = run(REPO / "configs" / "mag.yaml", [f"input.metadata={mag_small}", f"output.dir={tmp_path / 'out'}",
+                                                  f"work_dir={tmp_path / 'work'}", f"cluster.address={dask_address}"])
+    assert summary["method"] == "metis" and summary["graph_name"] == "mag"
+    assert {"paper/train_mask=0", "paper/train_mask=1"} <= set(summary["imbalance"])
+    assert max(summary["imbalance"].values()) <= 1.05
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["ok"] and len(report["quality"]["ntypes"]) == 4
