@@ -126,3 +126,11 @@ def test_bad_config_one_line_before_work(name, build, extra, tmp_path, rmat_smal
     assert err.startswith("graphshard run: error: ")
     assert words in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # no work folder, no output: nothing started
+
+
+def test_unreachable_prefect_api_one_line(tmp_path, rmat_small, capsys, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{_closed_port()}/api")
+    code = main(["run", str(write_config(tmp_path, rmat_small))])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "no Prefect server answers" in err, err
+    assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists()

@@ -18,11 +18,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows.env import prefect_environment
+    from graphshard.flows.env import check_api, prefect_environment
 
     if not os.environ.get("PREFECT_API_URL"):
         raise GraphshardError("PREFECT_API_URL is not set: start a server (`prefect server start`) and point "
                               "PREFECT_API_URL at it (e.g. http://127.0.0.1:4200/api) before serving")
+    check_api()
     prefect_environment()
     from graphshard.flows.pipeline import partition
 

@@ -90,11 +90,16 @@ class StepStore:
             (stage / MANIFEST).write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
         return StepResult(step, key, final, digest, summary)
 
-    def clean_stale(self) -> list[Path]:
-        """Remove staging leftovers of runs whose process is gone (a SIGKILLed run leaves its staging folder)."""
+    def clean_stale(self, out_dir: Path | None = None) -> list[Path]:
+        """Remove staging leftovers of runs whose process is gone (a SIGKILLed run leaves its staging folder), in
+        the work folder and beside `out_dir`."""
         removed = []
-        for parent in [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]:
-            for p in parent.glob(".*"):
+        parents = [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]
+        patterns = [(parent, ".*") for parent in parents]
+        if out_dir is not None:
+            patterns.append((Path(out_dir).parent, f".{Path(out_dir).name}.tmp-*"))
+        for parent, pattern in patterns:
+            for p in parent.glob(pattern):
                 m = _STALE.match(p.name)
                 if m and not _alive(int(m.group(1))):
                     shutil.rmtree(p, ignore_errors=True)

@@ -73,7 +73,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     store = StepStore(cfg.work)
     graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))
     forced = forced_steps(from_step, force)
-    store.clean_stale()
+    store.clean_stale(cfg.output.dir)
     states: dict[str, State] = {}
 
     def step(name: str, task, *args):

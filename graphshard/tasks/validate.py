@@ -23,11 +23,12 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
           step_times: dict[str, float], client: Client, stage: Path) -> dict:
     """Validate against the input and write report.json / report.html into `stage/report`.
 
+    Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads).
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
-                               assignment_report=assignment_report)
+                               assignment_report=assignment_report, scratch_dir=stage)
     if not report["ok"]:
         failed = store.root / "validate" / "failed"
         _, html = validate.write_report(failed, report)
