@@ -1,0 +1,98 @@
+"""Step artifacts and manifests (no Prefect): keys, content hashes, atomic builds, stale staging cleanup."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from graphshard.flows.cache import StepStore, step_key
+from graphshard.flows.manifest import HashCache, folder_manifest, graph_files
+from graphshard.formats.chunked import load_metadata
+
+
+def test_step_key_depends_on_inputs_section_and_version(monkeypatch):
+    base = step_key("assign", {"graph": "a"}, {"num_parts": 2})
+    assert base == step_key("assign", {"graph": "a"}, {"num_parts": 2})
+    assert base != step_key("assign", {"graph": "b"}, {"num_parts": 2})
+    assert base != step_key("assign", {"graph": "a"}, {"num_parts": 3})
+    assert base != step_key("shuffle", {"graph": "a"}, {"num_parts": 2})
+    monkeypatch.setattr("graphshard.flows.cache.__version__", "999")
+    assert base != step_key("assign", {"graph": "a"}, {"num_parts": 2})
+
+
+def test_input_manifest_follows_content_not_paths(tmp_path, rmat_small):
+    import shutil
+
+    graph = load_metadata(rmat_small)
+    files = graph_files(graph)
+    assert "metadata.json" in files and len(files) > 4
+    first = HashCache(tmp_path / "h.json").manifest(files)
+    copy = tmp_path / "copy"
+    shutil.copytree(rmat_small.parent, copy)
+    moved = HashCache(tmp_path / "h.json").manifest(graph_files(load_metadata(copy / "metadata.json")))
+    assert moved.digest == first.digest  # same bytes elsewhere: same digest
+    chunk = copy / graph.edges["_N:_E:_N"].data[0]
+    data = bytearray(chunk.read_bytes())
+    data[-1] ^= 1
+    chunk.write_bytes(bytes(data))  # same size, new content, new mtime
+    assert HashCache(tmp_path / "h.json").manifest(graph_files(load_metadata(copy / "metadata.json"))).digest \
+        != first.digest
+
+
+def test_hash_cache_reuses_unchanged_files(tmp_path, monkeypatch):
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"x" * 100)
+    cache = HashCache(tmp_path / "h.json")
+    cache.manifest({"a.bin": f})
+    calls = []
+    monkeypatch.setattr("graphshard.flows.manifest.hash_file", lambda p: calls.append(p) or "h")
+    HashCache(tmp_path / "h.json").manifest({"a.bin": f})
+    assert calls == []
+    f.write_bytes(b"y" * 100)
+    os.utime(f, ns=(1, 1))
+    HashCache(tmp_path / "h.json").manifest({"a.bin": f})
+    assert calls == [f]
+
+
+def test_build_is_atomic_and_lookup_checks_sizes(tmp_path):
+    store = StepStore(tmp_path)
+
+    def make(stage):
+        (stage / "out").mkdir()
+        (stage / "out" / "data.bin").write_bytes(b"1234")
+        (stage / "out" / "timing.json").write_text("{\"s\": 1.5}")
+        return {"rows": 4}
+
+    def broken(stage):
+        (stage / "half.bin").write_bytes(b"12")
+        raise RuntimeError("crash mid-step")
+
+    with pytest.raises(RuntimeError):
+        store.build("s", "k1", broken, {})
+    assert store.lookup("s", "k1") is None and not list((tmp_path / "s").iterdir())
+    result = store.build("s", "k1", make, {"in": "x"}, volatile=("out/timing.json",))
+    assert result.summary["rows"] == 4 and "seconds" in result.summary
+    again = store.lookup("s", "k1")
+    assert again is not None and again.digest == result.digest
+    assert folder_manifest(result.folder).files.keys() == {"out/data.bin", "out/timing.json"}
+    (result.folder / "out" / "timing.json").write_text("{\"s\": 2.75}")  # volatile: not in the digest
+    assert store.build("s", "k2", make, {}, volatile=("out/timing.json",)).digest \
+        == result.digest
+    (result.folder / "out" / "data.bin").write_bytes(b"12345")
+    assert store.lookup("s", "k1") is None  # a damaged artifact is rebuilt, not reused
+
+
+def test_clean_stale_removes_dead_runs_only(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(dead.stdout)
+    (tmp_path / "shuffle").mkdir()
+    stale = tmp_path / "shuffle" / f".abc.tmp-{dead_pid}-0123abcd"
+    live = tmp_path / "shuffle" / f".abd.tmp-{os.getpid()}-0123abcd"
+    out_stale = tmp_path / f".out.tmp-{dead_pid}-89abcdef"
+    for p in (stale, live, out_stale):
+        p.mkdir()
+    removed = StepStore(tmp_path).clean_stale(tmp_path / "out")
+    assert sorted(removed) == sorted([stale, out_stale]) and live.exists()
