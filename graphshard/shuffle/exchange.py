@@ -51,25 +51,22 @@ def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: Shuf
     """Write the new IDs of a node block into the ID map, and its feature rows (and original IDs) to owner buckets."""
     lo, hi = (int(x) for x in plan.node_blocks[ntype_id][block:block + 2])
     parts = np.array(np.load(plan.scratch.parts(ntype_id), mmap_mode="r")[lo:hi])
+    grouping = Grouping.of(parts, plan.num_parts)
     idmap = np.load(plan.scratch.idmap(ntype_id), mmap_mode="r+")
-    idmap[lo:hi] = ids_in_block(parts, bases)
+    idmap[lo:hi] = ids_in_block(parts, bases, grouping)
     idmap.flush()
     del idmap
     arrays = ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_nids else [])
     arrays += _features(plan, plan.node_feats[ntype_id], lo, hi)
-    if not arrays:
-        return
-    grouping = Grouping.of(parts, plan.num_parts)
-    _write_groups(grouping, [a[grouping.order] for a in arrays], lambda p: plan.scratch.node_bucket(ntype_id, block, p))
+    if arrays:
+        _write_groups(grouping, [a[grouping.order] for a in arrays], lambda p: plan.scratch.node_bucket(ntype_id, block, p))
 
 
 def _check_ids(path: Path, field: str, ids: np.ndarray, n: int, end: str, ntype: str) -> None:
     if not len(ids) or (ids.min() >= 0 and ids.max() < n):
         return
-    bad = np.flatnonzero((ids < 0) | (ids >= n))
-    if len(bad):
-        raise InputError(path, field, f"{end} IDs of node type '{ntype}' in [0, {n})",
-                         f"{int(ids[bad[0]])} on row {int(bad[0])}")
+    first = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+    raise InputError(path, field, f"{end} IDs of node type '{ntype}' in [0, {n})", f"{int(ids[first])} on row {first}")
 
 
 def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndarray:

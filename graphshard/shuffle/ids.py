@@ -57,9 +57,9 @@ class Grouping:
         return np.split(grouped, np.cumsum(self.counts)[:-1])
 
 
-def ids_in_block(parts: np.ndarray, bases: np.ndarray) -> np.ndarray:
+def ids_in_block(parts: np.ndarray, bases: np.ndarray, grouping: Grouping | None = None) -> np.ndarray:
     """New IDs of a block's entries: `bases[p]` plus the entry's rank among the block's entries of partition p."""
-    return bases[parts] + Grouping.of(parts, len(bases)).ranks()
+    return bases[parts] + (grouping or Grouping.of(parts, len(bases))).ranks()
 
 
 @dataclass(frozen=True)
