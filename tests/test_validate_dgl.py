@@ -2,7 +2,8 @@
 graphshard's writer), and still catches tampering there. Needs the DGL venv of bench/dgl_compat.sh.
 
 DGL 2.1's partition_graph itself fails (IndexError) when a node type has no node in some partition, so the MAG-like
-graph here is large enough for every type to reach every partition.
+graph here is large enough (24 institutions) for every type to reach every partition of DGL's unseeded random
+assignment.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def dgl_partition(metadata: Path, out: Path, parts: int, hops: int, formats: str
 @pytest.mark.parametrize("kind,kwargs,parts,hops,formats", [
     ("rmat", dict(nodes=400, edges=3000, chunks=2, seed=7), 3, 1, "coo"),
     ("rmat", dict(nodes=400, edges=3000, chunks=2, seed=7), 4, 2, "csc"),
-    ("mag", dict(papers=300, chunks=3), 3, 1, "coo,csc"),
+    ("mag", dict(papers=2000, chunks=3), 3, 1, "coo,csc"),
 ])
 def test_dgl_written_partitions_pass(make_graph, tmp_path, kind, kwargs, parts, hops, formats):
     md = make_graph(kind, **kwargs)
@@ -52,7 +53,7 @@ def test_dgl_written_partitions_pass(make_graph, tmp_path, kind, kwargs, parts, 
 
 
 def test_tampered_dgl_partitions_fail(make_graph, tmp_path):
-    md = make_graph("mag", papers=300, chunks=3)
+    md = make_graph("mag", papers=2000, chunks=3)
     config = dgl_partition(md, tmp_path / "dgl", 3, 1)
     for tamper, check in ((id_int32, "reserved-dtypes"), (drop_halo_in_edge, "halo-completeness")):
         out = tmp_path / tamper.__name__

@@ -1,62 +1,26 @@
-"""Phase two, one task per partition: checks against other partitions' slices of the scratch arrays.
+"""Phase two, one task per partition: checks against what the other partitions wrote in phase one.
 
-- orig-ids: every original ID this partition lists is claimed by it alone (the scatter of phase one kept one owner).
-- halo-edges: every non-inner edge equals its owner's copy (same edge ID, same endpoints).
-- halo-completeness (§5.7), DGL `partition_graph` semantics for num_hops = h (halo_mode "full"): levels by in-edges,
-  level 0 = inner nodes, level k = new sources of in-edges into level k-1; nodes of levels 0..h-1 keep all their
-  in-edges (their in-degree here equals their in-degree over all partitions' inner edges, which edge-identity ties to
-  the input), and inner nodes keep all their out-edges to other partitions (compared edge by edge with the cut lists
-  the other partitions wrote). halo_mode "in_edges" (DGL's pipeline) keeps only level-0 in-edges.
+- orig-ids: every original ID this partition lists kept its claim (an ID listed twice keeps one writer only).
+- halo (§5.7), DGL `partition_graph` semantics for num_hops = h (halo mode "full"): inner nodes keep all their
+  out-edges to other partitions, compared as (edge ID, src, dst) triples with the lists the owners of those edges
+  wrote, which proves both that the halo edges are complete and that they are copies of their owners' edges. In-edges
+  of inner nodes are the inner edges themselves (§5.4-5). For h >= 2, halo nodes of levels 1..h-1 (level k: new sources
+  of in-edges into level k-1) keep all their in-edges: their in-degree here equals their in-degree over all
+  partitions, and each such edge equals its owner's copy. Halo mode "in_edges" (DGL's pipeline) keeps inner edges only.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from graphshard.errors import GraphshardError
+from graphshard.formats.dgl_binary import load_tensor_dict
 from graphshard.validate import checks
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.part_files import ORIG_NIDS, PartData
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS
 from graphshard.validate.problems import Problem, first_values
+from graphshard.validate.scan import ScanSetup, halo_levels
 from graphshard.validate.scratch import Scratch
-
-
-def check_orig_claims(data: PartData, layout: Layout, scratch: Scratch) -> list[Problem]:
-    """An original node ID listed by two partitions keeps one owner in the scatter; the loser is named here."""
-    problems = []
-    if data.orig_nids is None or not scratch.exists("node_orig"):
-        return problems
-    for t, name in enumerate(layout.ntypes):
-        arr = data.orig_nids.get(name)
-        if arr is None:
-            continue
-        owner_map = scratch.open(f"node_owner_{t}")
-        arr = arr[(arr >= 0) & (arr < owner_map.shape[0])]
-        owner = np.asarray(owner_map[arr])
-        bad = owner != data.part
-        if bad.any():
-            problems.append(Problem("orig-ids", f"'{name}' original IDs {first_values(arr[bad])} are also listed by "
-                                    f"partition(s) {first_values(np.unique(owner[bad]))}", data.part,
-                                    layout.extra_rel(data.part, ORIG_NIDS)))
-    return problems
-
-
-def check_halo_edges(v: checks.PartView, layout: Layout, scratch: Scratch, broken: frozenset[int]) -> list[Problem]:
-    """Non-inner edges are copies of their owners' inner edges: same endpoints (new IDs) for the same edge ID.
-    Edges owned by partitions that could not be read (`broken`, reported already) are not compared."""
-    h = np.flatnonzero(~v.inner_edge)
-    eid = v.eid[h]
-    owner, _ = owners(layout.edge_ranges, eid)
-    ok = (owner >= 0) & ~np.isin(owner, list(broken))
-    h, eid = h[ok], eid[ok]
-    src = np.asarray(scratch.open("edge_src")[eid])
-    dst = np.asarray(scratch.open("edge_dst")[eid])
-    bad = (src != v.nid[v.src[h]]) | (dst != v.nid[v.dst[h]])
-    if not bad.any():
-        return []
-    i = int(np.flatnonzero(bad)[0])
-    return [Problem("halo-edges", f"{int(bad.sum())} halo edges differ from their owner's edge (first: local edge "
-                    f"{int(h[i])}, _ID {int(eid[i])}: here {int(v.nid[v.src[h[i]]])} -> {int(v.nid[v.dst[h[i]]])}, "
-                    f"owner has {int(src[i])} -> {int(dst[i])})", v.part, v.file)]
 
 
 def sorted_minus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -67,64 +31,103 @@ def sorted_minus(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a[b[pos] != a]
 
 
-def halo_levels(v: checks.PartView, hops: int) -> np.ndarray:
-    """Level of each local node by in-edges from the inner nodes (0 inner, k <= hops, -1 not reached)."""
-    level = np.where(v.inner, 0, -1)
-    for k in range(1, hops + 1):
-        reached = v.src[level[v.dst] == k - 1]
-        new = reached[level[reached] == -1]
-        level[new] = k
-    return level
+def _orig_file(layout: Layout, part: int, name: str) -> dict | None:
+    path = layout.extra_file(part, name)
+    try:
+        return load_tensor_dict(path) if path.exists() else None
+    except (GraphshardError, OSError):
+        return None  # reported by phase one
 
 
-def check_halo_completeness(v: checks.PartView, layout: Layout, scratch: Scratch, mode: str,
-                            broken: frozenset[int]) -> list[Problem]:
-    """§5.7 by the rule in the module docstring; `mode` is "full" or "in_edges". Nodes owned by unreadable
-    partitions (`broken`) have no known in-degree and are skipped."""
-    hops = layout.halo_hops
-    if hops < 1:
+def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
+    """Each original ID this partition lists maps back to it; a loser of a double claim is named here."""
+    problems = []
+    nids = _orig_file(layout, part, ORIG_NIDS) if setup.orig_nids else None
+    for t, name in enumerate(layout.ntypes):
+        arr, (a, b) = (nids or {}).get(name), layout.node_ranges[t, part]
+        if arr is None or arr.shape != (b - a,):
+            continue
+        new_map = setup.scratch.open(f"node_new_{t}")
+        ok = (arr >= 0) & (arr < new_map.shape[0])
+        bad = ok & (np.asarray(new_map[np.where(ok, arr, 0)]) != np.arange(a, b))
+        if bad.any():
+            other = owners(layout.node_ranges, np.asarray(new_map[arr[bad]]))[0]
+            problems.append(Problem("orig-ids", f"'{name}' original IDs {first_values(arr[bad])} are also listed by "
+                                    f"partition(s) {first_values(np.unique(other))}", part,
+                                    layout.extra_rel(part, ORIG_NIDS)))
+    eids = _orig_file(layout, part, ORIG_EIDS) if setup.orig_eids else None
+    for t, name in enumerate(layout.etypes):
+        arr, (a, b) = (eids or {}).get(name), layout.edge_ranges[t, part]
+        if arr is None or arr.shape != (b - a,):
+            continue
+        owner_map = setup.scratch.open(f"edge_owner_{t}")
+        arr = arr[(arr >= 0) & (arr < owner_map.shape[0])]
+        owner = np.asarray(owner_map[arr])
+        if (owner != part).any():
+            problems.append(Problem("orig-ids", f"'{name}' original edge IDs {first_values(arr[owner != part])} are "
+                                    f"also listed by partition(s) {first_values(np.unique(owner[owner != part]))}",
+                                    part, layout.extra_rel(part, ORIG_EIDS)))
+    return problems
+
+
+def check_out_edges(layout: Layout, part: int, scratch: Scratch, broken: frozenset[int]) -> list[Problem]:
+    """Out-edges of inner nodes held here == the edges other partitions own whose source is here (as triples)."""
+    file = layout.rel(part, "part_graph")
+    held = np.load(scratch.root / "cut" / f"{part}_held.npy")
+    wants = [np.load(scratch.root / "cut" / f"{part}_from_{q}.npy") for q in range(layout.num_parts)
+             if q != part and q not in broken]
+    want = np.concatenate(wants) if wants else np.zeros((0, 3), np.int64)
+    want = want[np.argsort(want[:, 0], kind="stable")]
+    if broken:
+        held = held[~np.isin(owners(layout.node_ranges, held[:, 2])[0], list(broken))]
+    if np.array_equal(held, want):
         return []
     problems = []
-    levels = halo_levels(v, hops if mode == "full" else 1)
-    keep_in = (levels >= 0) & (levels < (hops if mode == "full" else 1))
+    missing, extra = sorted_minus(want[:, 0], held[:, 0]), sorted_minus(held[:, 0], want[:, 0])
+    if missing.size:
+        first = want[np.searchsorted(want[:, 0], missing[0])]
+        problems.append(Problem("halo-completeness", f"{missing.size} out-edges from inner nodes to other "
+                                f"partitions are missing: halo nodes lose in-edges (first: edge _ID {first[0]}, node "
+                                f"{first[1]} -> halo node {first[2]}; edge _IDs {first_values(missing)})", part, file))
+    if extra.size:
+        problems.append(Problem("halo-completeness", f"{extra.size} out-edges from inner nodes to halo nodes are not "
+                                f"edges of the graph (edge _IDs {first_values(extra)})", part, file))
+    common_held = held[np.isin(held[:, 0], want[:, 0])]
+    common_want = want[np.isin(want[:, 0], held[:, 0])]
+    if common_held.shape == common_want.shape:
+        differ = np.flatnonzero((common_held != common_want).any(axis=1))
+        if differ.size:
+            h, w = common_held[differ[0]], common_want[differ[0]]
+            problems.append(Problem("halo-edges", f"{differ.size} halo edges differ from their owner's edge (first: "
+                                    f"edge _ID {h[0]}: here {h[1]} -> {h[2]}, owner has {w[1]} -> {w[2]})", part, file))
+    return problems
+
+
+def check_levels(v: checks.PartView, layout: Layout, scratch: Scratch, broken: frozenset[int]) -> list[Problem]:
+    """hops >= 2: halo nodes of levels 1..h-1 keep all their in-edges, each a copy of its owner's edge."""
+    problems = []
+    hops = layout.halo_hops
+    levels = halo_levels(v, hops)
     node_owner, _ = owners(layout.node_ranges, v.nid)
     known = (node_owner >= 0) & ~np.isin(node_owner, list(broken))
+    keep_in = known & (levels >= 1) & (levels < hops)
     local_in = np.bincount(v.dst, minlength=v.num_nodes)
-    global_in = np.asarray(scratch.open("indeg")[np.where(known, v.nid, 0)])
-    bad = np.flatnonzero(keep_in & known & (local_in != global_in))
+    global_in = np.asarray(scratch.open("indeg")[np.where(keep_in, v.nid, 0)])
+    bad = np.flatnonzero(keep_in & (local_in != global_in))
     if bad.size:
         b = int(bad[0])
-        problems.append(Problem("halo-completeness", f"{bad.size} nodes whose in-edges must all be here are missing "
-                                f"some (first: local ID {b}, _ID {int(v.nid[b])}, level {int(levels[b])}: "
+        problems.append(Problem("halo-completeness", f"{bad.size} halo nodes of levels 1..{hops - 1} miss in-edges "
+                                f"(first: local ID {b}, _ID {int(v.nid[b])}, level {int(levels[b])}: "
                                 f"{int(local_in[b])} in-edges here, {int(global_in[b])} in the graph)", v.part, v.file))
-    out_edge = v.inner[v.src] & ~v.inner[v.dst]
-    if mode == "full":
-        got = np.sort(v.eid[out_edge & known[v.dst]])
-        files = [scratch.root / "cut" / f"{v.part}_from_{q}.npy" for q in range(layout.num_parts)
-                 if q != v.part and q not in broken]
-        want = np.sort(np.concatenate([np.load(f) for f in files if f.exists()] or [np.zeros(0, np.int64)]))
-        missing, extra = (np.zeros(0, np.int64),) * 2 if np.array_equal(got, want) else \
-            (sorted_minus(want, got), sorted_minus(got, want))
-        if missing.size:
-            e = int(missing[0])
-            src, dst = int(scratch.open("edge_src")[e]), int(scratch.open("edge_dst")[e])
-            problems.append(Problem("halo-completeness", f"{missing.size} out-edges from inner nodes to other "
-                                    f"partitions are missing: halo nodes lose in-edges (first: edge _ID {e}, node "
-                                    f"{src} -> halo node {dst}; edge _IDs {first_values(missing)})", v.part, v.file))
-        if extra.size:
-            problems.append(Problem("halo-completeness", f"{extra.size} out-edges from inner nodes are not edges of "
-                                    f"the graph (edge _IDs {first_values(extra)})", v.part, v.file))
-    allowed = v.inner_edge | (out_edge if mode == "full" else False) | \
-        ((levels[v.dst] >= 1) & (levels[v.dst] < hops) if mode == "full" else False)
-    bad = np.flatnonzero(~allowed)
-    if bad.size:
-        problems.append(Problem("halo-completeness", f"{bad.size} edges kept that the halo rule ({mode}, "
-                                f"{hops} hops) does not keep: local edge IDs {first_values(bad)}", v.part, v.file))
-    touched = np.zeros(v.num_nodes, dtype=bool)
-    touched[v.src] = True
-    touched[v.dst] = True
-    orphan = np.flatnonzero(~v.inner & ~touched)
-    if orphan.size:
-        problems.append(Problem("halo-completeness", f"{orphan.size} halo nodes without any edge in the partition "
-                                f"(local IDs {first_values(orphan)})", v.part, v.file))
+    h = np.flatnonzero(~v.inner_edge & ~v.inner[v.src] & known[v.dst])
+    eid = v.eid[h]
+    ok = (eid >= 0) & (eid < layout.num_edges)
+    h, eid = h[ok], eid[ok]
+    src, dst = np.asarray(scratch.open("edge_src")[eid]), np.asarray(scratch.open("edge_dst")[eid])
+    differ = np.flatnonzero((src != v.nid[v.src[h]]) | (dst != v.nid[v.dst[h]]))
+    if differ.size:
+        i = int(differ[0])
+        problems.append(Problem("halo-edges", f"{differ.size} halo edges differ from their owner's edge (first: edge "
+                                f"_ID {int(eid[i])}: here {int(v.nid[v.src[h[i]]])} -> {int(v.nid[v.dst[h[i]]])}, owner "
+                                f"has {int(src[i])} -> {int(dst[i])})", v.part, v.file))
     return problems

@@ -14,13 +14,15 @@ from distributed import Client
 
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
-from graphshard.validate import checks, cross, hashing, inputs
+from graphshard.validate import checks, hashing, inputs
+from graphshard.validate.cross import check_claims, check_levels, check_out_edges
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import quality
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
-from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, scan_partition
+from graphshard.validate.scan import (TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, partition_rows,
+                                      scan_partition)
 from graphshard.validate.scratch import scratch_beside
 
 
@@ -40,26 +42,51 @@ def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     return scan_partition(layout, part, setup)
 
 
-def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int], metadata: Path | None,
-           full: bool, seed: int, sample_size: int) -> dict:
-    """Phase two for one partition: orig-ID claims, halo edges and completeness, comparison with the input."""
-    data = load_part(layout, part, with_feats=metadata is not None)
-    out: dict = {"problems": [], "sums": {}}
-    if data.graph is None:
-        return out
-    view = checks.make_view(data.graph, part, layout.rel(part, "part_graph"))
-    if view is None:
-        return out
-    problems = cross.check_orig_claims(data, layout, setup.scratch)
-    if layout.halo_hops >= 1:
-        problems += cross.check_halo_edges(view, layout, setup.scratch, broken)
-        problems += cross.check_halo_completeness(view, layout, setup.scratch, mode, broken)
-    if metadata is not None:
-        more, out["sums"] = inputs.compare_partition(layout, data, view, metadata, setup.scratch, full, seed,
-                                                        sample_size)
-        problems += more
-    out["problems"] = problems
-    return out
+def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
+           metadata: Path | None) -> list[Problem]:
+    """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
+    input (the sampled rows of phase one, or with --full every row, read again from the partition's files)."""
+    part, samples = job
+    problems = check_claims(layout, part, setup)
+    full_halo = layout.halo_hops >= 1 and mode == "full" and part not in broken
+    if full_halo:
+        problems += check_out_edges(layout, part, setup.scratch, broken)
+    view = data = None
+    if (full_halo and setup.level_arrays) or (metadata is not None and setup.full and setup.with_input):
+        data = load_part(layout, part, with_feats=setup.full)
+        view = checks.make_view(data.graph, part, layout.rel(part, "part_graph")) if data.graph is not None else None
+    if full_halo and setup.level_arrays and view is not None:
+        problems += check_levels(view, layout, setup.scratch, broken)
+    if metadata is not None and setup.with_input:
+        graph = load_metadata(metadata)
+        rows = partition_rows(data, view, layout) if setup.full and data is not None else samples
+        for (kind, key), (orig, values) in sorted(rows.items()):
+            file = _row_file(layout, part, kind)
+            problems += inputs.compare(layout, graph, setup.scratch, part, kind, key, orig, values, file)
+    return problems
+
+
+def _row_file(layout: Layout, part: int, kind: str) -> str:
+    """The files a row comparison of this kind reads, for messages."""
+    if kind == "edges":
+        return f"{layout.rel(part, 'part_graph')}, {layout.extra_rel(part, ORIG_EIDS)}"
+    return layout.rel(part, "node_feats" if kind == "node_feat" else "edge_feats")
+
+
+def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Problem]:
+    """Every input feature is in every partition's feature file."""
+    problems = []
+    for kind, data, types in (("node_feats", graph.node_data, layout.ntypes), ("edge_feats", graph.edge_data,
+                                                                             layout.etypes)):
+        wanted = {f"{t}/{f}" for t, feats in data.items() for f in feats}
+        for s in summaries:
+            if s[kind] is None:
+                continue
+            held = {"/".join(k) for key in s[kind] if (k := checks.split_feature_key(key, types, types[0]))}
+            for key in sorted(wanted - held):
+                problems.append(Problem("features", f"input feature '{key}' is missing", s["part"],
+                                        layout.rel(s["part"], kind)))
+    return problems
 
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
@@ -78,17 +105,17 @@ def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> l
                     diff = sorted(set(map(str, sig.items())) ^ set(map(str, ref.items())))
                     problems.append(Problem("features", f"keys/dtypes differ from partition {ref_part}'s: "
                                             f"{first_values(diff, 3)}", p, layout.rel(p, file_key)))
-    for flag, name, types, prefix in (("orig_nids", ORIG_NIDS, layout.ntypes, "node"),
-                                      ("orig_eids", ORIG_EIDS, layout.etypes, "edge")):
+    for flag, name, types, prefix in (("orig_nids", ORIG_NIDS, layout.ntypes, "node_new"),
+                                      ("orig_eids", ORIG_EIDS, layout.etypes, "edge_owner")):
         if not getattr(setup, flag):
             continue
         for p in [s["part"] for s in summaries if not s[f"has_{flag}"]]:
             problems.append(Problem("orig-ids", "file is missing (other partitions have one)", p,
                                     layout.extra_rel(p, name)))
         for t, typ in enumerate(types):
-            unclaimed = setup.scratch.count_equal(f"{prefix}_owner_{t}", -1)
+            unclaimed = setup.scratch.count_equal(f"{prefix}_{t}", -1)
             if unclaimed:
-                first = setup.scratch.first_equal(f"{prefix}_owner_{t}", -1)
+                first = setup.scratch.first_equal(f"{prefix}_{t}", -1)
                 problems.append(Problem("orig-ids", f"'{typ}': {unclaimed} original IDs are listed by no partition "
                                         f"(first: {first_values(first)}): the files are not a permutation", None,
                                         name))
@@ -199,34 +226,37 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
         problems += _input_checks(layout, metadata)
     has = {f: any(layout.extra_file(p, f).exists() for p in range(layout.num_parts)) for f in (ORIG_NIDS, ORIG_EIDS)}
     with scratch_beside(layout.base_dir, scratch_dir) as scratch:
-        setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS])
+        setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
+                              sample_size)
         parts = list(range(layout.num_parts))
         summaries = _map(client, "scan", _scan, parts, layout=layout, setup=setup)
         for s in summaries:
             problems += s["problems"]
         problems += _global_checks(layout, summaries, setup)
         mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
+        problems += halo_rule_problems(layout, summaries, mode)
         broken = frozenset(s["part"] for s in summaries if s["stats"] is None)
-        cross_args = dict(layout=layout, setup=setup, mode=mode, broken=broken, metadata=metadata, full=full,
-                          seed=seed, sample_size=sample_size)
-        if client is not None and metadata is not None:  # both kinds of tasks in flight together
-            jobs = inputs.input_jobs(load_metadata(metadata))
-            cf = client.map(_cross, parts, key=[f"graphshard-validate-cross-{uuid.uuid4().hex[:8]}-{p}"
-                                                for p in parts], **cross_args)
-            inf = client.map(_input_sums, jobs, key=[f"graphshard-validate-input-{uuid.uuid4().hex[:8]}-{i}"
-                                                     for i in range(len(jobs))], layout=layout, setup=setup,
-                             metadata=metadata)
+        jobs = [(s["part"], s.pop("samples")) for s in summaries]
+        cross_args = dict(layout=layout, setup=setup, mode=mode, broken=broken, metadata=metadata)
+        input_jobs = inputs.input_jobs(load_metadata(metadata)) if setup.with_input else []
+        if metadata is not None:
+            problems += _missing_features(layout, summaries, load_metadata(metadata))
+        if client is not None:  # both kinds of tasks in flight together
+            cf = client.map(_cross, jobs, key=[f"graphshard-validate-cross-{uuid.uuid4().hex[:8]}-{p}" for p in parts],
+                            **cross_args)
+            inf = client.map(_input_sums, input_jobs, key=[f"graphshard-validate-input-{uuid.uuid4().hex[:8]}-{i}"
+                                                           for i in range(len(input_jobs))], layout=layout,
+                             setup=setup, metadata=metadata)
             try:
                 crossed, input_sums = client.gather(cf), client.gather(inf)
             finally:
                 client.cancel(cf + inf)
         else:
-            crossed = _map(client, "cross", _cross, parts, **cross_args)
-            input_sums = (_map(None, "input", _input_sums, inputs.input_jobs(load_metadata(metadata)), layout=layout,
-                               setup=setup, metadata=metadata) if metadata is not None else [])
+            crossed = [_cross(job, **cross_args) for job in jobs]
+            input_sums = [_input_sums(job, layout, setup, metadata) for job in input_jobs]
     for c in crossed:
-        problems += c["problems"]
-    problems += _compare_sums(layout, [c["sums"] for c in crossed], input_sums)
+        problems += c
+    problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
     skipped = _skips(layout, setup, metadata, summaries)
     elapsed = time.perf_counter() - started
     times = dict(step_times or {})

@@ -1,5 +1,6 @@
-"""Phase one, one task per partition: read its files, run the single-partition checks, measure it, and write the
-partition's own slices of the cross-partition scratch arrays (orig-ID owners, in-degrees, edge endpoints, cut lists).
+"""Phase one, one task per partition, the only full read of its files: the single-partition checks, the quality
+figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
+scratch data: original-ID maps, cut-edge lists for the halo check, and (hops >= 2 only) in-degrees and edge ends.
 """
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.validate import checks
+from graphshard.validate import checks, hashing
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part
+from graphshard.validate.problems import Problem, first_values
+from graphshard.validate.sampling import sample_rows
 from graphshard.validate.scratch import Scratch
 
 TRAINER_FEAT = "trainer_id"
@@ -18,27 +21,34 @@ TRAINER_FEAT = "trainer_id"
 
 @dataclass(frozen=True)
 class ScanSetup:
-    """Which scratch arrays phase one fills (decided on the client from the first partition's files)."""
+    """What phase one computes and which scratch arrays exist (decided on the client before it starts)."""
 
     scratch: Scratch
     orig_nids: bool
     orig_eids: bool
+    with_input: bool  # partition-side checksums and samples (needs orig_nids)
+    level_arrays: bool  # in-degrees and edge ends per edge ID: only halo levels >= 1 (hops >= 2) need them
+    full: bool = False
+    seed: int = 0
+    sample_size: int = 1024
 
 
-def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: bool) -> ScanSetup:
-    """Allocate the scratch arrays: sized by the graph, on disk, filled by the partition tasks."""
-    scratch.create("indeg", np.int64, layout.num_nodes)
-    scratch.create("edge_src", np.int64, layout.num_edges, fill=-1)
-    scratch.create("edge_dst", np.int64, layout.num_edges, fill=-1)
+def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: bool, with_input: bool,
+                  full: bool, seed: int, sample_size: int) -> ScanSetup:
+    """Allocate the scratch arrays (on disk, sized by the graph) that the partition tasks fill."""
+    if layout.halo_hops >= 2:
+        scratch.create("indeg", np.int64, layout.num_nodes)
+        scratch.create("edge_src", np.int64, layout.num_edges, fill=-1)
+        scratch.create("edge_dst", np.int64, layout.num_edges, fill=-1)
     if orig_nids:
-        scratch.create("node_orig", np.int64, layout.num_nodes, fill=-1)
         for t, n in enumerate(layout.nodes_per_type()):
-            scratch.create(f"node_owner_{t}", np.int32, int(n), fill=-1)
+            scratch.create(f"node_new_{t}", np.int64, int(n), fill=-1)
     if orig_eids:
         for t, n in enumerate(layout.edges_per_type()):
             scratch.create(f"edge_owner_{t}", np.int32, int(n), fill=-1)
     (scratch.root / "cut").mkdir(exist_ok=True)
-    return ScanSetup(scratch, orig_nids, orig_eids)
+    return ScanSetup(scratch, orig_nids, orig_eids, with_input and orig_nids, layout.halo_hops >= 2, full, seed,
+                     sample_size)
 
 
 def part_stats(v: checks.PartView, layout: Layout, src_owner: np.ndarray, file_bytes: dict[str, int]) -> dict:
@@ -56,57 +66,114 @@ def part_stats(v: checks.PartView, layout: Layout, src_owner: np.ndarray, file_b
     }
 
 
-def _scatter(v: checks.PartView, layout: Layout, setup: ScanSetup, src_owner: np.ndarray) -> None:
-    """Write this partition's slices of the structure arrays; phase-two tasks of other partitions read them."""
-    s, p = setup.scratch, v.part
-    lo, hi = layout.part_span(layout.node_ranges, p)
+def triples(v: checks.PartView, mask: np.ndarray) -> np.ndarray:
+    """(edge ID, source, destination) in new homogeneous IDs of the masked edges, sorted by edge ID."""
+    out = np.stack([v.eid[mask], v.nid[v.src[mask]], v.nid[v.dst[mask]]], axis=1)
+    return out[np.argsort(out[:, 0], kind="stable")] if out.shape[0] and (np.diff(out[:, 0]) < 0).any() else out
+
+
+def write_cut_lists(v: checks.PartView, layout: Layout, scratch: Scratch, src_owner: np.ndarray) -> None:
+    """For each other partition q, the inner edges whose source q owns (q must hold them as out-edges), and this
+    partition's own out-edges to halo nodes; both as sorted (edge ID, src, dst) triples."""
+    inner_idx = np.flatnonzero(v.inner_edge)
+    for q in range(layout.num_parts):
+        if q != v.part:
+            mask = np.zeros(v.eid.shape[0], dtype=bool)
+            mask[inner_idx[src_owner == q]] = True
+            scratch.save(f"cut/{q}_from_{v.part}", triples(v, mask))
+    scratch.save(f"cut/{v.part}_held", triples(v, v.inner[v.src] & ~v.inner[v.dst]))
+
+
+def write_level_arrays(v: checks.PartView, layout: Layout, scratch: Scratch) -> None:
+    """In-degree of this partition's nodes and the ends of its inner edges (read by hops >= 2 halo checks)."""
+    lo, hi = layout.part_span(layout.node_ranges, v.part)
     inner_dst = v.nid[v.dst[v.inner_edge]]
     ok = (inner_dst >= lo) & (inner_dst < hi)
-    indeg = s.open("indeg", writable=True)
-    indeg[lo:hi] = np.bincount(inner_dst[ok] - lo, minlength=hi - lo)[:hi - lo]
-    indeg.flush()
+    scratch.open("indeg", writable=True)[lo:hi] = np.bincount(inner_dst[ok] - lo, minlength=hi - lo)[:hi - lo]
     eid = v.eid[v.inner_edge]
-    elo, ehi = layout.part_span(layout.edge_ranges, p)
-    ok = (eid >= elo) & (eid < ehi)
-    in_order = eid.size == ehi - elo and eid.size and eid[0] == elo and (np.diff(eid) == 1).all()
+    ok = (eid >= 0) & (eid < layout.num_edges)
     for name, ends in (("edge_src", v.src), ("edge_dst", v.dst)):
-        arr = s.open(name, writable=True)
-        if in_order:  # inner edges stored in edge-ID order (graphshard's writer): one sequential slice write
-            arr[elo:ehi] = v.nid[ends[v.inner_edge]]
-        else:
-            arr[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
-        arr.flush()
-    for q in range(layout.num_parts):
-        if q != p:
-            s.save(f"cut/{q}_from_{p}", np.sort(eid[src_owner == q]))
+        scratch.open(name, writable=True)[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
 
 
-def _scatter_orig(layout: Layout, part: int, setup: ScanSetup, orig_nids: dict | None,
-                  orig_eids: dict | None) -> None:
-    """Claim this partition's original IDs in the owner arrays (and its new->original node slice)."""
-    s, p = setup.scratch, part
-    if setup.orig_nids and orig_nids is not None:
-        node_orig = s.open("node_orig", writable=True)
+def write_orig_maps(layout: Layout, data: PartData, setup: ScanSetup) -> None:
+    """original -> new node ID per type, and the claiming partition per original edge ID (phase two checks that
+    every claim stuck: a value listed twice keeps only one writer)."""
+    s, p = setup.scratch, data.part
+    if setup.orig_nids and data.orig_nids is not None:
         for t, name in enumerate(layout.ntypes):
-            a, b = layout.node_ranges[t, p]
-            arr = orig_nids.get(name)
-            if arr is None or arr.shape != (b - a,):
-                continue
-            node_orig[a:b] = arr
-            valid = arr[(arr >= 0) & (arr < s.open(f"node_owner_{t}").shape[0])]
-            owner = s.open(f"node_owner_{t}", writable=True)
-            owner[valid] = p
-            owner.flush()
-        node_orig.flush()
-    if setup.orig_eids and orig_eids is not None:
+            arr, (a, b) = data.orig_nids.get(name), layout.node_ranges[t, p]
+            if arr is not None and arr.shape == (b - a,):
+                new = s.open(f"node_new_{t}", writable=True)
+                ok = (arr >= 0) & (arr < new.shape[0])
+                new[arr[ok]] = np.arange(a, b, dtype=np.int64)[ok]
+    if setup.orig_eids and data.orig_eids is not None:
         for t, name in enumerate(layout.etypes):
-            arr = orig_eids.get(name)
-            a, b = layout.edge_ranges[t, p]
-            if arr is None or arr.shape != (b - a,):
-                continue
-            owner = s.open(f"edge_owner_{t}", writable=True)
-            owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = p
-            owner.flush()
+            arr, (a, b) = data.orig_eids.get(name), layout.edge_ranges[t, p]
+            if arr is not None and arr.shape == (b - a,):
+                owner = s.open(f"edge_owner_{t}", writable=True)
+                owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = p
+
+
+def halo_rule(v: checks.PartView, layout: Layout) -> dict[str, list]:
+    """Per halo mode, [count, first local IDs] of edges the rule does not keep, and of halo nodes without an edge.
+
+    "full" (partition_graph): inner edges, out-edges of inner nodes, in-edges of halo levels 1..hops-1.
+    "in_edges" (DGL's pipeline): inner edges only. The client picks the mode the whole set follows.
+    """
+    hops = layout.halo_hops
+    touched = np.zeros(v.num_nodes, dtype=bool)
+    touched[v.src] = True
+    touched[v.dst] = True
+    orphan = np.flatnonzero(~v.inner & ~touched)
+    out_edge = v.inner[v.src] & ~v.inner[v.dst]
+    levels = halo_levels(v, hops)
+    full_ok = v.inner_edge | out_edge | ((levels[v.dst] >= 1) & (levels[v.dst] < hops))
+    bad_full, bad_in = np.flatnonzero(~full_ok), np.flatnonzero(~v.inner_edge)
+    return {"full": [int(bad_full.size), bad_full[:5].tolist()], "in_edges": [int(bad_in.size), bad_in[:5].tolist()],
+            "orphans": [int(orphan.size), orphan[:5].tolist()]}
+
+
+def halo_levels(v: checks.PartView, hops: int) -> np.ndarray:
+    """Level of each local node by in-edges from the inner nodes (0 inner, k <= hops, -1 not reached)."""
+    level = np.where(v.inner, 0, -1)
+    for k in range(1, hops + 1):
+        reached = v.src[level[v.dst] == k - 1]
+        level[reached[level[reached] == -1]] = k
+    return level
+
+
+def partition_rows(data: PartData, v: checks.PartView | None, layout: Layout) -> dict:
+    """{(kind, key): (original IDs, rows)} this partition holds, in new-ID order: per edge type the (new src, new dst)
+    of its inner edges, per feature its rows. What the input checks compare, by checksum or row by row."""
+    out = {}
+    if v is not None and data.orig_eids is not None:
+        for t, et in enumerate(layout.etypes):
+            idx = np.flatnonzero(v.inner_edge & (v.etype == t))
+            if idx.size and (np.diff(v.eid[idx]) < 0).any():
+                idx = idx[np.argsort(v.eid[idx], kind="stable")]
+            orig = data.orig_eids.get(et)
+            if orig is not None and orig.shape == idx.shape:
+                out[("edges", et)] = (orig, np.stack([v.nid[v.src[idx]], v.nid[v.dst[idx]]], axis=1))
+    for kind, feats, types, orig_ids in (("node_feat", data.node_feats, layout.ntypes, data.orig_nids),
+                                         ("edge_feat", data.edge_feats, layout.etypes, data.orig_eids)):
+        for key, arr in (feats or {}).items():
+            split = checks.split_feature_key(key, types, types[0])
+            orig = (orig_ids or {}).get(split[0]) if split else None
+            if orig is not None and orig.shape[0] == arr.shape[0]:
+                out[(kind, f"{split[0]}/{split[1]}")] = (orig, arr)
+    return out
+
+
+def input_side(data: PartData, v: checks.PartView | None, layout: Layout, setup: ScanSetup) -> tuple[dict, dict]:
+    """Checksums over every row, and the seeded sample of rows (sampled mode), of what this partition holds."""
+    sums, samples = {}, {}
+    for (kind, key), (orig, rows) in partition_rows(data, v, layout).items():
+        sums[(kind, key)] = hashing.hash_sum(orig, rows)
+        if not setup.full:
+            pick = sample_rows(orig.shape[0], False, setup.seed, data.part, key, setup.sample_size)
+            samples[(kind, key)] = (orig[pick], np.ascontiguousarray(rows[pick]))
+    return sums, samples
 
 
 def feature_signature(feats: dict | None) -> dict[str, list] | None:
@@ -124,32 +191,57 @@ def trainer_range(feats: dict | None) -> dict[str, list[int]]:
 
 
 def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
-    """Phase one for one partition: problems, stats and scatter; returns a small picklable summary."""
+    """Phase one for one partition; returns a small picklable summary (problems, figures, checksums, samples)."""
     data = load_part(layout, part)
     problems = list(data.problems)
     graph_file = layout.rel(part, "part_graph")
-    summary = {"part": part, "problems": problems, "stats": None, "halo_edge_count": 0,
+    summary = {"part": part, "problems": problems, "stats": None, "halo_edge_count": 0, "halo_rule": None,
                "node_feats": feature_signature(data.node_feats), "edge_feats": feature_signature(data.edge_feats),
                "trainer_ids": trainer_range(data.node_feats), "file_bytes": data.file_bytes,
-               "has_orig_nids": data.orig_nids is not None, "has_orig_eids": data.orig_eids is not None}
+               "has_orig_nids": data.orig_nids is not None, "has_orig_eids": data.orig_eids is not None,
+               "sums": {}, "samples": {}}
     problems += checks.check_features(data.node_feats, layout, part, layout.rel(part, "node_feats"), nodes=True)
     problems += checks.check_features(data.edge_feats, layout, part, layout.rel(part, "edge_feats"), nodes=False)
     problems += checks.check_orig_ids(data.orig_nids, layout, part, layout.extra_rel(part, ORIG_NIDS), nodes=True)
     problems += checks.check_orig_ids(data.orig_eids, layout, part, layout.extra_rel(part, ORIG_EIDS), nodes=False)
-    _scatter_orig(layout, part, setup, data.orig_nids, data.orig_eids)
-    if data.graph is None:
-        return summary
-    problems += checks.check_reserved_fields(data.graph, layout, part, graph_file)
-    view = checks.make_view(data.graph, part, graph_file)
-    if view is None:
-        return summary
-    problems += checks.check_flags(view, data.graph)
-    problems += checks.check_inner_nodes(view, layout)
-    problems += checks.check_halo_nodes(view, layout)
-    problems += checks.check_inner_edges(view, layout)
-    problems += checks.check_edge_types(view, layout)
-    src_owner = owners(layout.node_ranges, view.nid)[0][view.src[view.inner_edge]]
-    summary["stats"] = part_stats(view, layout, src_owner, data.file_bytes)
-    summary["halo_edge_count"] = int((~view.inner_edge).sum())
-    _scatter(view, layout, setup, src_owner)
+    write_orig_maps(layout, data, setup)
+    view = None
+    if data.graph is not None:
+        problems += checks.check_reserved_fields(data.graph, layout, part, graph_file)
+        view = checks.make_view(data.graph, part, graph_file)
+    if view is not None:
+        problems += checks.check_flags(view, data.graph)
+        problems += checks.check_inner_nodes(view, layout)
+        problems += checks.check_halo_nodes(view, layout)
+        problems += checks.check_inner_edges(view, layout)
+        problems += checks.check_edge_types(view, layout)
+        src_owner = owners(layout.node_ranges, view.nid)[0][view.src[view.inner_edge]]
+        summary["stats"] = part_stats(view, layout, src_owner, data.file_bytes)
+        summary["halo_edge_count"] = int((~view.inner_edge).sum())
+        if layout.halo_hops >= 1:
+            summary["halo_rule"] = halo_rule(view, layout)
+            write_cut_lists(view, layout, setup.scratch, src_owner)
+        if setup.level_arrays:
+            write_level_arrays(view, layout, setup.scratch)
+    if setup.with_input:
+        summary["sums"], summary["samples"] = input_side(data, view, layout, setup)
     return summary
+
+
+def halo_rule_problems(layout: Layout, summaries: list[dict], mode: str) -> list[Problem]:
+    """Edges the chosen halo rule does not keep, and halo nodes without any edge, per partition."""
+    problems = []
+    for s in summaries:
+        rule, p = s["halo_rule"], s["part"]
+        if rule is None:
+            continue
+        count, first = rule[mode]
+        if count:
+            problems.append(Problem("halo-completeness", f"{count} edges kept that the halo rule ({mode}, "
+                                    f"{layout.halo_hops} hops) does not keep: local edge IDs {first_values(first)}",
+                                    p, layout.rel(p, "part_graph")))
+        count, first = rule["orphans"]
+        if count:
+            problems.append(Problem("halo-completeness", f"{count} halo nodes without any edge in the partition "
+                                    f"(local IDs {first_values(first)})", p, layout.rel(p, "part_graph")))
+    return problems

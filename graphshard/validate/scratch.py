@@ -1,7 +1,9 @@
 """Disk-backed arrays that partition tasks fill and read across partitions (memory stays at one partition).
 
-Phase-one tasks write only their own slices (their ID ranges) or their own files; phase-two tasks read any slice.
-The folder lives beside the partition set (same filesystem, so every Dask worker sees it) and is deleted afterwards.
+Phase-one tasks write their own slices (their ID ranges), the entries of the original IDs they list, or their own
+files; phase-two tasks read any of it. Memmaps are shared through the page cache without msync (a flush of every
+array cost more than the checks), so the folder must be on a filesystem whose mmap is coherent for all workers:
+local disk for workers on one host (LocalCluster). It lives beside the partition set and is deleted afterwards.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ class Scratch:
         if fill:
             for i in range(0, length, CHUNK):
                 arr[i:i + CHUNK] = fill
-        arr.flush()
         del arr
 
     def open(self, name: str, writable: bool = False) -> np.ndarray:
