@@ -74,13 +74,13 @@ def triples(v: checks.PartView, mask: np.ndarray) -> np.ndarray:
 
 def write_cut_lists(v: checks.PartView, layout: Layout, scratch: Scratch, src_owner: np.ndarray) -> None:
     """For each other partition q, the inner edges whose source q owns (q must hold them as out-edges), and this
-    partition's own out-edges to halo nodes; both as sorted (edge ID, src, dst) triples."""
-    inner_idx = np.flatnonzero(v.inner_edge)
+    partition's own out-edges to halo nodes; both as (edge ID, src, dst) triples sorted by edge ID."""
+    inner = triples(v, v.inner_edge)
+    if inner.shape[0] and (np.diff(v.eid[v.inner_edge]) < 0).any():
+        src_owner = src_owner[np.argsort(v.eid[v.inner_edge], kind="stable")]
     for q in range(layout.num_parts):
         if q != v.part:
-            mask = np.zeros(v.eid.shape[0], dtype=bool)
-            mask[inner_idx[src_owner == q]] = True
-            scratch.save(f"cut/{q}_from_{v.part}", triples(v, mask))
+            scratch.save(f"cut/{q}_from_{v.part}", inner[src_owner == q])
     scratch.save(f"cut/{v.part}_held", triples(v, v.inner[v.src] & ~v.inner[v.dst]))
 
 
