@@ -31,13 +31,12 @@ def canonical(rows: np.ndarray) -> np.ndarray:
 def row_words(rows: np.ndarray) -> np.ndarray:
     """Each row's little-endian bytes as (n, w) uint64 words, zero-padded to a multiple of 8 bytes."""
     rows = np.ascontiguousarray(canonical(rows), dtype=canonical(rows).dtype.newbyteorder("<"))
-    n = rows.shape[0]
-    raw = rows.reshape(n, -1).view(np.uint8) if n else np.zeros((0, rows.dtype.itemsize), np.uint8)
-    width = raw.shape[1]
-    pad = (-width) % 8
+    n, per_row = rows.shape[0], int(np.prod(rows.shape[1:], dtype=np.int64))
+    raw = rows.reshape(n, per_row).view(np.uint8)
+    pad = (-raw.shape[1]) % 8
     if pad:
         raw = np.concatenate([raw, np.zeros((n, pad), dtype=np.uint8)], axis=1)
-    return np.ascontiguousarray(raw).view(np.uint64).reshape(n, -1)
+    return np.ascontiguousarray(raw).view(np.uint64).reshape(n, raw.shape[1] // 8)
 
 
 def row_hashes(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:

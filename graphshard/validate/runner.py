@@ -15,7 +15,7 @@ from distributed import Client
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.validate import checks, hashing, inputs
-from graphshard.validate.cross import check_claims, check_levels, check_out_edges
+from graphshard.validate.cross import check_claims, check_levels
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
@@ -49,8 +49,6 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
     part, samples = job
     problems = check_claims(layout, part, setup)
     full_halo = layout.halo_hops >= 1 and mode == "full" and part not in broken
-    if full_halo:
-        problems += check_out_edges(layout, part, setup.scratch, broken)
     view = data = None
     if (full_halo and setup.level_arrays) or (metadata is not None and setup.full and setup.with_input):
         data = load_part(layout, part, with_feats=setup.full)

@@ -1,6 +1,6 @@
 """Phase one, one task per partition, the only full read of its files: the single-partition checks, the quality
 figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
-scratch data: original-ID maps, cut-edge lists for the halo check, and (hops >= 2 only) in-degrees and edge ends.
+scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: 
     if orig_eids:
         for t, n in enumerate(layout.edges_per_type()):
             scratch.create(f"edge_owner_{t}", np.int32, int(n), fill=-1)
-    (scratch.root / "cut").mkdir(exist_ok=True)
     return ScanSetup(scratch, orig_nids, orig_eids, with_input and orig_nids, layout.halo_hops >= 2, full, seed,
                      sample_size)
 
@@ -66,22 +65,18 @@ def part_stats(v: checks.PartView, layout: Layout, src_owner: np.ndarray, file_b
     }
 
 
-def triples(v: checks.PartView, mask: np.ndarray) -> np.ndarray:
-    """(edge ID, source, destination) in new homogeneous IDs of the masked edges, sorted by edge ID."""
-    out = np.stack([v.eid[mask], v.nid[v.src[mask]], v.nid[v.dst[mask]]], axis=1)
-    return out[np.argsort(out[:, 0], kind="stable")] if out.shape[0] and (np.diff(out[:, 0]) < 0).any() else out
-
-
-def write_cut_lists(v: checks.PartView, layout: Layout, scratch: Scratch, src_owner: np.ndarray) -> None:
-    """For each other partition q, the inner edges whose source q owns (q must hold them as out-edges), and this
-    partition's own out-edges to halo nodes; both as (edge ID, src, dst) triples sorted by edge ID."""
-    inner = triples(v, v.inner_edge)
-    if inner.shape[0] and (np.diff(v.eid[v.inner_edge]) < 0).any():
-        src_owner = src_owner[np.argsort(v.eid[v.inner_edge], kind="stable")]
-    for q in range(layout.num_parts):
-        if q != v.part:
-            scratch.save(f"cut/{q}_from_{v.part}", inner[src_owner == q])
-    scratch.save(f"cut/{v.part}_held", triples(v, v.inner[v.src] & ~v.inner[v.dst]))
+def cut_sums(v: checks.PartView, layout: Layout, node_owner: np.ndarray) -> dict[str, list[list[int]]]:
+    """Per other partition q: [count, checksum] of the (edge ID, src, dst) triples of the inner edges whose source q
+    owns ("sent": q must hold them as out-edges), and of the out-edges to q's nodes this partition holds ("held")."""
+    P = layout.num_parts
+    out = {}
+    for name, mask, end in (("sent", v.inner_edge, v.src), ("held", v.inner[v.src] & ~v.inner[v.dst], v.dst)):
+        idx = np.flatnonzero(mask)
+        h = hashing.row_hashes(v.eid[idx], np.stack([v.nid[v.src[idx]], v.nid[v.dst[idx]]], axis=1))
+        owner = node_owner[end[idx]]
+        out[name] = [[int((owner == q).sum()), int(h[owner == q].sum(dtype=np.uint64))] if q != v.part else [0, 0]
+                     for q in range(P)]
+    return out
 
 
 def write_level_arrays(v: checks.PartView, layout: Layout, scratch: Scratch) -> None:
@@ -199,7 +194,7 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
                "node_feats": feature_signature(data.node_feats), "edge_feats": feature_signature(data.edge_feats),
                "trainer_ids": trainer_range(data.node_feats), "file_bytes": data.file_bytes,
                "has_orig_nids": data.orig_nids is not None, "has_orig_eids": data.orig_eids is not None,
-               "sums": {}, "samples": {}}
+               "sums": {}, "samples": {}, "cut": None}
     problems += checks.check_features(data.node_feats, layout, part, layout.rel(part, "node_feats"), nodes=True)
     problems += checks.check_features(data.edge_feats, layout, part, layout.rel(part, "edge_feats"), nodes=False)
     problems += checks.check_orig_ids(data.orig_nids, layout, part, layout.extra_rel(part, ORIG_NIDS), nodes=True)
@@ -215,12 +210,12 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
         problems += checks.check_halo_nodes(view, layout)
         problems += checks.check_inner_edges(view, layout)
         problems += checks.check_edge_types(view, layout)
-        src_owner = owners(layout.node_ranges, view.nid)[0][view.src[view.inner_edge]]
-        summary["stats"] = part_stats(view, layout, src_owner, data.file_bytes)
+        node_owner = owners(layout.node_ranges, view.nid)[0]
+        summary["stats"] = part_stats(view, layout, node_owner[view.src[view.inner_edge]], data.file_bytes)
         summary["halo_edge_count"] = int((~view.inner_edge).sum())
         if layout.halo_hops >= 1:
             summary["halo_rule"] = halo_rule(view, layout)
-            write_cut_lists(view, layout, setup.scratch, src_owner)
+            summary["cut"] = cut_sums(view, layout, node_owner)
         if setup.level_arrays:
             write_level_arrays(view, layout, setup.scratch)
     if setup.with_input:
@@ -228,9 +223,32 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     return summary
 
 
+def out_edge_problems(layout: Layout, summaries: list[dict]) -> list[Problem]:
+    """Halo mode "full": partition p holds, as out-edges to q's nodes, exactly the edges q owns whose source p owns:
+    same count and same checksum of (edge ID, src, dst) triples, which proves the halo edges complete and equal to
+    their owners' copies (a difference goes unnoticed with probability about 2**-64)."""
+    cut = {s["part"]: s["cut"] for s in summaries if s["cut"] is not None}
+    problems = []
+    for p, mine in sorted(cut.items()):
+        for q, theirs in sorted(cut.items()):
+            if q == p:
+                continue
+            (held, held_sum), (sent, sent_sum) = mine["held"][q], theirs["sent"][p]
+            file = layout.rel(p, "part_graph")
+            if held != sent:
+                what = "missing: halo nodes lose in-edges" if held < sent else "extra"
+                problems.append(Problem("halo-completeness", f"holds {held} out-edges from inner nodes to partition "
+                                        f"{q}'s nodes, partition {q} owns {sent} edges whose source is here: "
+                                        f"{abs(sent - held)} {what}", p, file))
+            elif held_sum != sent_sum:
+                problems.append(Problem("halo-edges", f"the {held} out-edges to partition {q}'s nodes differ from "
+                                        f"partition {q}'s copies (checksum of edge IDs and ends)", p, file))
+    return problems
+
+
 def halo_rule_problems(layout: Layout, summaries: list[dict], mode: str) -> list[Problem]:
     """Edges the chosen halo rule does not keep, and halo nodes without any edge, per partition."""
-    problems = []
+    problems = out_edge_problems(layout, summaries) if mode == "full" else []
     for s in summaries:
         rule, p = s["halo_rule"], s["part"]
         if rule is None:
