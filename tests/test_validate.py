@@ -297,11 +297,11 @@ def _add_trainer_ids(out: Path, per_machine: int, wrong_part: int | None = None)
 
 @pytest.mark.parametrize("wrong", [None, 1])
 def test_trainer_ids(mag_set, tmp_path, wrong):
-    config, _ = mag_set
+    config, md = mag_set
     out = tmp_path / "out"
     shutil.copytree(config.parent, out)
     _add_trainer_ids(out, per_machine=2, wrong_part=wrong)
-    report = validate(out / config.name)
+    report = validate(out / config.name, md)
     assert statuses(report)["trainer-ids"] == ("passed" if wrong is None else "failed"), problem_lines(report)
     if wrong is not None:
         assert any(p["partition"] == wrong and p["file"] == "part1/node_feat.dgl" for p in report["problems"])
