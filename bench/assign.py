@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -85,12 +87,29 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps({"method": args.one, "k": args.k, **result}))
 
 
+def measure(cmd: list[str], method: str, k: int, timeout: float) -> dict:
+    """Run one measurement subprocess (its own session, so that a timeout stops mpirun and its ranks too)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return {"method": method, "k": k, "timeout_s": timeout}
+    if proc.returncode != 0:
+        raise SystemExit(f"{method} k={k} failed:\n{err[-3000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def table(rows: list[dict]) -> str:
     """Markdown table, with the METIS overhead ratio against the same-run pymetis call."""
     base = {r["k"]: r for r in rows if r["method"] == "pymetis"}
     lines = ["| method | k | step wall (s) | partitioner call (s) | peak RSS (GB) | edge cut | overhead vs pymetis call |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
+        if "timeout_s" in r:
+            lines.append(f"| {r['method']} | {r['k']} | did not finish in {r['timeout_s']:.0f} s | | | | |")
+            continue
         ratio = ""
         if r["method"] == "metis" and r["k"] in base:
             overhead = r["total_s"] - r["partition_call_s"]
@@ -108,6 +127,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=METHODS, choices=METHODS)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ranks", type=int, default=2, help="MPI ranks for parmetis")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per (method, k) run")
     parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--k", type=int, default=4, help=argparse.SUPPRESS)
@@ -120,10 +140,7 @@ def main() -> None:
         for method in args.methods:
             cmd = [sys.executable, __file__, "--one", method, "--k", str(k), "--graph", str(args.graph),
                    "--seed", str(args.seed), "--ranks", str(args.ranks)]
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-            if proc.returncode != 0:
-                raise SystemExit(f"{method} k={k} failed:\n{proc.stderr[-3000:]}")
-            rows.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+            rows.append(measure(cmd, method, k, args.timeout))
             print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

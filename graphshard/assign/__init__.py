@@ -8,6 +8,7 @@ The folder is built in a hidden staging sibling and renamed into place only when
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import time
@@ -28,21 +29,21 @@ REPORT_FILE = "assignment_report.json"
 TRAINER_DIR = "trainer_ids"
 
 
+PARTITIONERS = {  # method -> (module, class); imported on use, so that e.g. kaminpar loads only when asked for
+    "random": ("graphshard.assign.random", "RandomPartitioner"),
+    "metis": ("graphshard.assign.metis", "MetisPartitioner"),
+    "parmetis": ("graphshard.assign.parmetis", "ParmetisPartitioner"),
+    "kaminpar": ("graphshard.assign.kaminpar", "KaminparPartitioner"),
+    "file": ("graphshard.assign.file", "FilePartitioner"),
+}
+
+
 def partitioner_for(method: str) -> Partitioner:
     """The partitioner object of a method name."""
-    if method == "random":
-        from graphshard.assign.random import RandomPartitioner as cls
-    elif method == "metis":
-        from graphshard.assign.metis import MetisPartitioner as cls
-    elif method == "parmetis":
-        from graphshard.assign.parmetis import ParmetisPartitioner as cls
-    elif method == "kaminpar":
-        from graphshard.assign.kaminpar import KaminparPartitioner as cls
-    elif method == "file":
-        from graphshard.assign.file import FilePartitioner as cls
-    else:
+    if method not in PARTITIONERS:
         raise GraphshardError(f"unknown assignment method '{method}': expected one of {', '.join(METHODS)}")
-    return cls()
+    module, cls = PARTITIONERS[method]
+    return getattr(importlib.import_module(module), cls)()
 
 
 def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainers: int, out: Path) -> None:

@@ -80,7 +80,7 @@ class MetisLibrary:
             ncon = vwgt.shape[1]
             vw = np.ascontiguousarray(vwgt, dtype=idx)
         options = np.full(NOPTIONS, -1, dtype=idx)
-        self.lib.METIS_SetDefaultOptions(_ptr(options))
+        self.lib.METIS_SetDefaultOptions(pointer(options))
         options[self.layout["objtype"]] = OBJTYPES[objtype]
         options[self.layout["seed"]] = seed
         options[self.layout["ufactor"]] = ufactor
@@ -88,22 +88,23 @@ class MetisLibrary:
         part = np.zeros(n, dtype=idx)
         scalars = np.array([n, ncon, nparts, 0], dtype=idx)  # nvtxs, ncon, nparts, objval (passed by pointer)
         ret = self.lib.METIS_PartGraphKway(
-            _ptr(scalars[0:]), _ptr(scalars[1:]), _ptr(xadj), _ptr(adjncy), _ptr(vw), None, None,
-            _ptr(scalars[2:]), None, None, _ptr(options), _ptr(scalars[3:]), _ptr(part))
+            pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None, None,
+            pointer(scalars[2:]), None, None, pointer(options), pointer(scalars[3:]), pointer(part))
         if ret != METIS_OK:
             raise GraphshardError(f"{self.path}: METIS_PartGraphKway failed with {RETURN_CODES.get(ret, ret)} "
                                   f"(n={n}, ncon={ncon}, nparts={nparts})")
         return int(scalars[3]), part.astype(np.int64)
 
 
-def _ptr(arr: np.ndarray | None) -> ctypes.c_void_p | None:
+def pointer(arr: np.ndarray | None) -> ctypes.c_void_p | None:
+    """A C pointer to an array's data (NULL for None)."""
     return None if arr is None else arr.ctypes.data_as(ctypes.c_void_p)
 
 
 def _idx_width(lib: ctypes.CDLL) -> type:
     """idx_t of the library: count the 64-bit words METIS_SetDefaultOptions sets to -1 (40 if 64-bit, 20 if 32)."""
     probe = np.full(2 * NOPTIONS, 0x5A5A5A5A5A5A5A5A, dtype=np.int64)
-    lib.METIS_SetDefaultOptions(_ptr(probe))
+    lib.METIS_SetDefaultOptions(pointer(probe))
     filled = int(np.count_nonzero(probe == -1))
     widths = {NOPTIONS: np.int64, NOPTIONS // 2: np.int32}
     if filled not in widths:

@@ -16,6 +16,7 @@ import ctypes
 import importlib.util
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -26,6 +27,7 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
+from graphshard.assign.metis_capi import pointer
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
@@ -245,19 +247,15 @@ def run_rank(metadata: Path, out: Path, nparts: int, lib_path: str, options: Ass
         tpwgts = np.full(ncon * nparts, 1.0 / nparts, dtype=np.float32)
         ubvec = np.full(ncon, 1.0 + options.ufactor / 1000.0, dtype=np.float32)
         opts = np.array([1, 0, options.seed], dtype=idx)
-        comm_ptr = ctypes.c_void_p(MPI._addressof(comm))
-        ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+        comm_ptr = ctypes.c_void_p(MPI._addressof(comm))  # MPI_Comm* (OpenMPI's MPI_Comm is itself a pointer)
         lib.ParMETIS_V3_PartKway.restype = ctypes.c_int
         ret = lib.ParMETIS_V3_PartKway(
-            ptr(arrays[0]), ptr(arrays[1]), ptr(arrays[2]), ptr(vw), None, ptr(scalars[0:]), ptr(scalars[1:]),
-            ptr(scalars[2:]), ptr(scalars[3:]), ptr(tpwgts), ptr(ubvec), ptr(opts), ptr(scalars[4:]), ptr(part),
-            comm_ptr)
+            *map(pointer, arrays), pointer(vw), None, *(pointer(scalars[i:]) for i in range(4)),
+            pointer(tpwgts), pointer(ubvec), pointer(opts), pointer(scalars[4:]), pointer(part), comm_ptr)
         if ret != METIS_OK:
             raise GraphshardError(f"{lib_path}: ParMETIS_V3_PartKway returned {ret} on rank {rank}")
     t2 = time.perf_counter()
     np.save(out / f"rank-{rank}.npy", part.astype(np.int32))
-    import resource
-
     rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
     times = comm.gather((t1 - t0, t2 - t1), root=0)
     if rank == 0:
