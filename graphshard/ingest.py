@@ -16,9 +16,9 @@ import numpy as np
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import read_edge_chunk, reader_for
+from graphshard.fsutil import hash_file
 
 VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
-_HASH_BLOCK = 1 << 22
 
 
 def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
@@ -142,15 +142,6 @@ def _run(graph: ChunkedGraph, jobs: list[tuple], client) -> list:
 
 # ---- fingerprint --------------------------------------------------------------------------------------------------
 
-def file_digest(path: Path) -> str:
-    """blake2b (128-bit) of a file's bytes, read in blocks."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        while block := fh.read(_HASH_BLOCK):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _spec_files(graph: ChunkedGraph) -> list[str]:
     files = [p for et in graph.edge_type for p in graph.edges[et].data]
     files += [p for _, spec, _ in _features(graph) for p in spec.data]
@@ -177,7 +168,7 @@ def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
         path = graph.path(p)
         if not path.exists():
             raise InputError(path, "data", "an existing chunk file", "no such file")
-        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, "blake2b": file_digest(path)})
+        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, "blake2b": hash_file(path)})
     metadata = json.dumps(graph.to_json_dict(), sort_keys=True)
     body = {
         "graph_name": graph.graph_name,

@@ -15,19 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.fsutil import write_text_atomic
+from graphshard.fsutil import hash_file, write_text_atomic
 
-BLOCK = 4 << 20
 MANIFEST = "manifest.json"
-
-
-def hash_file(path: Path) -> str:
-    """blake2b (128-bit) of a file's bytes, read in 4 MiB blocks (hashlib releases the GIL, so threads overlap)."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        while block := f.read(BLOCK):
-            h.update(block)
-    return h.hexdigest()
 
 
 def digest_of(obj: object) -> str:
