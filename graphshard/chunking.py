@@ -10,7 +10,6 @@ Node types come in meta.json's order, edge types in sorted folder order. Every t
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
+from graphshard.fsutil import read_json_object
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
 from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
 
@@ -42,14 +42,8 @@ def _feature_files(folder: Path, prefix: str, skip: str = "") -> dict[str, Path]
 
 
 def _read_meta(path: Path) -> tuple[str | None, dict[str, int]]:
-    if not path.exists():
-        raise InputError(path, None, 'a meta.json giving node counts: {"num_nodes": {"<ntype>": count}}',
-                         "no such file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(path, None, "valid JSON", f"{err.msg} at line {err.lineno}") from None
-    counts = data.get("num_nodes") if isinstance(data, dict) else None
+    data = read_json_object(path, 'meta.json giving node counts: {"num_nodes": {"<ntype>": count}}')
+    counts = data.get("num_nodes")
     if not isinstance(counts, dict) or not counts:
         raise InputError(path, "num_nodes", "an object {ntype: node count} with at least one type", counts)
     for nt, n in counts.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import uuid
@@ -10,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from graphshard.errors import GraphshardError
+from graphshard.errors import GraphshardError, InputError
 
 
 def staging_dir(final: Path) -> Path:
@@ -70,3 +71,20 @@ def hash_file(path: str | Path, block: int = 4 << 20) -> str:
         while chunk := fh.read(block):
             h.update(chunk)
     return h.hexdigest()
+
+
+def read_json_object(path: str | Path, what: str) -> dict:
+    """A JSON file that must hold an object; InputError naming the file when missing, unreadable or malformed."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(path, None, f"an existing {what}", "no such file")
+    try:
+        data = json.loads(path.read_text())
+    except OSError as err:
+        raise InputError(path, None, f"a readable {what}", err.strerror) from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        detail = f"{err.msg} at line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
+        raise InputError(path, None, "valid JSON", detail) from None
+    if not isinstance(data, dict):
+        raise InputError(path, None, "a JSON object at the top level", type(data).__name__)
+    return data

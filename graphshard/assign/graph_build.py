@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.formats.readers import read_edge_chunk
 

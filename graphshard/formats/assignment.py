@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from graphshard.errors import InputError
+from graphshard.fsutil import read_json_object
 from graphshard.formats.chunked import ChunkedGraph
 
 META_FILE = "partition_meta.json"
@@ -45,12 +46,7 @@ def write_meta(folder: Path, num_parts: int, algo_name: str) -> Path:
 
 def read_meta(folder: Path) -> AssignmentMeta:
     path = Path(folder) / META_FILE
-    if not path.exists():
-        raise InputError(path, None, "partition_meta.json with num_parts and algo_name", "no such file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(path, None, "valid JSON", err.msg) from None
+    data = read_json_object(path, "partition_meta.json with num_parts and algo_name")
     num_parts = data.get("num_parts")
     if not isinstance(num_parts, int) or num_parts < 1:
         raise InputError(path, "num_parts", "an integer >= 1", num_parts)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cached_property
 from pathlib import Path
@@ -13,6 +12,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       model_validator)
 
 from graphshard.errors import InputError
+from graphshard.fsutil import read_json_object
 
 FORMAT_NAMES = ("csv", "numpy", "parquet")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-.]+$")
@@ -257,10 +257,4 @@ def load_metadata(path: str | Path) -> ChunkedGraph:
     path = Path(path).resolve()
     if path.is_dir():
         path = path / "metadata.json"
-    if not path.exists():
-        raise InputError(path, None, "an existing metadata.json file", "no such file")
-    try:
-        data = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise InputError(path, None, "valid JSON", f"{err.msg} at line {err.lineno} column {err.colno}") from None
-    return parse_metadata(data, path.parent, path)
+    return parse_metadata(read_json_object(path, "metadata.json file"), path.parent, path)

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from graphshard.errors import InputError
-from graphshard.fsutil import write_text_atomic
+from graphshard.fsutil import read_json_object, write_text_atomic
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
 HOMO_NTYPE = "_N"
@@ -157,14 +157,7 @@ class PartitionConfig(BaseModel):
     def load(cls, path: str | Path) -> "PartitionConfig":
         """Parse and check a partition config; problems raise InputError naming the file and the field."""
         path = Path(path)
-        try:
-            data = json.loads(path.read_text())
-        except OSError as err:
-            raise InputError(path, None, "a readable partition config JSON", err.strerror) from None
-        except json.JSONDecodeError as err:
-            raise InputError(path, None, "valid JSON", f"{err.msg} at line {err.lineno}") from None
-        if not isinstance(data, dict):
-            raise InputError(path, None, "a JSON object", type(data).__name__)
+        data = read_json_object(path, "partition config JSON")
         try:
             return cls.model_validate(data)
         except ValidationError as err:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
+from graphshard.fsutil import read_json_object
 from graphshard.validate.problems import Problem
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
@@ -117,14 +118,7 @@ def _type_names(data: dict, key: str, default: str, path: Path) -> list[str]:
 def load_layout(config_path: str | Path) -> Layout:
     """Read `<graph>.json`; raise InputError when it is unreadable or lacks what the checks need."""
     path = Path(config_path).resolve()
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise InputError(path, None, "a readable partition config JSON", err.strerror) from None
-    except json.JSONDecodeError as err:
-        raise InputError(path, None, "valid JSON", f"{err.msg} at line {err.lineno}") from None
-    if not isinstance(data, dict):
-        raise InputError(path, None, "a JSON object", type(data).__name__)
+    data = read_json_object(path, "partition config JSON")
     for key in _REQUIRED:
         if key not in data:
             raise InputError(path, key, "a value (DGL's load_partition_book requires it)", "missing")
