@@ -1,8 +1,10 @@
-"""Order-independent 64-bit checksums of keyed rows: sum over rows of mix(key, row bytes) mod 2**64.
+"""Order-independent 64-bit checksums of keyed rows: sum over rows of hash(key, row words) mod 2**64.
 
 Two sides that hold the same multiset of (original ID, row) pairs, in any order and split over any files, get the
-same sum; one changed row changes the sum unless two 64-bit hashes collide (probability about 2**-64 per row).
-The mixing function is splitmix64's finalizer, applied per 8-byte word of the row, vectorized with numpy.
+same sum. A row's hash starts from splitmix64's finalizer of its key, folds in each 8-byte word of the row with one
+xor and one multiply by an odd constant per word position (a bijection of the running hash, so changing any one word
+always changes the row's hash), and ends with the finalizer again; one changed row therefore always changes the sum,
+and several changed rows cancel out with probability about 2**-64. In-place numpy passes: no per-word temporaries.
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    z = z ^ (z >> np.uint64(30))
-    z = z * _M1
-    z = z ^ (z >> np.uint64(27))
-    z = z * _M2
-    return z ^ (z >> np.uint64(31))
+    """splitmix64's finalizer, in place on z (which must be a fresh uint64 array)."""
+    tmp = np.empty_like(z)
+    for shift, mult in ((30, _M1), (27, _M2), (31, None)):
+        np.right_shift(z, np.uint64(shift), out=tmp)
+        z ^= tmp
+        if mult is not None:
+            z *= mult
+    return z
 
 
 def canonical(rows: np.ndarray) -> np.ndarray:
@@ -39,18 +44,25 @@ def row_words(rows: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(raw).view(np.uint64).reshape(n, raw.shape[1] // 8)
 
 
+def _word_mult(j: int) -> np.uint64:
+    """A distinct odd constant per word position (so that swapping two words changes the hash)."""
+    return np.uint64(((2 * j + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF | 1)
+
+
+def column_hashes(keys: np.ndarray, columns: list[np.ndarray]) -> np.ndarray:
+    """One uint64 per row from its key and its 8-byte words given column by column (int64/uint64 1-d arrays)."""
+    h = np.asarray(keys, dtype=np.int64).view(np.uint64) + _GOLDEN
+    _mix(h)
+    for j, col in enumerate(columns):
+        h ^= np.asarray(col).view(np.uint64)
+        h *= _word_mult(j)
+    return _mix(h)
+
+
 def row_hashes(keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """One uint64 per row, depending on its key (original ID) and every byte of the row."""
-    h = _mix(np.asarray(keys, dtype=np.int64).view(np.uint64) + _GOLDEN)
     words = row_words(rows)
-    for j in range(words.shape[1]):
-        h = _mix(h ^ (words[:, j] + _salt(j)))
-    return h
-
-
-def _salt(j: int) -> np.uint64:
-    """A distinct constant per word position (so that swapping two words changes the hash)."""
-    return np.uint64((j + 1) * 0x9E3779B97F4A7C15 & 0xFFFFFFFFFFFFFFFF)
+    return column_hashes(keys, [words[:, j] for j in range(words.shape[1])])
 
 
 def hash_sum(keys: np.ndarray, rows: np.ndarray) -> int:
@@ -58,10 +70,15 @@ def hash_sum(keys: np.ndarray, rows: np.ndarray) -> int:
     return int(row_hashes(keys, rows).sum(dtype=np.uint64)) if len(keys) else 0
 
 
+def sums_by_owner(h: np.ndarray, owner: np.ndarray, num_parts: int) -> list[int]:
+    """Per partition p, the sum of the hashes h where owner == p (owner -1 or out of range: left out)."""
+    small = owner.astype(np.int16 if num_parts < 2**15 else np.int64, copy=False)
+    return [int(np.add.reduce(h, where=small == p, dtype=np.uint64)) for p in range(num_parts)]
+
+
 def hash_sums_by_owner(keys: np.ndarray, rows: np.ndarray, owner: np.ndarray, num_parts: int) -> list[int]:
     """Per partition, the hash sum of the rows it owns (rows with owner -1 are left out)."""
-    h = row_hashes(keys, rows)
-    return [int(h[owner == p].sum(dtype=np.uint64)) for p in range(num_parts)]
+    return sums_by_owner(row_hashes(keys, rows), owner, num_parts)
 
 
 def add(a: int, b: int) -> int:

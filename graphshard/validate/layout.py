@@ -86,13 +86,18 @@ def owners(ranges: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     num_types, num_parts = ranges.shape[:2]
     flat = ranges.transpose(1, 0, 2).reshape(-1, 2)  # partition-major, then type
     order = np.argsort(flat[:, 0], kind="stable")
-    starts, ends = flat[order, 0], flat[order, 1]
-    pos = np.searchsorted(starts, ids, side="right") - 1
-    ok = (pos >= 0) & (ids < ends[np.clip(pos, 0, None)])
-    slot = np.where(ok, order[np.clip(pos, 0, None)], -1)
-    part = np.where(ok, slot // max(num_types, 1), -1)
-    typ = np.where(ok, slot % max(num_types, 1), -1)
-    return part, typ
+    # A sentinel range first (covers nothing, catches IDs below every start), so that no clipping pass is needed.
+    lowest = np.iinfo(np.int64).min
+    starts = np.concatenate([[lowest], flat[order, 0]])
+    ends = np.concatenate([[lowest], flat[order, 1]])
+    slot = np.concatenate([[-1], order])
+    pos = np.searchsorted(starts, ids, side="right")
+    pos -= 1
+    outside = ids >= ends[pos]
+    width = max(num_types, 1)
+    part_of, type_of = np.where(slot >= 0, slot // width, -1), np.where(slot >= 0, slot % width, -1)
+    pos[outside] = 0
+    return part_of[pos], type_of[pos]
 
 
 def _ranges(data: dict, key: str, names: list[str], num_parts: int, path: Path) -> np.ndarray:

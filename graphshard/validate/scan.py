@@ -72,10 +72,11 @@ def cut_sums(v: checks.PartView, layout: Layout, node_owner: np.ndarray) -> dict
     out = {}
     for name, mask, end in (("sent", v.inner_edge, v.src), ("held", v.inner[v.src] & ~v.inner[v.dst], v.dst)):
         idx = np.flatnonzero(mask)
-        h = hashing.row_hashes(v.eid[idx], np.stack([v.nid[v.src[idx]], v.nid[v.dst[idx]]], axis=1))
+        h = hashing.column_hashes(v.eid[idx], [v.nid[v.src[idx]], v.nid[v.dst[idx]]])
         owner = node_owner[end[idx]]
-        out[name] = [[int((owner == q).sum()), int(h[owner == q].sum(dtype=np.uint64))] if q != v.part else [0, 0]
-                     for q in range(P)]
+        counts = np.bincount(owner[owner >= 0], minlength=P)
+        sums = hashing.sums_by_owner(h, owner, P)
+        out[name] = [[int(counts[q]), sums[q]] if q != v.part else [0, 0] for q in range(P)]
     return out
 
 
