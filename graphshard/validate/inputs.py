@@ -42,6 +42,8 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
 def to_new(scratch: Scratch, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
     """Original per-type node IDs -> new homogeneous IDs (-1 where no partition listed the ID)."""
     new_map = scratch.open(f"node_new_{layout.ntypes.index(ntype)}")
+    if ids.size and ids.min() >= 0 and ids.max() < new_map.shape[0]:  # the usual case: one gather, no masks
+        return np.asarray(new_map[ids])
     ok = (ids >= 0) & (ids < new_map.shape[0])
     return np.where(ok, np.asarray(new_map[np.where(ok, ids, 0)]), -1)
 
