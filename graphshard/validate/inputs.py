@@ -17,7 +17,7 @@ import numpy as np
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import RowIndex, read_edge_chunk, read_rows, reader_for
 from graphshard.validate import hashing
-from graphshard.validate.layout import Layout, owners
+from graphshard.validate.layout import Layout
 from graphshard.validate.problems import Problem
 from graphshard.validate.scratch import Scratch
 
@@ -39,13 +39,23 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
     return out
 
 
+def _lookup(scratch: Scratch, name: str, ids: np.ndarray) -> np.ndarray:
+    """Entries of scratch array `name` at `ids` (-1 where an ID is out of range)."""
+    arr = scratch.open(name)
+    if ids.size and ids.min() >= 0 and ids.max() < arr.shape[0]:  # the usual case: one gather, no masks
+        return np.asarray(arr[ids])
+    ok = (ids >= 0) & (ids < arr.shape[0])
+    return np.where(ok, np.asarray(arr[np.where(ok, ids, 0)]), -1)
+
+
 def to_new(scratch: Scratch, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
     """Original per-type node IDs -> new homogeneous IDs (-1 where no partition listed the ID)."""
-    new_map = scratch.open(f"node_new_{layout.ntypes.index(ntype)}")
-    if ids.size and ids.min() >= 0 and ids.max() < new_map.shape[0]:  # the usual case: one gather, no masks
-        return np.asarray(new_map[ids])
-    ok = (ids >= 0) & (ids < new_map.shape[0])
-    return np.where(ok, np.asarray(new_map[np.where(ok, ids, 0)]), -1)
+    return _lookup(scratch, f"node_new_{layout.ntypes.index(ntype)}", ids)
+
+
+def owner_of(scratch: Scratch, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
+    """Original per-type node IDs -> the partition that lists them (-1 where none does): direct indexing."""
+    return _lookup(scratch, f"node_owner_{layout.ntypes.index(ntype)}", ids)
 
 
 def new_ends(scratch: Scratch, layout: Layout, etype: str, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -116,7 +126,7 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
         start = int(graph.edge_chunk_offsets(typ)[chunk])
         src, dst = read_edge_chunk(graph, typ, chunk)
         rows = new_ends(scratch, layout, typ, src, dst)
-        owner_new, key = rows[:, 1], typ
+        owner, key = owner_of(scratch, layout, typ.split(":")[2], dst), typ  # an edge belongs to its dst's owner
     else:
         types = layout.ntypes if kind == "node_feat" else layout.etypes
         if typ not in types:
@@ -126,11 +136,10 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
         rows = np.asarray(reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format))
         stop = start + rows.shape[0]
         if kind == "node_feat":
-            owner_new = to_new(scratch, layout, typ, np.arange(start, stop, dtype=np.int64))
+            owner = owner_of(scratch, layout, typ, np.arange(start, stop, dtype=np.int64))
         else:  # an edge row belongs to the owner of the edge's destination
             ends = read_rows(graph, graph.edges[typ], start, stop)
-            owner_new = to_new(scratch, layout, typ.split(":")[2], np.asarray(ends[:, 1], dtype=np.int64))
+            owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(ends[:, 1], dtype=np.int64))
         key = f"{typ}/{feat}"
-    owner = owners(layout.node_ranges, owner_new)[0]
     ids = np.arange(start, start + rows.shape[0], dtype=np.int64)
     return {(kind, key): hashing.hash_sums_by_owner(ids, rows, owner, layout.num_parts)}

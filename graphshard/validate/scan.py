@@ -33,6 +33,11 @@ class ScanSetup:
     sample_size: int = 1024
 
 
+def owner_dtype(num_parts: int) -> type:
+    """The smallest signed integer type that holds every partition number and -1."""
+    return np.int8 if num_parts < 2**7 else np.int16 if num_parts < 2**15 else np.int32
+
+
 def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: bool, with_input: bool,
                   full: bool, seed: int, sample_size: int) -> ScanSetup:
     """Allocate the scratch arrays (on disk, sized by the graph) that the partition tasks fill."""
@@ -43,6 +48,8 @@ def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: 
     if orig_nids:
         for t, n in enumerate(layout.nodes_per_type()):
             scratch.create(f"node_new_{t}", np.int64, int(n), fill=-1)
+            if with_input:  # the input side finds each row's partition by direct indexing
+                scratch.create(f"node_owner_{t}", owner_dtype(layout.num_parts), int(n), fill=-1)
     if orig_eids:
         for t, n in enumerate(layout.edges_per_type()):
             scratch.create(f"edge_owner_{t}", np.int32, int(n), fill=-1)
@@ -93,8 +100,9 @@ def write_level_arrays(v: checks.PartView, layout: Layout, scratch: Scratch) -> 
 
 
 def write_orig_maps(layout: Layout, data: PartData, setup: ScanSetup) -> None:
-    """original -> new node ID per type, and the claiming partition per original edge ID (phase two checks that
-    every claim stuck: a value listed twice keeps only one writer)."""
+    """original -> new node ID per type (with the input: also the owning partition per original node ID), and the
+    claiming partition per original edge ID (phase two checks that every claim stuck: a value listed twice keeps
+    only one writer)."""
     s, p = setup.scratch, data.part
     if setup.orig_nids and data.orig_nids is not None:
         for t, name in enumerate(layout.ntypes):
@@ -103,6 +111,8 @@ def write_orig_maps(layout: Layout, data: PartData, setup: ScanSetup) -> None:
                 new = s.open(f"node_new_{t}", writable=True)
                 ok = (arr >= 0) & (arr < new.shape[0])
                 new[arr[ok]] = np.arange(a, b, dtype=np.int64)[ok]
+                if setup.with_input:
+                    s.open(f"node_owner_{t}", writable=True)[arr[ok]] = p
     if setup.orig_eids and data.orig_eids is not None:
         for t, name in enumerate(layout.etypes):
             arr, (a, b) = data.orig_eids.get(name), layout.edge_ranges[t, p]
