@@ -316,3 +316,19 @@ def test_partitions_from_the_independent_toy_writer_pass(tmp_path, make):
     report = validate(config)
     assert report["ok"], problem_lines(report)
     assert report["halo_mode"] == "in_edges" and statuses(report)["orig-ids"] == "passed"
+
+
+def test_mark_array_duplicate_and_range_checks_agree_with_sorting():
+    """repeats/is_exactly (mark arrays) find what a sort finds: repeats, out-of-range values, overlapping ranges."""
+    from graphshard.validate.checks import is_exactly, repeats
+
+    assert repeats(np.array([3, 0, 2, 1]), 4).size == 0
+    assert repeats(np.array([3, 1, 2, 1, 1]), 4).tolist() == [1, 1]
+    assert repeats(np.array([-1, 5, 5, 0]), 4).tolist() == [5]  # out of range: the sort names the repeat
+    ranges = np.array([[4, 6], [0, 2]])
+    assert is_exactly(np.array([5, 0, 4, 1]), ranges, 8)
+    assert not is_exactly(np.array([5, 0, 4, 4]), ranges, 8)  # a repeat hides a missing ID
+    assert not is_exactly(np.array([5, 0, 4, 2]), ranges, 8)  # an ID outside the ranges
+    assert not is_exactly(np.array([5, 0, 4, 9]), ranges, 8)  # beyond the bound
+    assert not is_exactly(np.array([0, 1, 2, 5]), np.array([[0, 2], [1, 3]]), 8)  # overlapping ranges: sort instead
+    assert is_exactly(np.array([], dtype=np.int64), np.array([[3, 3]]), 8)

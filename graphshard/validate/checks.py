@@ -102,6 +102,34 @@ def check_flags(v: PartView, g: LocalGraph) -> list[Problem]:
     return problems
 
 
+def repeats(values: np.ndarray, bound: int) -> np.ndarray:
+    """Values that occur more than once (sorted, one entry per extra occurrence). A mark array proves the usual
+    case (values in [0, bound), none repeated) without sorting; the sort only runs to name what is wrong."""
+    if values.size and values.min() >= 0 and values.max() < bound:
+        mark = np.zeros(bound, dtype=bool)
+        mark[values] = True
+        if np.count_nonzero(mark) == values.size:
+            return values[:0]
+    srt = np.sort(values)
+    return srt[1:][srt[1:] == srt[:-1]]
+
+
+def is_exactly(values: np.ndarray, ranges: np.ndarray, bound: int) -> bool:
+    """True when `values` hold each ID of the disjoint (n, 2) half-open ranges exactly once and nothing else; a
+    mark array instead of a sort (False when unsure, e.g. overlapping ranges: the caller then compares sorted)."""
+    order = np.argsort(ranges[:, 0], kind="stable")
+    starts, ends = ranges[order, 0], ranges[order, 1]
+    if (ends[:-1] > starts[1:]).any() or values.size != int((ends - starts).sum()):
+        return False
+    if not values.size:
+        return True
+    if values.min() < 0 or values.max() >= bound or starts.min() < 0 or ends.max() > bound:
+        return False
+    mark = np.zeros(bound, dtype=bool)
+    mark[values] = True
+    return np.count_nonzero(mark) == values.size and all(mark[a:b].all() for a, b in zip(starts, ends))
+
+
 def _expected_ids(ranges: np.ndarray, part: int) -> tuple[np.ndarray, np.ndarray]:
     """The partition's IDs in range order (type-minor) and their type ids."""
     ids = [np.arange(s, e, dtype=np.int64) for s, e in ranges[:, part]]
@@ -164,12 +192,24 @@ def check_halo_nodes(v: PartView, layout: Layout) -> list[Problem]:
         if bad.size:
             problems.append(Problem("halo-nodes", f"halo node part_id is not its owner at local IDs "
                                     f"{first_values(bad)}", v.part, v.file))
-    ids = np.sort(v.nid)
-    dup = ids[1:][ids[1:] == ids[:-1]]
+    dup = repeats(v.nid, layout.num_nodes)
     if dup.size:
         problems.append(Problem("halo-nodes", f"node _ID appears twice in the partition: {first_values(dup)}",
                                 v.part, v.file))
     return problems
+
+
+def _inner_id_mismatch(v: PartView, layout: Layout, got: np.ndarray) -> list[Problem]:
+    """Names how the inner edge _IDs `got` differ from the edge_map ranges (sorts both: runs only on a mismatch)."""
+    ids, _ = _expected_ids(layout.edge_ranges, v.part)
+    ids = ids if (ids[1:] >= ids[:-1]).all() else np.sort(ids)
+    got = np.sort(got)
+    if got.shape != ids.shape:
+        return [Problem("inner-edges", f"{got.size} inner edges, edge_map ranges of this partition hold {ids.size}",
+                        v.part, v.file)]
+    bad = np.flatnonzero(got != ids)
+    return [Problem("inner-edges", f"inner edge _IDs are not the edge_map ranges: found {first_values(got[bad])} "
+                    f"where {first_values(ids[bad])} belong", v.part, v.file)] if bad.size else []
 
 
 def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
@@ -184,27 +224,18 @@ def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
     if wrong.size:
         problems.append(Problem("inner-edges", f"edges into inner nodes not marked inner: local edge IDs "
                                 f"{first_values(wrong)}", v.part, v.file))
-    ids, _ = _expected_ids(layout.edge_ranges, v.part)
-    ids = ids if (ids[1:] >= ids[:-1]).all() else np.sort(ids)
-    got = np.sort(v.eid[v.inner_edge])
     counts = np.bincount(v.etype[v.inner_edge], minlength=len(layout.etypes))
     for t, name in enumerate(layout.etypes):
         s, e = layout.edge_ranges[t, v.part]
         if t < len(counts) and counts[t] != e - s:
             problems.append(Problem("inner-edges", f"type '{name}': {counts[t]} inner edges, edge_map range "
                                     f"[{s}, {e}) holds {e - s}", v.part, v.file))
-    if got.shape != ids.shape:
-        problems.append(Problem("inner-edges", f"{got.size} inner edges, edge_map ranges of this partition hold "
-                                f"{ids.size}", v.part, v.file))
-    elif (got != ids).any():
-        bad = np.flatnonzero(got != ids)
-        problems.append(Problem("inner-edges", f"inner edge _IDs are not the edge_map ranges: found "
-                                f"{first_values(got[bad])} where {first_values(ids[bad])} belong",
-                                v.part, v.file))
+    got = v.eid[v.inner_edge]
+    if not is_exactly(got, layout.edge_ranges[:, v.part], layout.num_edges):
+        problems += _inner_id_mismatch(v, layout, got)
     # Inner IDs equal to the ranges hold no repeats and non-inner IDs must be owned elsewhere (below), so repeats
     # can only hide among the non-inner edges.
-    halo_ids = np.sort(v.eid[~v.inner_edge])
-    dup = halo_ids[1:][halo_ids[1:] == halo_ids[:-1]]
+    dup = repeats(v.eid[~v.inner_edge], layout.num_edges)
     if dup.size:
         problems.append(Problem("inner-edges", f"edge _ID appears twice in the partition: {first_values(dup)}",
                                 v.part, v.file))
@@ -300,8 +331,7 @@ def check_orig_ids(orig: dict[str, np.ndarray] | None, layout: Layout, part: int
         if bad.size:
             problems.append(Problem("orig-ids", f"'{name}' values outside [0, {totals[t]}) at rows "
                                     f"{first_values(bad)}", part, file))
-        srt = np.sort(arr)
-        dup = srt[1:][srt[1:] == srt[:-1]]
+        dup = repeats(arr, int(totals[t]))
         if dup.size:
             problems.append(Problem("orig-ids", f"'{name}' is not a permutation: original IDs "
                                     f"{first_values(dup)} appear twice", part, file))
