@@ -41,3 +41,13 @@ def rmat_small(make_graph) -> Path:
 def mag_small(make_graph) -> Path:
     """Heterogeneous MAG-like graph: 4 node types (2,633 nodes), 8 edge types, 2 chunks (metadata.json path)."""
     return make_graph("mag", papers=1000, chunks=2)
+
+
+@pytest.fixture(scope="session")
+def dask_cluster_client():
+    """One small LocalCluster for the whole session (2 workers x 1 thread, like the target machine)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+            Client(cluster) as client:
+        yield client

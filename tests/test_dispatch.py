@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 from graphshard.cli import main
 from graphshard.errors import GraphshardError, InputError
@@ -23,11 +22,8 @@ ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
 
 
 @pytest.fixture(scope="session")
-def shuffle_client():
-    """One small LocalCluster for the whole session (2 workers x 1 thread, like the target machine)."""
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
-            Client(cluster) as client:
-        yield client
+def shuffle_client(dask_cluster_client):
+    return dask_cluster_client
 
 
 def random_assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0,

@@ -11,7 +11,6 @@ from typing import Callable
 
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
 
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
@@ -22,11 +21,9 @@ from graphshard.validate import CHECKS, problem_lines, validate
 ORIG = {"save_orig_nids": True, "save_orig_eids": True}
 
 
-@pytest.fixture(scope="module")
-def client():
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
-            Client(cluster) as c:
-        yield c
+@pytest.fixture(scope="session")
+def client(dask_cluster_client):
+    return dask_cluster_client
 
 
 def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> Path:

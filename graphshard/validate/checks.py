@@ -283,13 +283,18 @@ def split_feature_key(key: str, types: tuple[str, ...], default: str) -> tuple[s
     return (typ, feat) if typ in types else None
 
 
+def _types_and_ranges(layout: Layout, nodes: bool) -> tuple[list[str], np.ndarray]:
+    """The type names and (types, partitions, 2) ID ranges of nodes or of edges."""
+    return (layout.ntypes, layout.node_ranges) if nodes else (layout.etypes, layout.edge_ranges)
+
+
 def check_features(feats: dict[str, np.ndarray] | None, layout: Layout, part: int, file: str,
                    nodes: bool) -> list[Problem]:
     """One row per inner node/edge of the key's type, keys naming a known type."""
     if feats is None:
         return []
     problems = []
-    types, ranges = (layout.ntypes, layout.node_ranges) if nodes else (layout.etypes, layout.edge_ranges)
+    types, ranges = _types_and_ranges(layout, nodes)
     for key, arr in feats.items():
         split = split_feature_key(key, types, types[0])
         if split is None:
@@ -310,7 +315,7 @@ def check_orig_ids(orig: dict[str, np.ndarray] | None, layout: Layout, part: int
     if orig is None:
         return []
     problems = []
-    types, ranges = (layout.ntypes, layout.node_ranges) if nodes else (layout.etypes, layout.edge_ranges)
+    types, ranges = _types_and_ranges(layout, nodes)
     totals = (ranges[:, :, 1] - ranges[:, :, 0]).sum(axis=1)
     for key in orig:
         if key not in types:
