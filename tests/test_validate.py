@@ -26,6 +26,17 @@ def client(dask_cluster_client):
     return dask_cluster_client
 
 
+SMALL_PIECE = 37  # rows per piece: every partition's arrays are read in many pieces, so the multi-piece paths run
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch):
+    """Validation reads partitions piece by piece (lazy.PIECE_ROWS rows at a time): use tiny pieces in these tests."""
+    from graphshard.validate import lazy
+
+    monkeypatch.setattr(lazy, "PIECE_ROWS", SMALL_PIECE)
+
+
 def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> Path:
     """A seeded random assignment folder."""
     g = load_metadata(metadata)
@@ -60,8 +71,12 @@ def statuses(report: dict) -> dict[str, str]:
     return {c["name"]: c["status"] for c in report["checks"]}
 
 
+@pytest.mark.parametrize("piece", [SMALL_PIECE, 1 << 21])
 @pytest.mark.parametrize("full", [False, True])
-def test_good_sets_pass(mag_set, rmat_set, full):
+def test_good_sets_pass(mag_set, rmat_set, full, piece, monkeypatch):
+    from graphshard.validate import lazy
+
+    monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
     for config, md in (mag_set, rmat_set):
         report = validate(config, md, full=full)
         assert report["ok"], problem_lines(report)
