@@ -7,8 +7,8 @@ inner flags, read from `graph.dgl`. Results do not depend on the piece size.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterator
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -35,6 +35,26 @@ class EdgePiece:
     etype: np.ndarray
     inner_edge: np.ndarray  # bool
     flag: np.ndarray  # inner_edge as stored
+    memo: dict = field(default_factory=dict)  # what several checks derive from the piece, computed once
+
+    def derived(self, name: str, make: Callable[[], np.ndarray]) -> np.ndarray:
+        if name not in self.memo:
+            self.memo[name] = make()
+        return self.memo[name]
+
+    def inner_idx(self) -> np.ndarray:
+        return self.derived("inner_idx", lambda: np.flatnonzero(self.inner_edge))
+
+    def ends_inner(self, v: NodeView) -> tuple[np.ndarray, np.ndarray]:
+        """Per edge: is its source inner, is its destination inner."""
+        return (self.derived("src_inner", lambda: v.inner[self.src]),
+                self.derived("dst_inner", lambda: v.inner[self.dst]))
+
+    def inner_new_ends(self, v: NodeView) -> tuple[np.ndarray, np.ndarray]:
+        """New (homogeneous) IDs of the inner edges' source and destination."""
+        idx = self.inner_idx()
+        return (self.derived("inner_new_src", lambda: v.nid[self.src[idx]]),
+                self.derived("inner_new_dst", lambda: v.nid[self.dst[idx]]))
 
 
 def edge_pieces(g: GraphColumns, size: int | None = None, ends_only: bool = False) -> Iterator[EdgePiece]:
@@ -87,12 +107,12 @@ class InnerEdges:
 
     def add(self, e: EdgePiece) -> None:
         self.bad_flag.add(e.start + np.flatnonzero((e.flag != 0) & (e.flag != 1)))
-        dst_inner = self.v.inner[e.dst]
+        _, dst_inner = e.ends_inner(self.v)
         wrong = np.flatnonzero(e.inner_edge & ~dst_inner)
         self.not_inner_dst.add(e.start + wrong, e.dst[wrong])
         self.unmarked.add(e.start + np.flatnonzero(~e.inner_edge & dst_inner))
         self.counts = _count(self.counts, e.etype[e.inner_edge], len(self.layout.etypes))
-        self.inner_ids.add(e.eid[e.inner_edge])
+        self.inner_ids.add(e.eid[e.inner_idx()])
         halo = np.flatnonzero(~e.inner_edge)
         self.halo_ids.add(e.eid[halo])
         owner, _ = owners(self.layout.edge_ranges, e.eid[halo])
@@ -198,7 +218,7 @@ class Stats:
         et = len(self.layout.etypes)
         self.inner_edges += np.bincount(e.etype[e.inner_edge], minlength=et)[:et]
         self.halo_edges += np.bincount(e.etype[~e.inner_edge], minlength=et)[:et]
-        src_owner = self.node_owner[e.src[e.inner_edge]]
+        src_owner = self.node_owner[e.src[e.inner_idx()]]
         self.edges_from += np.bincount(src_owner[src_owner >= 0], minlength=self.layout.num_parts)
         self.cut_in += int((src_owner != self.v.part).sum())
 
@@ -223,9 +243,10 @@ class HaloRule:
         self.bad_full, self.bad_in, self.halo_edges = Hits(), Hits(), 0
 
     def add(self, e: EdgePiece) -> None:
-        self.touched[e.src] = True
-        self.touched[e.dst] = True
-        ok = e.inner_edge | (self.v.inner[e.src] & ~self.v.inner[e.dst])
+        src_inner, dst_inner = e.ends_inner(self.v)
+        self.touched[e.src[~src_inner]] = True  # only halo nodes can be orphans
+        self.touched[e.dst[~dst_inner]] = True
+        ok = e.inner_edge | (src_inner & ~dst_inner)
         if self.hops >= 2:
             lv = self.levels[e.dst]
             ok |= (lv >= 1) & (lv < self.hops)
@@ -251,9 +272,12 @@ class CutSums:
 
     def add(self, e: EdgePiece) -> None:
         v = self.v
-        for name, mask, end in (("sent", e.inner_edge, e.src), ("held", v.inner[e.src] & ~v.inner[e.dst], e.dst)):
-            idx = np.flatnonzero(mask)
-            h = hashing.column_hashes(e.eid[idx], [v.nid[e.src[idx]], v.nid[e.dst[idx]]])
+        src_inner, dst_inner = e.ends_inner(v)
+        held = np.flatnonzero(src_inner & ~dst_inner)
+        inner = e.inner_idx()
+        for name, idx, end, ends in (("sent", inner, e.src, e.inner_new_ends(v)),
+                                     ("held", held, e.dst, (v.nid[e.src[held]], v.nid[e.dst[held]]))):
+            h = hashing.column_hashes(e.eid[idx], list(ends))
             owner = self.node_owner[end[idx]]
             self.counts[name] += np.bincount(owner[owner >= 0], minlength=self.P)[:self.P]
             self.sums[name] = [hashing.add(a, b) for a, b in zip(self.sums[name], hashing.sums_by_owner(h, owner,
@@ -274,13 +298,13 @@ class LevelArrays:
 
     def add(self, e: EdgePiece) -> None:
         v, lo, hi = self.v, self.lo, self.hi
-        inner_dst = v.nid[e.dst[e.inner_edge]]
+        new_src, inner_dst = e.inner_new_ends(v)
         ok = (inner_dst >= lo) & (inner_dst < hi)
         self.indeg += np.bincount(inner_dst[ok] - lo, minlength=hi - lo)[:hi - lo]
-        eid = e.eid[e.inner_edge]
+        eid = e.eid[e.inner_idx()]
         ok = (eid >= 0) & (eid < self.layout.num_edges)
-        for name, ends in (("edge_src", e.src), ("edge_dst", e.dst)):
-            self.scratch.open(name, writable=True)[eid[ok]] = v.nid[ends[e.inner_edge]][ok]
+        for name, ends in (("edge_src", new_src), ("edge_dst", inner_dst)):
+            self.scratch.open(name, writable=True)[eid[ok]] = ends[ok]
 
     def finish(self) -> None:
         self.scratch.open("indeg", writable=True)[self.lo:self.hi] = self.indeg

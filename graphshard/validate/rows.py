@@ -5,6 +5,7 @@ Per edge type: (original edge ID, new src, new dst) of its inner edges, where th
 `start + i` has original ID `orig_eids[type][i]` (DGL's meaning of the file). Per feature: row i of the tensor and
 `orig_nids`/`orig_eids[type][i]`. A sink receives `take(kind, key, n, rank, orig, rows)` per piece, `rank` being the
 rows' positions 0..n-1 in new-ID order, after `declare(kind, key, n)` once per key (also for keys with no rows).
+Edge rows come as a list of two int64 columns (new src, new dst): `stacked` makes the (n, 2) rows where needed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from graphshard.validate.part_files import PartData
 from graphshard.validate.sampling import sample_rows
 
 
+def stacked(rows: np.ndarray | list[np.ndarray]) -> np.ndarray:
+    """Rows given as an array, or as a list of 1-D columns, as one array."""
+    return np.stack(rows, axis=1) if isinstance(rows, list) else rows
+
+
 class EdgeRows:
     """Feeds a sink the (original ID, new ends) rows of the inner edges of each piece, per edge type."""
 
@@ -32,19 +38,20 @@ class EdgeRows:
                 sink.declare("edges", et, e - s)
 
     def add(self, e: EdgePiece) -> None:
+        inner, (new_src, new_dst) = e.inner_idx(), e.inner_new_ends(self.v)
         for t, (col, start) in self.cols.items():
-            idx = np.flatnonzero(e.inner_edge & (e.etype == t) if len(self.layout.etypes) > 1 else e.inner_edge)
-            rank = e.eid[idx] - start
+            sel = np.flatnonzero(e.etype[inner] == t) if len(self.layout.etypes) > 1 else None
+            rank = e.eid[inner if sel is None else inner[sel]] - start
+            ends = [new_src, new_dst] if sel is None else [new_src[sel], new_dst[sel]]
             ok = (rank >= 0) & (rank < col.rows)
             if not ok.all():
-                idx, rank = idx[ok], rank[ok]
-            if not idx.size:
+                rank, ends = rank[ok], [x[ok] for x in ends]
+            if not rank.size:
                 continue
             lo, hi = int(rank.min()), int(rank.max()) + 1
             orig = col.read(lo, hi)
             orig = orig if hi - lo == rank.size and (rank[1:] > rank[:-1]).all() else orig[rank - lo]
-            rows = np.stack([self.v.nid[e.src[idx]], self.v.nid[e.dst[idx]]], axis=1)
-            self.sink.take("edges", self.layout.etypes[t], col.rows, rank, orig, rows)
+            self.sink.take("edges", self.layout.etypes[t], col.rows, rank, orig, ends)
 
 
 def feature_rows(data: PartData, layout: Layout, sink) -> None:
@@ -77,13 +84,15 @@ class SumsAndSamples:
 
     def take(self, kind: str, key: str, n: int, rank: np.ndarray, orig: np.ndarray, rows: np.ndarray) -> None:
         k = (kind, key)
-        self.sums[k] = hashing.add(self.sums[k], hashing.hash_sum(orig, rows))
+        h = hashing.column_hashes(orig, rows) if isinstance(rows, list) else hashing.row_hashes(orig, rows)
+        self.sums[k] = hashing.add(self.sums[k], int(h.sum(dtype=np.uint64)))
         if not self.full:
             pick = self.picks[k]
             pos = np.minimum(np.searchsorted(pick, rank), max(pick.size - 1, 0))
             sel = np.flatnonzero(pick[pos] == rank) if pick.size else np.zeros(0, np.int64)
             if sel.size:
-                self.found[k].append((rank[sel], orig[sel], np.ascontiguousarray(rows[sel])))
+                rows = [c[sel] for c in rows] if isinstance(rows, list) else rows[sel]
+                self.found[k].append((rank[sel], orig[sel], np.ascontiguousarray(stacked(rows))))
 
     def samples(self) -> dict:
         out = {}

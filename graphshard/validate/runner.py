@@ -22,7 +22,7 @@ from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import quality
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
-from graphshard.validate.rows import EdgeRows, feature_rows
+from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, scan_partition
 from graphshard.validate.scratch import scratch_beside
 
@@ -93,7 +93,7 @@ class _FullCompare:
                                                     _row_file(self.layout, self.part, kind))
 
     def take(self, kind: str, key: str, n: int, rank, orig, rows) -> None:
-        self.found[(kind, key)].add(orig, rows)
+        self.found[(kind, key)].add(orig, stacked(rows))
 
     def problems(self) -> list[Problem]:
         return [p for _, c in sorted(self.found.items(), key=lambda kv: kv[0]) for p in c.problems()]
