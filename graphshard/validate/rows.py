@@ -4,7 +4,7 @@ sampled rows in phase one, row by row with --full in phase two).
 Per edge type: (original edge ID, new src, new dst) of its inner edges, where the inner edge with per-type new ID
 `start + i` has original ID `orig_eids[type][i]` (DGL's meaning of the file). Per feature: row i of the tensor and
 `orig_nids`/`orig_eids[type][i]`. A sink receives `take(kind, key, n, rank, orig, rows)` per piece, `rank` being the
-rows' positions 0..n-1 in new-ID order, after `declare(kind, key, n)` once per key (also for keys with no rows).
+rows' positions 0..n-1 in new-ID order (or the first position, an int, when they are consecutive), after `declare(kind, key, n)` once per key (also for keys with no rows).
 Edge rows come as a list of two int64 columns (new src, new dst): `stacked` makes the (n, 2) rows where needed.
 """
 
@@ -50,8 +50,9 @@ class EdgeRows:
                 continue
             lo, hi = int(rank.min()), int(rank.max()) + 1
             orig = col.read(lo, hi)
-            orig = orig if hi - lo == rank.size and (rank[1:] > rank[:-1]).all() else orig[rank - lo]
-            self.sink.take("edges", self.layout.etypes[t], col.rows, rank, orig, ends)
+            run = hi - lo == rank.size and (rank[1:] > rank[:-1]).all()  # ranks lo..hi-1 in order (our files)
+            self.sink.take("edges", self.layout.etypes[t], col.rows, lo if run else rank, orig if run else
+                           orig[rank - lo], ends)
 
 
 def feature_rows(data: PartData, layout: Layout, sink) -> None:
@@ -66,7 +67,7 @@ def feature_rows(data: PartData, layout: Layout, sink) -> None:
             name = f"{split[0]}/{split[1]}"
             sink.declare(kind, name, col.rows)
             for a, b in byte_pieces(col):
-                sink.take(kind, name, col.rows, np.arange(a, b, dtype=np.int64), orig.read(a, b), col.read(a, b))
+                sink.take(kind, name, col.rows, a, orig.read(a, b), col.read(a, b))
 
 
 class SumsAndSamples:
@@ -82,17 +83,22 @@ class SumsAndSamples:
             self.picks[(kind, key)] = sample_rows(n, False, self.seed, self.part, key, self.size)
             self.found[(kind, key)] = []
 
-    def take(self, kind: str, key: str, n: int, rank: np.ndarray, orig: np.ndarray, rows: np.ndarray) -> None:
+    def take(self, kind: str, key: str, n: int, rank: np.ndarray | int, orig: np.ndarray, rows) -> None:
         k = (kind, key)
         h = hashing.column_hashes(orig, rows) if isinstance(rows, list) else hashing.row_hashes(orig, rows)
         self.sums[k] = hashing.add(self.sums[k], int(h.sum(dtype=np.uint64)))
         if not self.full:
             pick = self.picks[k]
-            pos = np.minimum(np.searchsorted(pick, rank), max(pick.size - 1, 0))
-            sel = np.flatnonzero(pick[pos] == rank) if pick.size else np.zeros(0, np.int64)
+            if isinstance(rank, (int, np.integer)):  # consecutive positions: the picks inside them
+                a, b = np.searchsorted(pick, [rank, rank + orig.shape[0]])
+                sel, rank = pick[a:b] - rank, pick[a:b]
+            else:
+                pos = np.minimum(np.searchsorted(pick, rank), max(pick.size - 1, 0))
+                sel = np.flatnonzero(pick[pos] == rank) if pick.size else np.zeros(0, np.int64)
+                rank = rank[sel]
             if sel.size:
                 rows = [c[sel] for c in rows] if isinstance(rows, list) else rows[sel]
-                self.found[k].append((rank[sel], orig[sel], np.ascontiguousarray(stacked(rows))))
+                self.found[k].append((rank, orig[sel], np.ascontiguousarray(stacked(rows))))
 
     def samples(self) -> dict:
         out = {}

@@ -40,7 +40,8 @@ def _map(client: Client | None, what: str, fn: Callable, items: list, **constant
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
-    return scan_partition(layout, part, setup)
+    with setup.scratch.kept_open():
+        return scan_partition(layout, part, setup)
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
@@ -48,6 +49,12 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
+    with setup.scratch.kept_open():
+        return _cross_checks(job, layout, setup, mode, broken, metadata)
+
+
+def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
+                  metadata: Path | None) -> list[Problem]:
     part, samples = job
     lazy.set_piece_rows(setup.piece_rows)
     problems = check_claims(layout, part, setup)
@@ -124,7 +131,8 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
     lazy.set_piece_rows(setup.piece_rows)
-    return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
+    with setup.scratch.kept_open():
+        return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
 
 
 def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:

@@ -107,7 +107,7 @@ def _edge_pass(data: PartData, v: checks.NodeView, layout: Layout, setup: ScanSe
                sink: SumsAndSamples | None) -> list[Problem]:
     """Every per-edge check of phase one in one pass over the edges, piece by piece."""
     g, hops = data.graph, layout.halo_hops
-    node_owner = owners(layout.node_ranges, v.nid)[0]
+    node_owner = owners(layout.node_ranges, v.nid)[0].astype(owner_dtype(layout.num_parts))  # small: fast gathers
     tallies = [edges.InnerEdges(v, layout), edges.EdgeTypes(v, layout), edges.Stats(v, layout, node_owner)]
     if hops >= 1:
         tallies += [edges.HaloRule(v, hops, edges.halo_levels(v, g, hops) if hops >= 2 else None),
