@@ -185,7 +185,8 @@ class EdgeTypes:
         ok = (e.etype >= 0) & (e.etype < len(self.ends))
         self.outside.add(e.start + np.flatnonzero(~ok))
         et = np.where(ok, e.etype, 0)
-        bad = np.flatnonzero(ok & ((self.ends[et, 0] != self.v.ntype[e.src]) | (self.ends[et, 1] != self.v.ntype[e.dst])))
+        ntype = self.v.ntype
+        bad = np.flatnonzero(ok & ((self.ends[et, 0] != ntype[e.src]) | (self.ends[et, 1] != ntype[e.dst])))
         if bad.size and not self.mismatch:
             i = int(bad[0])
             self.first_mismatch = (f"type '{self.layout.etypes[et[i]]}' joins node types {int(self.v.ntype[e.src[i]])}"

@@ -40,7 +40,7 @@ def _map(client: Client | None, what: str, fn: Callable, items: list, **constant
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
-    with setup.scratch.kept_open():
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
         return scan_partition(layout, part, setup)
 
 
@@ -49,7 +49,7 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
-    with setup.scratch.kept_open():
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
         return _cross_checks(job, layout, setup, mode, broken, metadata)
 
 
@@ -131,7 +131,7 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
     lazy.set_piece_rows(setup.piece_rows)
-    with setup.scratch.kept_open():
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
         return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
 
 
