@@ -24,8 +24,26 @@ def _open_error(path: Path, err: Exception) -> InputError:
     return InputError(path, None, "a readable chunk file", f"{type(err).__name__}: {err}")
 
 
+CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a chunk file holds, read from its header or footer: rows (None: unknown without a full read), the shape
+    of one row and the dtype."""
+
+    rows: int | None
+    row_shape: tuple[int, ...]
+    dtype: np.dtype
+
+
 class ChunkReader:
     """Reads one chunk file of a format into numpy arrays."""
+
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """Rows, row shape and dtype without loading the file (the first rows at most)."""
+        head = self.head(path, fmt)
+        return Header(self.num_rows(path, fmt), tuple(int(x) for x in head.shape[1:]), head.dtype)
 
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
         """The whole file as a 1-D or 2-D numpy array."""
@@ -61,7 +79,25 @@ def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
 
 
 class NumpyReader(ChunkReader):
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """The .npy header; a file shorter than its header's shape and dtype need is reported as truncated."""
+        try:
+            with open(path, "rb") as fh:
+                npf = np.lib.format
+                read = npf.read_array_header_1_0 if npf.read_magic(fh) == (1, 0) else npf.read_array_header_2_0
+                shape, _, dtype = read(fh)
+                offset = fh.tell()
+        except Exception as err:  # noqa: BLE001 - re-raised with the file name
+            raise _open_error(path, err) from None
+        need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        size = path.stat().st_size
+        if size < need:
+            raise InputError(path, None, f"{need} bytes (header: shape {shape}, dtype {dtype})",
+                             f"{size} bytes: the file is truncated")
+        return Header(int(shape[0]) if shape else 0, tuple(int(x) for x in shape[1:]), dtype)
+
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        self.header(path, fmt)  # a truncated file is named as such
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False)
         except Exception as err:  # noqa: BLE001 - re-raised with the file name
@@ -99,6 +135,18 @@ class ParquetReader(ChunkReader):
 
 
 class CsvReader(ChunkReader):
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """Column count and dtype of the first block; rows counted only for files up to CSV_SCAN_LIMIT bytes."""
+        try:
+            size = path.stat().st_size
+        except OSError as err:
+            raise _open_error(path, err) from None
+        if size == 0:
+            return Header(0, (), np.dtype(np.int64))
+        head = self.head(path, fmt)
+        rows = self.num_rows(path, fmt) if size <= CSV_SCAN_LIMIT else None
+        return Header(rows, tuple(int(x) for x in head.shape[1:]), head.dtype)
+
     def _read(self, path: Path, fmt: FileFormat) -> pa.Table:
         try:
             return pacsv.read_csv(
@@ -149,6 +197,11 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 # ---- graph-level helpers ---------------------------------------------------------------------------------------
 
+def edge_columns(fmt: FileFormat) -> str:
+    """The ID columns an edge file must have: exactly src and dst (parquet: the first two, as DGL reads them)."""
+    return "at least 2 columns, the first two src and dst" if fmt.name == "parquet" else "exactly 2 columns (src, dst IDs)"
+
+
 def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2-column shape."""
     spec = graph.edges[etype]
@@ -156,8 +209,8 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.nda
     arr = reader_for(spec.format).table(path, spec.format)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] < 2:
-        raise InputError(path, f"edges['{etype}']", "2 columns (src, dst)", f"shape {tuple(arr.shape)}")
+    if arr.ndim != 2 or not (arr.shape[1] == 2 or (arr.shape[1] > 2 and spec.format.name == "parquet")):
+        raise InputError(path, f"edges['{etype}']", edge_columns(spec.format), f"shape {tuple(arr.shape)}")
     if not np.issubdtype(arr.dtype, np.integer):
         raise InputError(path, f"edges['{etype}']", "integer node IDs", f"dtype {arr.dtype}")
     return np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
