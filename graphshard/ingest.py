@@ -10,12 +10,10 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
 from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import read_edge_chunk, reader_for
+from graphshard.formats.readers import id_problems, read_edge_chunk, reader_for
 from graphshard.fsutil import hash_file
 from graphshard.precheck import FileStat, feature_problems, feature_specs, file_stat, with_field
 
@@ -27,26 +25,19 @@ def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
 # ---- per-file checks (run on workers) ---------------------------------------------------------------------------
 
 def check_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> list[GraphshardError]:
-    """One edge file: readable, 2 integer columns, the row count of num_edges_per_chunk, src/dst within their types."""
+    """One edge file: readable, 2 integer columns with src/dst within their types, the row count of
+    num_edges_per_chunk."""
     field = f"edges['{etype}'].data[{chunk}]"
     path = graph.path(graph.edges[etype].data[chunk])
     try:
-        src, dst = read_edge_chunk(graph, etype, chunk)
+        src, dst = read_edge_chunk(graph, etype, chunk, check_ids=False)
     except InputError as err:
         return [with_field(err, field)]
-    problems: list[GraphshardError] = []
     expected = graph.num_edges_per_chunk[graph.etype_id(etype)][chunk]
+    problems: list[GraphshardError] = []
     if len(src) != expected:
         problems.append(InputError(path, field, f"{expected} rows (num_edges_per_chunk)", f"{len(src)} rows"))
-    canonical = graph.canonical(etype)
-    for end, ids, ntype in (("src", src, canonical.src), ("dst", dst, canonical.dst)):
-        n = graph.num_nodes(ntype)
-        bad = np.flatnonzero((ids < 0) | (ids >= n))
-        if len(bad):
-            problems.append(InputError(
-                path, f"{field} {end}", f"{ntype} IDs in [0, {n})",
-                f"{len(bad)} out of range, first {int(ids[bad[0]])} at row {int(bad[0])}"))
-    return problems
+    return problems + id_problems(graph, etype, chunk, src, dst)
 
 
 def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:

@@ -202,8 +202,22 @@ def edge_columns(fmt: FileFormat) -> str:
     return "at least 2 columns, the first two src and dst" if fmt.name == "parquet" else "exactly 2 columns (src, dst IDs)"
 
 
-def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2-column shape."""
+def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, dst: np.ndarray) -> list[InputError]:
+    """Node IDs of an edge chunk outside their type's [0, n): one problem per end (a min/max pass when none is)."""
+    path, canonical, problems = graph.path(graph.edges[etype].data[chunk]), graph.canonical(etype), []
+    for end, ids, ntype in (("src", src, canonical.src), ("dst", dst, canonical.dst)):
+        n = graph.num_nodes(ntype)
+        if len(ids) and (ids.min() < 0 or ids.max() >= n):
+            bad = np.flatnonzero((ids < 0) | (ids >= n))
+            problems.append(InputError(path, f"edges['{etype}'].data[{chunk}] {end}", f"{ntype} IDs in [0, {n})",
+                                       f"{len(bad)} out of range, first {int(ids[bad[0]])} at row {int(bad[0])}"))
+    return problems
+
+
+def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
+                    check_ids: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2 columns and (`check_ids`) the IDs'
+    ranges."""
     spec = graph.edges[etype]
     path = graph.path(spec.data[chunk])
     arr = reader_for(spec.format).table(path, spec.format)
@@ -213,7 +227,11 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.nda
         raise InputError(path, f"edges['{etype}']", edge_columns(spec.format), f"shape {tuple(arr.shape)}")
     if not np.issubdtype(arr.dtype, np.integer):
         raise InputError(path, f"edges['{etype}']", "integer node IDs", f"dtype {arr.dtype}")
-    return np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    src, dst = np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
+    if problems:
+        raise problems[0]
+    return src, dst
 
 
 def read_chunk(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> np.ndarray:
