@@ -17,9 +17,8 @@ import numpy as np
 from graphshard.errors import GraphshardError, InputError, ProblemList
 from graphshard.formats.assignment import META_FILE, read_meta
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, load_metadata
-from graphshard.formats.readers import CSV_SCAN_LIMIT, READERS, Header, edge_columns, reader_for
+from graphshard.formats.readers import CSV_SCAN_LIMIT, VALID_KINDS, READERS, Header, edge_ids_problem, not_numeric_problem, reader_for
 
-VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
 
 
 @dataclass(frozen=True)
@@ -37,20 +36,6 @@ def with_field(err: InputError, field: str) -> InputError:
     return err if err.field else InputError(err.file, field, err.expected, err.found)
 
 
-def _first_line(path: Path) -> str:
-    """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
-    with open(path, "rb") as fh:
-        return fh.readline(80).decode("utf-8", "replace").rstrip("\r\n")
-
-
-def _not_numeric(path: Path, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
-    """A non-numeric column: for csv most often a wrong format.delimiter, so show the first line."""
-    if fmt.name == "csv":
-        return InputError(path, field, f"numbers separated by format.delimiter {fmt.delimiter!r}",
-                          f"first line {_first_line(path)!r}")
-    return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
-
-
 def file_stat(path: Path, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
     """A feature file's stat with its problems: 1-D or 2-D, numeric or bool."""
@@ -59,7 +44,7 @@ def file_stat(path: Path, fmt: FileFormat, field: str, rows: int | None, row_sha
         problems.append(InputError(path, field, "a 1-D or 2-D array",
                                    f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
     if dtype.kind not in VALID_KINDS:
-        problems.append(_not_numeric(path, fmt, field, dtype))
+        problems.append(not_numeric_problem(path, fmt, field, dtype))
     return FileStat(rows, row_shape, str(dtype), tuple(problems))
 
 
@@ -109,13 +94,9 @@ def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError |
     expected = graph.num_edges_per_chunk[t][chunk]
     if head.rows == 0 and expected == 0:
         return None
-    if head.dtype.kind not in "iu":
-        return _not_numeric(path, spec.format, field, head.dtype) if head.dtype.kind not in VALID_KINDS \
-            else InputError(path, field, "integer node IDs", f"dtype {head.dtype}")
-    columns = head.row_shape[0] if len(head.row_shape) == 1 else None
-    if columns != 2 and not (spec.format.name == "parquet" and columns and columns > 2):
-        found = f"{columns} columns" if columns else f"a {len(head.row_shape) + 1}-D array"
-        return InputError(path, field, edge_columns(spec.format), found)
+    problem = edge_ids_problem(path, field, spec.format, head.row_shape, head.dtype)
+    if problem is not None:
+        return problem
     if head.rows is not None and head.rows != expected:
         return InputError(path, field, f"{expected} rows (num_edges_per_chunk)", f"{head.rows} rows")
     return None

@@ -24,6 +24,7 @@ def _open_error(path: Path, err: Exception) -> InputError:
     return InputError(path, None, "a readable chunk file", f"{type(err).__name__}: {err}")
 
 
+VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
 CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
 
 
@@ -197,9 +198,33 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 # ---- graph-level helpers ---------------------------------------------------------------------------------------
 
-def edge_columns(fmt: FileFormat) -> str:
-    """The ID columns an edge file must have: exactly src and dst (parquet: the first two, as DGL reads them)."""
-    return "at least 2 columns, the first two src and dst" if fmt.name == "parquet" else "exactly 2 columns (src, dst IDs)"
+def _first_line(path: Path) -> str:
+    """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
+    with open(path, "rb") as fh:
+        return fh.readline(80).decode("utf-8", "replace").rstrip("\r\n")
+
+
+def not_numeric_problem(path: Path, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
+    """A non-numeric column: for csv most often a wrong format.delimiter, so show the first line."""
+    if fmt.name == "csv":
+        return InputError(path, field, f"numbers separated by format.delimiter {fmt.delimiter!r}",
+                          f"first line {_first_line(path)!r}")
+    return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
+
+
+def edge_ids_problem(path: Path, field: str, fmt: FileFormat, row_shape: tuple[int, ...],
+                     dtype: np.dtype) -> InputError | None:
+    """An edge file must hold exactly two integer ID columns, src and dst (parquet: at least two, the first two used,
+    as DGL reads them); None when it does."""
+    if dtype.kind not in "iu":
+        return not_numeric_problem(path, fmt, field, dtype) if dtype.kind not in VALID_KINDS \
+            else InputError(path, field, "integer node IDs", f"dtype {dtype}")
+    columns = row_shape[0] if len(row_shape) == 1 else None
+    if columns == 2 or (fmt.name == "parquet" and columns and columns > 2):
+        return None
+    expected = "at least 2 columns, the first two src and dst" if fmt.name == "parquet" \
+        else "exactly 2 columns (src, dst IDs)"
+    return InputError(path, field, expected, f"{columns} columns" if columns else f"a {len(row_shape) + 1}-D array")
 
 
 def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, dst: np.ndarray) -> list[InputError]:
@@ -223,10 +248,9 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
     arr = reader_for(spec.format).table(path, spec.format)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if arr.ndim != 2 or not (arr.shape[1] == 2 or (arr.shape[1] > 2 and spec.format.name == "parquet")):
-        raise InputError(path, f"edges['{etype}']", edge_columns(spec.format), f"shape {tuple(arr.shape)}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(path, f"edges['{etype}']", "integer node IDs", f"dtype {arr.dtype}")
+    field = f"edges['{etype}'].data[{chunk}]"
+    if (problem := edge_ids_problem(path, field, spec.format, arr.shape[1:], arr.dtype)) is not None:
+        raise problem
     src, dst = np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
     problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
     if problems:
