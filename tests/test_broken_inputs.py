@@ -134,7 +134,8 @@ def sound(make_graph, tmp_path_factory) -> dict:
     from graphshard.assign import AssignOptions, assign
     from graphshard.shuffle import DispatchOptions, dispatch
 
-    graphs = {fmt: make_graph("rmat", nodes=NODES, edges=EDGES, chunks=2, fmt=fmt) for fmt in ("numpy", "csv", "parquet")}
+    graphs = {fmt: make_graph("rmat", nodes=NODES, edges=EDGES, chunks=2, fmt=fmt)
+              for fmt in ("numpy", "csv", "parquet")}
     base = tmp_path_factory.mktemp("sound")
     assignment = assign(graphs["numpy"], base / "assignment", 2, AssignOptions())
     options = DispatchOptions(save_orig_nids=True, save_orig_eids=True)  # validate --input compares every row
