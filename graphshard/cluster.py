@@ -21,6 +21,7 @@ class ClusterSpec:
     memory_limit: str | None = "auto"
     connect_timeout: float = 10.0
     dashboard_address: str | None = ":0"
+    subprocess: bool = False  # local workers in fresh interpreters (never re-import the caller's __main__ script)
 
 
 @contextmanager
@@ -38,6 +39,11 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         with client:
             yield client
         return
+    if spec.subprocess:
+        with _subprocess_cluster(spec) as cluster, Client(cluster) as client:
+            client.wait_for_workers(spec.workers)
+            yield client
+        return
     with LocalCluster(
         n_workers=spec.workers,
         threads_per_worker=spec.threads_per_worker,
@@ -46,3 +52,13 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         processes=True,
     ) as cluster, Client(cluster) as client:
         yield client
+
+
+def _subprocess_cluster(spec: ClusterSpec):
+    """A scheduler and workers started as `python -m` subprocesses: safe from a script without a `__main__` guard
+    (spawned LocalCluster workers re-import the caller's script, and with it e.g. torch, in every worker)."""
+    from distributed.deploy.subprocess import SubprocessCluster
+
+    return SubprocessCluster(n_workers=spec.workers, threads_per_worker=spec.threads_per_worker,
+                             dashboard_address=spec.dashboard_address,
+                             worker_kwargs={"memory_limit": spec.memory_limit})
