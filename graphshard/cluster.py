@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Scheduler, SpecCluster
 
 from graphshard.errors import GraphshardError
 
@@ -54,11 +55,14 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         yield client
 
 
-def _subprocess_cluster(spec: ClusterSpec):
-    """A scheduler and workers started as `python -m` subprocesses: safe from a script without a `__main__` guard
-    (spawned LocalCluster workers re-import the caller's script, and with it e.g. torch, in every worker)."""
-    from distributed.deploy.subprocess import SubprocessCluster
+def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
+    """The scheduler in this process, each worker (with its nanny) a `python -m` subprocess: safe from a script
+    without a `__main__` guard (spawned LocalCluster workers re-import the caller's script, e.g. torch, in each)."""
+    from distributed.deploy.subprocess import SubprocessWorker
 
-    return SubprocessCluster(n_workers=spec.workers, threads_per_worker=spec.threads_per_worker,
-                             dashboard_address=spec.dashboard_address,
-                             worker_kwargs={"memory_limit": spec.memory_limit})
+    options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1"}
+    worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny", "worker_kwargs": options}}
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
+                                                                  "dashboard": spec.dashboard_address is not None,
+                                                                  "host": "127.0.0.1"}},
+                       workers={i: worker for i in range(spec.workers)}, worker=worker, silence_logs=logging.WARNING)
