@@ -9,6 +9,7 @@ from typing import Iterator
 
 from distributed import Client, LocalCluster, Scheduler, SpecCluster
 
+from graphshard import logs
 from graphshard.errors import GraphshardError
 
 
@@ -51,6 +52,9 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         memory_limit=spec.memory_limit,
         dashboard_address=spec.dashboard_address,
         processes=True,
+        # workers' "Compute Failed" blocks and the nanny's restarts stay off the terminal: the failing task
+        # reaches the user as graphshard's one line, its traceback in the log file (--debug shows them)
+        silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL,
     ) as cluster, Client(cluster) as client:
         yield client
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import read_edge_chunk, reader_for
@@ -132,12 +133,24 @@ def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[Graphshar
     return problems
 
 
+def _call(job: tuple, *, graph: ChunkedGraph):
+    """One check job `(fn, *args)` as fn(graph, *args)."""
+    fn, *args = job
+    return fn(graph, *args)
+
+
 def _run(graph: ChunkedGraph, jobs: list[tuple], client) -> list:
-    """Call every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each (the graph sent once)."""
-    if client is None:
-        return [fn(graph, *args) for fn, *args in jobs]
-    [shared] = client.scatter([graph], broadcast=True)
-    return client.gather([client.submit(fn, shared, *args, pure=False) for fn, *args in jobs])
+    """Every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each named by its file (graph sent once)."""
+    shared = client.scatter(graph, broadcast=True) if client is not None else graph
+    return run_tasks(client, "ingest", "check-file", _call, jobs, label=lambda job: _job_file(graph, job),
+                     graph=shared)
+
+
+def _job_file(graph: ChunkedGraph, job: tuple) -> str:
+    """The file a check job opens, relative to the graph's folder: the task's label."""
+    fn, *args = job
+    entry = graph.edges[args[0]].data[args[1]] if fn is check_edge_chunk else args[0].data[args[1]]
+    return str(entry)
 
 
 # ---- fingerprint --------------------------------------------------------------------------------------------------

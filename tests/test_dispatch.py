@@ -219,26 +219,6 @@ def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
         check_partitions(config, md, asg, "in_edges")
 
 
-def test_failed_step_waits_for_its_running_tasks(shuffle_client, tmp_path):
-    """When one task of a step fails, the step returns only after its other running tasks ended (so the caller
-    can delete the staging folder for good)."""
-    import time
-
-    from graphshard.shuffle import _run
-
-    def task(i: int, folder: str) -> int:
-        if i == 0:
-            time.sleep(0.2)
-            raise GraphshardError("task 0 failed")
-        time.sleep(1.5)
-        (Path(folder) / f"done-{i}").write_text("x")
-        return i
-
-    with pytest.raises(GraphshardError, match="task 0 failed"):
-        _run(shuffle_client, "settle-test", task, [0, 1], folder=str(tmp_path))
-    assert (tmp_path / "done-1").exists()
-
-
 def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):
     """Edge features split into files unlike the edge files; int, bool and 2-D features; partition 2 gets no node."""
     from graphshard.formats.chunked_writer import ChunkedGraphWriter
