@@ -69,4 +69,5 @@ def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
                                                                   "dashboard": spec.dashboard_address is not None,
                                                                   "host": "127.0.0.1"}},
-                       workers={i: worker for i in range(spec.workers)}, worker=worker, silence_logs=logging.WARNING)
+                       workers={i: worker for i in range(spec.workers)}, worker=worker,
+                       silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL)
