@@ -17,14 +17,14 @@ from test_dispatch import random_assignment
 
 
 def _killer(marker_dir: str, times: int) -> WorkerPlugin:
-    """A worker plugin that kills its worker process when an edge-exchange task starts, at most `times` times
+    """A worker plugin that kills its worker process when an edge-routing task starts, at most `times` times
     over the cluster (counted with marker files, so restarted workers keep the count)."""
 
     class KillDuringExchange(WorkerPlugin):
         name = "kill-during-exchange"
 
         def transition(self, key, start, finish, **kwargs):
-            if finish != "executing" or "edge-exchange" not in str(key):
+            if finish != "executing" or "route-edge-chunks" not in str(key):
                 return
             for i in range(times):
                 try:
@@ -58,7 +58,7 @@ def test_worker_dies_during_exchange(fragile_client, make_graph, tmp_path, kills
         check_partitions(config, md, asg)
         assert len(list(markers.iterdir())) == 1
     else:
-        with pytest.raises(GraphshardError, match="workers died repeatedly while running 'edge-exchange'"):
+        with pytest.raises(GraphshardError, match=r"dispatch: route-edge-chunks \S+: Dask workers died repeatedly"):
             dispatch(md, asg, out, opts, fragile_client)
         assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "staging folder left behind"

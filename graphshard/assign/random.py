@@ -15,6 +15,7 @@ from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_blocks
 from graphshard.assign.options import AssignOptions
+from graphshard.dasktasks import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
 
 BLOCK = 1 << 20  # nodes per task; fixed so that results do not depend on the input's chunking
@@ -52,12 +53,8 @@ class RandomPartitioner(Partitioner):
             for b, lo in enumerate(range(0, n, BLOCK)):
                 path = pieces_dir / f"{t:04d}-{b:08d}.txt"
                 jobs.append((nt, (path, options.seed, t, b, lo, min(n, lo + BLOCK), nparts, options.balanced)))
-        if client is not None:
-            futures = [client.submit(write_block, *args, pure=False) for _, args in jobs]
-            client.gather(futures)
-        else:
-            for _, args in jobs:
-                write_block(*args)
+        run_tasks(client, "assign", "draw-block", write_block, [args for _, args in jobs],
+                  label=lambda args: f"{graph.node_type[args[2]]}/block{args[3]}", star=True)
         for nt in graph.node_type:
             with open(out / f"{nt}.txt", "wb") as dest:
                 for owner, args in jobs:

@@ -19,6 +19,7 @@ from distributed import Client
 from graphshard.assign.constraints import graph_constraints
 from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
 from graphshard.assign.options import AssignOptions
+from graphshard.dasktasks import run_tasks
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.chunked import ChunkedGraph
 
@@ -78,10 +79,8 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
     """Everything `assignment_report.json` says about the partition quality."""
     jobs = edge_chunks(graph)
     args = (part_files, nparts, options.balance_edges)
-    if client is not None:
-        stats = client.gather([client.submit(chunk_stats, graph, et, i, *args, pure=False) for et, i in jobs])
-    else:
-        stats = [chunk_stats(graph, et, i, *args) for et, i in jobs]
+    stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
+                      label=lambda job: f"{job[1]}/chunk{job[2]}", star=True)
     parts = homogeneous_parts(graph, part_files)
     n = graph.total_nodes
     vol_bits = np.zeros((n * nparts + 7) // 8, dtype=np.uint8)

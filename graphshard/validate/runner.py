@@ -6,12 +6,11 @@ task, so memory is bounded by the largest partition), else in this process one a
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
-from typing import Callable
 
 from distributed import Client
 
+from graphshard.dasktasks import gather_tasks, run_tasks, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.validate import checks, hashing, inputs, lazy
@@ -25,18 +24,6 @@ from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, scan_partition
 from graphshard.validate.scratch import scratch_beside
-
-
-def _map(client: Client | None, what: str, fn: Callable, items: list, **constants) -> list:
-    """fn(item, **constants) for every item, as Dask tasks when a client is given."""
-    if client is None:
-        return [fn(item, **constants) for item in items]
-    keys = [f"graphshard-validate-{what}-{uuid.uuid4().hex[:8]}-{i}" for i in range(len(items))]
-    futures = client.map(fn, items, key=keys, **constants)
-    try:
-        return client.gather(futures)
-    finally:
-        client.cancel(futures)
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
@@ -271,7 +258,8 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
         setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                               sample_size)
         parts = list(range(layout.num_parts))
-        summaries = _map(client, "scan", _scan, parts, layout=layout, setup=setup)
+        summaries = run_tasks(client, "validate", "scan", _scan, parts, label=lambda p: f"part{p}", layout=layout,
+                              setup=setup)
         for s in summaries:
             problems += s["problems"]
         problems += _global_checks(layout, summaries, setup)
@@ -283,19 +271,13 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
         input_jobs = inputs.input_jobs(load_metadata(metadata)) if setup.with_input else []
         if metadata is not None:
             problems += _missing_features(layout, summaries, load_metadata(metadata))
-        if client is not None:  # both kinds of tasks in flight together
-            cf = client.map(_cross, jobs, key=[f"graphshard-validate-cross-{uuid.uuid4().hex[:8]}-{p}" for p in parts],
-                            **cross_args)
-            inf = client.map(_input_sums, input_jobs, key=[f"graphshard-validate-input-{uuid.uuid4().hex[:8]}-{i}"
-                                                           for i in range(len(input_jobs))], layout=layout,
-                             setup=setup, metadata=metadata)
-            try:
-                crossed, input_sums = client.gather(cf), client.gather(inf)
-            finally:
-                client.cancel(cf + inf)
-        else:
-            crossed = [_cross(job, **cross_args) for job in jobs]
-            input_sums = [_input_sums(job, layout, setup, metadata) for job in input_jobs]
+        crossed, input_sums = gather_tasks(  # both kinds of tasks in flight together
+            client,
+            submit_tasks(client, "validate", "cross-check", _cross, jobs, label=lambda job: f"part{job[0]}",
+                         **cross_args),
+            submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
+                         label=lambda job: "/".join(x for x in (job[0], job[1], job[2]) if x) + f"/chunk{job[3]}",
+                         layout=layout, setup=setup, metadata=metadata))
     for c in crossed:
         problems += c
     problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)

@@ -1,0 +1,181 @@
+"""The one way graphshard runs data-parallel work on Dask: named tasks, ordered results, one-line failures.
+
+Every step submits its tasks through `submit_tasks`/`gather_tasks` (or `run_tasks` for one group). Keys read
+`<step>-<what>-<label>-<token>` (the dashboard groups tasks by `<step>-<what>` and shows the label: a chunk, a
+partition), progress is counted by the scheduler plugin of graphshard.flows.progress, a failure becomes one
+GraphshardError naming the step and the item (its traceback goes to the log, not the terminal), and a failed step's
+other tasks are cancelled and waited for before the caller removes their folders. With `client=None` the same
+functions run here, one after another, with the same error wording.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from dask.utils import key_split
+from distributed import Client, Future
+from distributed.scheduler import KilledWorker
+
+from graphshard.errors import GraphshardError
+
+log = logging.getLogger(__name__)
+SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
+
+
+@dataclass
+class TaskGroup:
+    """Tasks of one kind submitted together: their futures (or local results) and each item's label."""
+
+    step: str
+    what: str
+    labels: list[str]
+    futures: list[Future] = field(default_factory=list)
+    results: list[Any] | None = None  # client=None: computed at submit time
+    detail: Callable[[int], str] | None = None
+    memory_limit: int | None = None  # the workers' largest memory limit (bytes) when the tasks were submitted
+    started: float = field(default_factory=time.perf_counter)
+
+    def describe(self, i: int) -> str:
+        """'<what> <label>' plus the caller's detail (e.g. a partition's size) for error messages."""
+        extra = f" ({self.detail(i)})" if self.detail else ""
+        return f"{self.what} {self.labels[i]}{extra}"
+
+
+def task_key(step: str, what: str, label: str, token: str) -> str:
+    """A task key a person can read on the dashboard: step, what is done, to which chunk or partition."""
+    return f"{step}-{what}-{_UNSAFE.sub('_', label)}-{token}"
+
+
+def describe_key(key: object) -> str:
+    """A task_key as '<what> <label>' (the step is the progress bar's own label); other keys as they are."""
+    text = str(key)
+    step, sep, rest = text.partition("-")
+    what_label, _, token = rest.rpartition("-")
+    prefix = key_split(text)  # '<step>-<what>': the dashboard's task prefix
+    if not sep or not token or not prefix.startswith(f"{step}-") or not what_label.startswith(prefix[len(step) + 1:]):
+        return text
+    what = prefix[len(step) + 1:]
+    return f"{what} {what_label[len(what) + 1:]}".strip()
+
+
+def _star(item: tuple, *, _fn: Callable, **constants) -> Any:
+    """fn(*item, **constants): lets a task function take several positional arguments per item."""
+    return _fn(*item, **constants)
+
+
+def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
+                 label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
+                 star: bool = False, **constants) -> TaskGroup:
+    """Submit fn(item, **constants) (fn(*item, ...) with `star`) per item; `label(item)` names it (default: index)."""
+    items = list(items)
+    if star:
+        fn, constants = _star, {"_fn": fn, **constants}
+    labels = [str(label(it)) if label else str(i) for i, it in enumerate(items)]
+    group = TaskGroup(step, what, labels, detail=(lambda i: detail(items[i])) if detail else None)
+    if client is None:
+        group.results = []
+        for i, item in enumerate(items):
+            try:
+                group.results.append(fn(item, **constants))
+            except Exception as err:  # noqa: BLE001 - worded below, traceback kept in the log
+                raise _one_line(group, i, err) from err
+        return group
+    group.memory_limit = _memory_limit(client)
+    token = uuid.uuid4().hex[:8]
+    keys = [task_key(step, what, lb, token) for lb in labels]
+    group.futures = client.map(fn, items, key=keys, **constants) if items else []
+    return group
+
+
+def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
+    """Results of every group, in submission order; the first failure cancels everything and raises one line."""
+    if client is None:
+        return [g.results for g in groups]
+    futures = [f for g in groups for f in g.futures]
+    try:
+        results = [client.gather(g.futures) for g in groups]
+    except BaseException as err:
+        failed = _failed(groups, err)
+        settle(client, futures)
+        if failed is None or isinstance(err, KeyboardInterrupt):
+            raise
+        raise _one_line(failed[0], failed[1], err) from err
+    finally:
+        client.cancel(futures)
+    for g in groups:
+        log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
+    return results
+
+
+def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
+              label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
+              star: bool = False, **constants) -> list:
+    """fn(item, **constants) for every item as Dask tasks (here when `client` is None); results in item order."""
+    return gather_tasks(client, submit_tasks(client, step, what, fn, items, label=label, detail=detail, star=star,
+                                             **constants))[0]
+
+
+def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup, int] | None:
+    """The group and item whose task failed: the first erred future (or the key a KilledWorker names)."""
+    key = getattr(err, "task", None) if isinstance(err, KilledWorker) else None
+    for g in groups:
+        for i, f in enumerate(g.futures):
+            if (key is not None and str(f.key) == str(key)) or (key is None and f.status == "error"):
+                return g, i
+    return (groups[0], 0) if groups and groups[0].futures else None
+
+
+def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
+    """A task's failure as the one line a user reads; the traceback is logged (the log file keeps it)."""
+    where = f"{group.step}: {group.describe(i)}"
+    log.debug("%s failed", where, exc_info=err)
+    if isinstance(err, GraphshardError):  # already names the file and the field
+        return err
+    if isinstance(err, (KilledWorker, MemoryError)):
+        what = "Dask workers died repeatedly running this task" if isinstance(err, KilledWorker) else "out of memory"
+        return GraphshardError(f"{where}: {what}{_memory_hint(group.memory_limit)}; nothing was published")
+    return GraphshardError(f"{where} failed: {type(err).__name__}: {err}")
+
+
+def _memory_limit(client: Client) -> int | None:
+    """The largest memory limit among the cluster's workers, if they have one."""
+    try:
+        limits = [w.get("memory_limit") for w in client.scheduler_info().get("workers", {}).values()]
+    except Exception:  # noqa: BLE001 - informational only
+        return None
+    return max((x for x in limits if x), default=None)
+
+
+def _memory_hint(limit: int | None) -> str:
+    """What the workers' memory limit is and what to change, when a task may have outgrown it."""
+    if not limit:
+        return (" (a worker above its memory limit, or a lost cluster): raise cluster.memory_limit or use more, "
+                "smaller partitions (num_parts) or chunks")
+    return (f" (likely above the workers' memory limit of {limit / 2**30:.2f} GiB): raise cluster.memory_limit "
+            "or use more, smaller partitions (num_parts) or chunks")
+
+
+def _executing(dask_worker) -> list[str]:
+    """Keys a worker is still executing (cancelled tasks keep running until their function returns)."""
+    return [str(ts.key) for ts in dask_worker.state.executing]
+
+
+def settle(client: Client, futures: Sequence[Future]) -> None:
+    """Cancel a failed step's tasks and wait until none still runs, so that removing their folders is final."""
+    keys = {str(f.key) for f in futures}
+    client.cancel(list(futures))
+    deadline = time.monotonic() + SETTLE_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            running = {k for ks in client.run(_executing).values() for k in ks}
+        except Exception:  # noqa: BLE001 - workers gone: nothing of ours can still run on them
+            return
+        if not running & keys:
+            return
+        time.sleep(0.1)

@@ -1,0 +1,97 @@
+"""graphshard.dasktasks: readable task keys, ordered results, one-line failures, leftovers waited for."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import Client, LocalCluster
+
+from graphshard.dasktasks import gather_tasks, run_tasks, submit_tasks, task_key
+from graphshard.errors import GraphshardError, InputError
+
+
+def _square(i: int, *, offset: int = 0) -> int:
+    return i * i + offset
+
+
+def _add(a: int, b: int) -> int:
+    return a + b
+
+
+def _fail_on(i: int, *, bad: int) -> int:
+    if i == bad:
+        raise ValueError(f"value {i} is bad")
+    return i
+
+
+def _refuse(i: int) -> int:
+    raise InputError("edges-0.npy", "shape", "2 columns", "3")
+
+
+def _keys_seen(dask_scheduler) -> list[str]:
+    return [str(k) for k in dask_scheduler.tasks]
+
+
+def test_results_in_item_order_with_readable_keys(dask_cluster_client):
+    group = submit_tasks(dask_cluster_client, "assign", "count-blocks", _square, range(5),
+                         label=lambda i: f"paper:cites:paper/chunk{i}", offset=1)
+    keys = [str(f.key) for f in group.futures]
+    assert gather_tasks(dask_cluster_client, group) == [[i * i + 1 for i in range(5)]]
+    assert keys[2].startswith("assign-count-blocks-paper:cites:paper/chunk2-")
+    assert run_tasks(dask_cluster_client, "dispatch", "add", _add, [(1, 2), (3, 4)], star=True) == [3, 7]
+
+
+def test_local_mode_runs_here_with_the_same_wording():
+    assert run_tasks(None, "validate", "scan", _square, [1, 2], offset=0) == [1, 4]
+    with pytest.raises(GraphshardError, match=r"^validate: scan part2 failed: ValueError: value 2 is bad$"):
+        run_tasks(None, "validate", "scan", _fail_on, [0, 1, 2], label=lambda i: f"part{i}", bad=2)
+
+
+def test_task_error_is_one_line_naming_step_and_item(dask_cluster_client):
+    with pytest.raises(GraphshardError) as info:
+        run_tasks(dask_cluster_client, "ingest", "check-edges", _fail_on, [0, 1, 2, 3],
+                  label=lambda i: f"chunk{i}", bad=3)
+    assert str(info.value) == "ingest: check-edges chunk3 failed: ValueError: value 3 is bad"
+    with pytest.raises(InputError, match=r"^edges-0.npy: field 'shape': expected 2 columns, found 3$"):
+        run_tasks(dask_cluster_client, "ingest", "check-edges", _refuse, [0])
+
+
+def test_failed_step_waits_for_its_running_tasks(dask_cluster_client, tmp_path):
+    """When one task fails, the call returns only after the others still running ended (so the caller can delete
+    their folders for good)."""
+
+    def task(i: int, folder: str) -> int:
+        if i == 0:
+            time.sleep(0.2)
+            raise GraphshardError("task 0 failed")
+        time.sleep(1.5)
+        (Path(folder) / f"done-{i}").write_text("x")
+        return i
+
+    with pytest.raises(GraphshardError, match="task 0 failed"):
+        run_tasks(dask_cluster_client, "dispatch", "settle-test", task, [0, 1], folder=str(tmp_path))
+    assert (tmp_path / "done-1").exists()
+
+
+def _suicide(i: int) -> int:
+    os._exit(1)
+
+
+def test_killed_worker_names_the_item_and_the_memory_limit():
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="700MB", dashboard_address=":0",
+                         processes=True) as cluster, Client(cluster) as client:
+        with pytest.raises(GraphshardError) as info:
+            run_tasks(client, "dispatch", "write-partitions", _suicide, [7], label=lambda p: f"part{p}",
+                      detail=lambda p: "1,000 owned edges")
+    msg = str(info.value)
+    assert msg.startswith("dispatch: write-partitions part7 (1,000 owned edges): Dask workers died repeatedly")
+    assert "memory limit of 0.65 GiB" in msg and "cluster.memory_limit" in msg and "\n" not in msg
+
+
+def test_key_is_safe_for_any_label():
+    assert task_key("validate", "scan", "a b/c\n", "0123abcd") == "validate-scan-a_b/c_-0123abcd"
