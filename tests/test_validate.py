@@ -344,3 +344,28 @@ def test_mark_array_duplicate_and_range_checks_agree_with_sorting():
     assert not is_exactly(np.array([5, 0, 4, 9]), ranges, 8)  # beyond the bound
     assert not is_exactly(np.array([0, 1, 2, 5]), np.array([[0, 2], [1, 3]]), 8)  # overlapping ranges: sort instead
     assert is_exactly(np.array([], dtype=np.int64), np.array([[3, 3]]), 8)
+
+
+@pytest.mark.parametrize("formats", [("coo",), ("coo", "csc"), ("csc",)])
+def test_indexed_graph_reads_like_the_loader(tmp_path, formats):
+    """validate/lazy.py reads graph.dgl piece by piece (COO in edge-ID order) or whole (CSC only): same arrays."""
+    from graphshard.errors import InputError
+    from graphshard.validate.lazy import index_graph, index_tensor_dict, pieces
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    path = tmp_path / "graph.dgl"
+    save_graph(path, 50, src, dst, {"_ID": np.arange(50)}, {"_ID": np.arange(300), "w": rng.random((300, 3))},
+               formats=formats)
+    ref, cols = load_graph(path), index_graph(path)
+    assert cols.num_nodes == ref.num_nodes and cols.num_edges == ref.num_edges
+    for name, col, want in (("src", cols.src, ref.src), ("dst", cols.dst, ref.dst), ("w", cols.edata["w"],
+                                                                                      ref.edata["w"])):
+        got = np.concatenate([col.read(a, b) for a, b in pieces(col.rows, SMALL_PIECE)])
+        assert np.array_equal(got, want), name
+    save_tensor_dict(tmp_path / "t.dgl", {"x": rng.random((10, 2)), "y": np.arange(7)})
+    tensors = index_tensor_dict(tmp_path / "t.dgl")
+    assert np.array_equal(tensors["x"].read(3, 9), load_tensor_dict(tmp_path / "t.dgl")["x"][3:9])
+    (tmp_path / "t.dgl").write_bytes((tmp_path / "t.dgl").read_bytes()[:-8])
+    with pytest.raises(InputError, match="t.dgl"):
+        index_tensor_dict(tmp_path / "t.dgl")
