@@ -369,3 +369,20 @@ def test_indexed_graph_reads_like_the_loader(tmp_path, formats):
     (tmp_path / "t.dgl").write_bytes((tmp_path / "t.dgl").read_bytes()[:-8])
     with pytest.raises(InputError, match="t.dgl"):
         index_tensor_dict(tmp_path / "t.dgl")
+
+
+def test_piece_size_does_not_change_the_report(mag_set, tmp_path, monkeypatch):
+    """Tampered set: the same problems and figures whether partitions are read in tiny pieces or in one."""
+    from graphshard.validate import lazy
+
+    config, md = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    for tamper in (change_feature_row, move_edge_to_halo, drop_halo_in_edge, orig_not_permutation):
+        tamper(out / config.name)
+    reports = []
+    for piece in (SMALL_PIECE, 1 << 21):
+        monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
+        reports.append(validate(out / config.name, md))
+    assert not reports[0]["ok"] and reports[0]["problems"] == reports[1]["problems"]
+    assert reports[0]["quality"] == reports[1]["quality"]
