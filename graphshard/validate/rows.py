@@ -5,7 +5,8 @@ Per edge type: (original edge ID, new src, new dst) of its inner edges, where th
 `start + i` has original ID `orig_eids[type][i]` (DGL's meaning of the file). Per feature: row i of the tensor and
 `orig_nids`/`orig_eids[type][i]`. A sink receives `take(kind, key, n, rank, orig, rows)` per piece, `rank` being
 the rows' positions 0..n-1 in new-ID order (or the first position, an int, when they are consecutive), after
-`declare(kind, key, n)` once per key (also for keys with no rows). Edge rows come as a list of two int64 columns (new src, new dst): `stacked` makes the (n, 2) rows where needed.
+`declare(kind, key, n)` once per key (also for keys with no rows). Edge rows come as a list of two int64 columns
+(new src, new dst): `stacked` makes the (n, 2) rows where needed.
 """
 
 from __future__ import annotations

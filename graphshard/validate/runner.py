@@ -56,20 +56,19 @@ def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode:
         return problems
     data = load_part(layout, part, with_feats=compare and setup.full)
     view = checks.make_view(data.graph, part, layout.rel(part, "part_graph")) if data.graph is not None else None
-    tallies, sink = [], _FullCompare(layout, graph, setup.scratch, part) if compare and setup.full else None
-    if levels and view is not None:
-        tallies.append(Levels(view, data.graph, layout, setup.scratch, broken))
-    if sink is not None and view is not None and data.orig_eids is not None:
-        tallies.append(EdgeRows(data, view, layout, sink))
-    if tallies:
-        try:
-            for e in edge_pieces(data.graph):
-                for tally in tallies:
-                    tally.add(e)
-        except EndsOutside:  # reported by phase one
-            tallies = []
-    if levels and tallies and isinstance(tallies[0], Levels):
-        problems += tallies[0].problems()
+    sink = _FullCompare(layout, graph, setup.scratch, part) if compare and setup.full else None
+    halo = Levels(view, data.graph, layout, setup.scratch, broken) if levels and view is not None else None
+    with_rows = sink is not None and view is not None and data.orig_eids is not None
+    rows = EdgeRows(data, view, layout, sink) if with_rows else None
+    tallies = [t for t in (halo, rows) if t is not None]
+    try:
+        for piece in edge_pieces(data.graph) if tallies else ():
+            for tally in tallies:
+                tally.add(piece)
+        if halo is not None:
+            problems += halo.problems()
+    except EndsOutside:  # reported by phase one
+        pass
     if sink is not None:
         feature_rows(data, layout, sink)
         problems += sink.problems()

@@ -1,5 +1,5 @@
-"""Phase one, one task per partition, one pass over its files (edges piece by piece: validate/edges.py): the single-partition checks, the quality
-figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
+"""Phase one, one task per partition, one pass over its files (edges piece by piece: validate/edges.py): the
+single-partition checks, the quality figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
 scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
 """
 
@@ -108,25 +108,21 @@ def _edge_pass(data: PartData, v: checks.NodeView, layout: Layout, setup: ScanSe
     """Every per-edge check of phase one in one pass over the edges, piece by piece."""
     g, hops = data.graph, layout.halo_hops
     node_owner = owners(layout.node_ranges, v.nid)[0].astype(owner_dtype(layout.num_parts))  # small: fast gathers
-    tallies = [edges.InnerEdges(v, layout), edges.EdgeTypes(v, layout), edges.Stats(v, layout, node_owner)]
-    if hops >= 1:
-        tallies += [edges.HaloRule(v, hops, edges.halo_levels(v, g, hops) if hops >= 2 else None),
-                    edges.CutSums(v, layout, node_owner)]
-    if setup.level_arrays:
-        tallies.append(edges.LevelArrays(v, layout, setup.scratch))
-    if sink is not None and data.orig_eids is not None:
-        tallies.append(EdgeRows(data, v, layout, sink))
-    for e in edges.edge_pieces(g):
+    inner, types, stats = edges.InnerEdges(v, layout), edges.EdgeTypes(v, layout), edges.Stats(v, layout, node_owner)
+    rule = edges.HaloRule(v, hops, edges.halo_levels(v, g, hops) if hops >= 2 else None) if hops >= 1 else None
+    cut = edges.CutSums(v, layout, node_owner) if hops >= 1 else None
+    levels = edges.LevelArrays(v, layout, setup.scratch) if setup.level_arrays else None
+    rows = EdgeRows(data, v, layout, sink) if sink is not None and data.orig_eids is not None else None
+    tallies = [t for t in (inner, types, stats, rule, cut, levels, rows) if t is not None]
+    for piece in edges.edge_pieces(g):
         for tally in tallies:
-            tally.add(e)
-    del e
-    inner, types, stats = tallies[:3]
+            tally.add(piece)
     summary["stats"] = stats.figures(data.file_bytes)
     summary["halo_edge_count"] = int(stats.halo_edges.sum())
     if hops >= 1:
-        summary["halo_rule"], summary["cut"] = tallies[3].result(), tallies[4].result()
-    if setup.level_arrays:
-        tallies[5].finish()
+        summary["halo_rule"], summary["cut"] = rule.result(), cut.result()
+    if levels is not None:
+        levels.finish()
     return inner.problems(g) + types.problems()
 
 
