@@ -1,6 +1,6 @@
 """Phase one, one task per partition, one pass over its files (edges piece by piece: validate/edges.py): the
-single-partition checks, the quality figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
-scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
+single-partition checks, the quality figures, the partition side of the input checksums (and the sampled rows), and
+this partition's part of the shared scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
 """
 
 from __future__ import annotations
