@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import RowIndex, read_edge_chunk, read_rows, reader_for
+from graphshard.formats.readers import RowIndex, edge_ids_problem, id_problems, read_edge_chunk, read_rows, reader_for
 from graphshard.validate import hashing, lazy
 from graphshard.validate.layout import Layout
 from graphshard.validate.lazy import pieces
@@ -159,13 +159,18 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
     start = int(offsets[chunk])
     table = reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format)
     ends = RowIndex.of(graph, graph.edges[typ]) if kind == "edge_feat" else None
+    if kind == "edges" and table.size and (problem := edge_ids_problem(
+            graph.path(spec.data[chunk]), f"edges['{typ}'].data[{chunk}]", spec.format, table.shape[1:],
+            table.dtype)) is not None:
+        raise problem
     sums = [0] * layout.num_parts
     rows_total = int(table.shape[0]) if table.ndim else 0
     for a, b in pieces(rows_total, max(1, lazy.PIECE_ROWS * 16 // max(_row_bytes(table), 1))):
         rows = np.asarray(table[a:b])
         if kind == "edges":
-            _check_edge_table(graph, typ, chunk, rows)
             src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+            if id_problems(graph, typ, chunk, src, dst):
+                read_edge_chunk(graph, typ, chunk)  # raises the InputError naming the chunk's first bad row
             rows, owner = new_ends(scratch, layout, typ, src, dst), owner_of(scratch, layout, typ.split(":")[2], dst)
         elif kind == "node_feat":
             owner = owner_of(scratch, layout, typ, np.arange(start + a, start + b, dtype=np.int64))
@@ -181,8 +186,3 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
 def _row_bytes(table) -> int:
     return int(np.prod(table.shape[1:], dtype=np.int64)) * table.dtype.itemsize if table.ndim else 1
 
-
-def _check_edge_table(graph: ChunkedGraph, etype: str, chunk: int, rows: np.ndarray) -> None:
-    """The checks `read_edge_chunk` makes on a chunk's (src, dst) columns."""
-    if rows.size and (rows.ndim != 2 or rows.shape[1] < 2 or not np.issubdtype(rows.dtype, np.integer)):
-        read_edge_chunk(graph, etype, chunk)  # raises the reader's InputError naming the file
