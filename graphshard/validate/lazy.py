@@ -1,15 +1,14 @@
 """DGL binary files indexed instead of loaded: where each array lies in the file, read later by row ranges.
 
 Validation streams a partition piece by piece (`PIECE_ROWS` rows at a time) so that a worker never holds all of a
-partition's edge arrays. Indexing walks the same structure as `graphshard.formats.dgl_binary` (and raises the same
-InputErrors for bad magics or truncated files, since it reads every header and the trailer) but seeks over the data.
+partition's edge arrays. Indexing is `graphshard.formats.dgl_binary`'s own walk (the same InputErrors for bad magics
+or truncated files: it reads every header and the trailer) told to note where arrays lie and seek over their data.
 A `graph.dgl` whose edges are not stored as COO in edge-ID order (DGL may save CSC/CSR only) is loaded whole instead.
 """
 
 from __future__ import annotations
 
 import ctypes
-import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,47 +110,14 @@ def byte_pieces(col: Column) -> Iterator[tuple[int, int]]:
     return pieces(col.rows, max(1, PIECE_ROWS * 8 // max(row_bytes, 1)))
 
 
-class _Indexer(dgb._Reader):  # noqa: SLF001 - the same parser, seeking over array data instead of reading it
-    def ndarray(self, what: str) -> Column:
-        magic, _, device, _, ndim = self.unpack(dgb._NDARRAY_HEAD, what)
-        if magic != dgb.NDARRAY_MAGIC:
-            raise InputError(self.path, what, f"NDArray magic {dgb.NDARRAY_MAGIC:#x}", f"{magic:#x}")
-        code, bits, lanes = self.unpack(dgb._DTYPE, what)
-        if device != 1 or code not in dgb._CODE_TO_KIND or lanes != 1 or bits % 8:
-            raise InputError(self.path, what, "a CPU array of int, uint or float with 1 lane",
-                             f"device {device}, type code {code}, {bits} bits, {lanes} lanes")
-        dtype = np.dtype(f"<{dgb._CODE_TO_KIND[code]}{bits // 8}")
-        shape = struct.unpack(f"<{ndim}q", self.raw(8 * ndim, what))
-        nbytes = self.i64(what)
-        if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise InputError(self.path, what, f"{int(np.prod(shape))} x {dtype.itemsize} data bytes", nbytes)
-        col = Column(dtype, tuple(shape), self.path, self.f.tell())
-        self.f.seek(nbytes, 1)
-        return col
+def _column(path: Path, at: dgb.ArrayIndex) -> Column:
+    return Column(at.dtype, tuple(at.shape), path, at.offset)
 
 
 def index_tensor_dict(path: str | Path) -> dict[str, Column]:
     """{name: Column} of a DGL tensor-dict file (node_feat.dgl, orig_eids.dgl, ...)."""
     path = Path(path)
-    try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise InputError(path, None, "a readable DGL tensor file", err.strerror) from None
-    with f:
-        r = _Indexer(f, path)
-        r.magic(dgb.TENSOR_DICT_MAGIC, "tensor dict header")
-        count = r.u64("tensor count")
-        tensors = r.named_tensors("tensors")
-        if len(tensors) != count:
-            raise InputError(path, "tensor count", f"{count} tensors", len(tensors))
-        if Path(path).stat().st_size < _end(tensors):
-            raise InputError(path, "tensors", "all data bytes", "end of file (truncated)")
-        return tensors
-
-
-def _end(columns: dict[str, Column]) -> int:
-    return max((c.offset + c.rows * int(np.prod(c.shape[1:], dtype=np.int64)) * c.dtype.itemsize
-                for c in columns.values()), default=0)
+    return {name: _column(path, at) for name, at in dgb.index_tensor_dict(path).items()}
 
 
 @dataclass
@@ -169,58 +135,16 @@ class GraphColumns:
         return self.src.rows
 
 
-def _index_sections(r: _Indexer, path: Path) -> dict:
-    """The format sections (name -> (rows, cols, columns)) of an opened graph file, up to the node counts."""
-    r.magic(dgb.GRAPH_FILE_MAGIC, "file header")
-    version, graph_type, num_graphs = r.u64("version"), r.u64("graph type"), r.u64("number of graphs")
-    if (version, graph_type, num_graphs) != (dgb.GRAPH_FILE_VERSION, dgb.HETERO_GRAPH_TYPE, 1):
-        raise InputError(path, "file header", "version 2 heterograph file with 1 graph",
-                         f"version {version}, type {graph_type}, {num_graphs} graphs")
-    r.f.seek(dgb.HEADER_SIZE)
-    r.f.seek(r.u64("graph data offset"))
-    r.magic(dgb.HETEROGRAPH_MAGIC, "heterograph")
-    r.metagraph("metagraph")
-    if (n_rel := r.u64("relation graphs")) != 1:
-        raise InputError(path, "relation graphs", "a homogeneous graph (1 relation)", n_rel)
-    r.magic(dgb.UNIT_GRAPH_MAGIC, "unit graph")
-    saved = r.i64("saved formats")
-    r.i64("allowed formats")
-    saved = saved & 0xFFFFFFFF if saved >> 32 else dgb._LEGACY_FORMAT.get(saved, 0)
-    sections = {}
-    for name, code in dgb.FORMAT_CODES.items():
-        if saved & code:
-            r.metagraph(f"{name} metagraph")
-            magic, flags = (dgb.COO_MAGIC, 2) if name == "coo" else (dgb.CSR_MAGIC, 1)
-            sections[name] = r.sparse(magic, name, 3, flags)
-    if not sections:
-        raise InputError(path, "saved formats", "at least one of coo, csc, csr", saved)
-    return sections
-
-
 def index_graph(path: str | Path) -> GraphColumns:
     """Index a homogeneous `graph.dgl`; loaded whole (as held columns) unless it stores COO in edge-ID order."""
     path = Path(path)
-    try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise InputError(path, None, "a readable DGL graph file", err.strerror) from None
-    with f:
-        r = _Indexer(f, path)
-        sections = _index_sections(r, path)
-        n_types = r.u64("node types")
-        nodes_per_type = struct.unpack(f"<{n_types}q", r.raw(8 * n_types, "nodes per type"))
-        ndata = [r.named_tensors("node data") for _ in range(r.u64("node data"))]
-        edata = [r.named_tensors("edge data") for _ in range(r.u64("edge data"))]
-        ntypes, etypes = r.strings("node type names"), r.strings("edge type names")
-        r.trailer()
-    if len(ntypes) != 1 or len(etypes) != 1:
-        raise InputError(path, "types", "a homogeneous graph (1 node type, 1 edge type)", f"{ntypes}, {etypes}")
-    coo = sections.get("coo")
-    if coo is None or coo[2][2].rows or coo[2][0].dtype != np.int64 or coo[2][1].dtype != np.int64:
+    parts = dgb.index_graph(path)
+    coo = parts.sections.get("coo")
+    if coo is None or coo[2][2].shape[0] or coo[2][0].dtype != np.int64 or coo[2][1].dtype != np.int64:
         g = dgb.load_graph(path)
         return GraphColumns(g.num_nodes, held(g.src), held(g.dst), {k: held(v) for k, v in g.ndata.items()},
                             {k: held(v) for k, v in g.edata.items()})
-    num_rows, _, (src, dst, _) = coo
-    ndata_cols = {k: held(c.read()) for k, c in (ndata[0] if ndata else {}).items()}  # per node: small, read now
-    return GraphColumns(int(nodes_per_type[0]) if nodes_per_type else num_rows, src, dst, ndata_cols,
-                        edata[0] if edata else {})
+    src, dst, _ = coo[2]
+    ndata = {k: held(_column(path, at).read()) for k, at in parts.ndata.items()}  # per node: small, read now
+    return GraphColumns(parts.num_nodes, _column(path, src), _column(path, dst), ndata,
+                        {k: _column(path, at) for k, at in parts.edata.items()})
