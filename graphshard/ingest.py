@@ -13,9 +13,9 @@ from pathlib import Path
 from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import id_problems, read_edge_chunk, reader_for
+from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
 from graphshard.fsutil import hash_file
-from graphshard.precheck import FileStat, feature_problems, feature_specs, file_stat, with_field
+from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
 
 
 def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
@@ -27,17 +27,12 @@ def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
 def check_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> list[GraphshardError]:
     """One edge file: readable, 2 integer columns with src/dst within their types, the row count of
     num_edges_per_chunk."""
-    field = f"edges['{etype}'].data[{chunk}]"
-    path = graph.path(graph.edges[etype].data[chunk])
     try:
         src, dst = read_edge_chunk(graph, etype, chunk, check_ids=False)
     except InputError as err:
-        return [with_field(err, field)]
-    expected = graph.num_edges_per_chunk[graph.etype_id(etype)][chunk]
-    problems: list[GraphshardError] = []
-    if len(src) != expected:
-        problems.append(InputError(path, field, f"{expected} rows (num_edges_per_chunk)", f"{len(src)} rows"))
-    return problems + id_problems(graph, etype, chunk, src, dst)
+        return [with_field(err, edge_field(etype, chunk))]
+    rows_problem = edge_rows_problem(graph, etype, chunk, len(src))
+    return ([rows_problem] if rows_problem is not None else []) + id_problems(graph, etype, chunk, src, dst)
 
 
 def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:

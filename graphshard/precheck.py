@@ -17,7 +17,7 @@ import numpy as np
 from graphshard.errors import GraphshardError, InputError, ProblemList
 from graphshard.formats.assignment import META_FILE, read_meta
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, load_metadata
-from graphshard.formats.readers import (CSV_SCAN_LIMIT, READERS, VALID_KINDS, Header, edge_ids_problem,
+from graphshard.formats.readers import (CSV_SCAN_LIMIT, READERS, VALID_KINDS, Header, edge_field, edge_ids_problem,
                                        not_numeric_problem, reader_for)
 
 
@@ -84,23 +84,26 @@ def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) ->
         raise with_field(err, field) from None
 
 
+def edge_rows_problem(graph: ChunkedGraph, etype: str, chunk: int, rows: int | None) -> InputError | None:
+    """An edge chunk's row count against the metadata's num_edges_per_chunk; None when equal or not counted."""
+    expected = graph.num_edges_per_chunk[graph.etype_id(etype)][chunk]
+    if rows is None or rows == expected:
+        return None
+    return InputError(graph.path(graph.edges[etype].data[chunk]), edge_field(etype, chunk),
+                      f"{expected} rows (num_edges_per_chunk)", f"{rows} rows")
+
+
 def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError | None:
     """One edge chunk from its header: the metadata's row count, exactly two integer ID columns."""
-    spec, t = graph.edges[etype], graph.etype_id(etype)
-    path, field = graph.path(spec.data[chunk]), f"edges['{etype}'].data[{chunk}]"
+    spec, field = graph.edges[etype], edge_field(etype, chunk)
     try:
         head = _header(graph, spec, chunk, field)
     except InputError as err:
         return err
-    expected = graph.num_edges_per_chunk[t][chunk]
-    if head.rows == 0 and expected == 0:
+    if head.rows == 0 and graph.num_edges_per_chunk[graph.etype_id(etype)][chunk] == 0:
         return None
-    problem = edge_ids_problem(path, field, spec.format, head.row_shape, head.dtype)
-    if problem is not None:
-        return problem
-    if head.rows is not None and head.rows != expected:
-        return InputError(path, field, f"{expected} rows (num_edges_per_chunk)", f"{head.rows} rows")
-    return None
+    problem = edge_ids_problem(graph.path(spec.data[chunk]), field, spec.format, head.row_shape, head.dtype)
+    return problem if problem is not None else edge_rows_problem(graph, etype, chunk, head.rows)
 
 
 def _feature_stat(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:

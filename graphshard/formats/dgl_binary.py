@@ -274,8 +274,9 @@ class _Reader:
             raise InputError(self.path, what, "a CPU array (device type 1)", device)
         code, bits, lanes = self.unpack(_DTYPE, what)
         if code not in _CODE_TO_KIND or lanes != 1 or bits % 8:
-            raise InputError(self.path, what, "an int, uint or float dtype with 1 lane", f"type code {code}, "
-                             f"{bits} bits, {lanes} lanes" + (" (bfloat16 has no numpy dtype)" if code == _BFLOAT_CODE else ""))
+            bfloat = " (bfloat16 has no numpy dtype)" if code == _BFLOAT_CODE else ""
+            raise InputError(self.path, what, "an int, uint or float dtype with 1 lane",
+                             f"type code {code}, {bits} bits, {lanes} lanes{bfloat}")
         dtype = np.dtype(f"<{_CODE_TO_KIND[code]}{bits // 8}")
         shape = struct.unpack(f"<{ndim}q", self.raw(8 * ndim, what))
         nbytes = self.i64(what)

@@ -212,6 +212,11 @@ def not_numeric_problem(path: Path, fmt: FileFormat, field: str, dtype: np.dtype
     return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
 
 
+def edge_field(etype: str, chunk: int) -> str:
+    """The metadata field naming an edge chunk file, as messages show it."""
+    return f"edges['{etype}'].data[{chunk}]"
+
+
 def edge_ids_problem(path: Path, field: str, fmt: FileFormat, row_shape: tuple[int, ...],
                      dtype: np.dtype) -> InputError | None:
     """An edge file must hold exactly two integer ID columns, src and dst (parquet: at least two, the first two used,
@@ -234,23 +239,30 @@ def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, ds
         n = graph.num_nodes(ntype)
         if len(ids) and (ids.min() < 0 or ids.max() >= n):
             bad = np.flatnonzero((ids < 0) | (ids >= n))
-            problems.append(InputError(path, f"edges['{etype}'].data[{chunk}] {end}", f"{ntype} IDs in [0, {n})",
+            problems.append(InputError(path, f"{edge_field(etype, chunk)} {end}", f"{ntype} IDs in [0, {n})",
                                        f"{len(bad)} out of range, first {int(ids[bad[0]])} at row {int(bad[0])}"))
     return problems
+
+
+def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
+    """One edge chunk file as its reader returns it (numpy: memory-mapped), checked to hold the 2 integer ID
+    columns when it has rows."""
+    spec = graph.edges[etype]
+    path = graph.path(spec.data[chunk])
+    arr = reader_for(spec.format).table(path, spec.format)
+    if arr.size and (problem := edge_ids_problem(path, edge_field(etype, chunk), spec.format, arr.shape[1:],
+                                                 arr.dtype)) is not None:
+        raise problem
+    return arr
 
 
 def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
                     check_ids: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2 columns and (`check_ids`) the IDs'
     ranges."""
-    spec = graph.edges[etype]
-    path = graph.path(spec.data[chunk])
-    arr = reader_for(spec.format).table(path, spec.format)
+    arr = edge_table(graph, etype, chunk)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    field = f"edges['{etype}'].data[{chunk}]"
-    if (problem := edge_ids_problem(path, field, spec.format, arr.shape[1:], arr.dtype)) is not None:
-        raise problem
     src, dst = np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
     problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
     if problems:

@@ -15,28 +15,27 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import RowIndex, edge_ids_problem, id_problems, read_edge_chunk, read_rows, reader_for
-from graphshard.validate import hashing, lazy
+from graphshard.formats.readers import RowIndex, edge_table, id_problems, read_chunk, read_edge_chunk, read_rows
+from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
-from graphshard.validate.lazy import pieces
+from graphshard.validate.lazy import byte_pieces
 from graphshard.validate.problems import Problem
 from graphshard.validate.scratch import Scratch
 
 
 def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex) -> np.ndarray:
     """Input rows at global row positions `ids`, reading one chunk file at a time (numpy chunks are memory-mapped)."""
-    reader = reader_for(spec.format)
     chunk = np.searchsorted(index.offsets, ids, side="right") - 1
     out = None
     for c in np.unique(chunk):
-        table = reader.table(graph.path(spec.data[c]), spec.format)
+        table = read_chunk(graph, spec, c)
         sel = np.flatnonzero(chunk == c)
         rows = np.asarray(table[ids[sel] - index.offsets[c]])
         if out is None:
             out = np.empty((ids.shape[0],) + rows.shape[1:], dtype=rows.dtype)
         out[sel] = rows
     if out is None:
-        out = np.asarray(reader.table(graph.path(spec.data[0]), spec.format)[:0])
+        out = read_chunk(graph, spec, 0)[:0]
     return out
 
 
@@ -157,15 +156,10 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
     spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, f"{typ}/{feat}")
     offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else RowIndex.of(graph, spec).offsets
     start = int(offsets[chunk])
-    table = reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format)
+    table = edge_table(graph, typ, chunk) if kind == "edges" else read_chunk(graph, spec, chunk)
     ends = RowIndex.of(graph, graph.edges[typ]) if kind == "edge_feat" else None
-    if kind == "edges" and table.size and (problem := edge_ids_problem(
-            graph.path(spec.data[chunk]), f"edges['{typ}'].data[{chunk}]", spec.format, table.shape[1:],
-            table.dtype)) is not None:
-        raise problem
     sums = [0] * layout.num_parts
-    rows_total = int(table.shape[0]) if table.ndim else 0
-    for a, b in pieces(rows_total, max(1, lazy.PIECE_ROWS * 16 // max(_row_bytes(table), 1))):
+    for a, b in byte_pieces(table, scale=2):
         rows = np.asarray(table[a:b])
         if kind == "edges":
             src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
@@ -181,8 +175,4 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
         sums = [hashing.add(x, y) for x, y in zip(sums, hashing.hash_sums_by_owner(ids, rows, owner,
                                                                                    layout.num_parts))]
     return {(kind, typ if kind == "edges" else f"{typ}/{feat}"): sums}
-
-
-def _row_bytes(table) -> int:
-    return int(np.prod(table.shape[1:], dtype=np.int64)) * table.dtype.itemsize if table.ndim else 1
 

@@ -104,10 +104,10 @@ def pieces(rows: int, size: int | None = None) -> Iterator[tuple[int, int]]:
         yield start, min(rows, start + size)
 
 
-def byte_pieces(col: Column) -> Iterator[tuple[int, int]]:
-    """Row ranges of a column holding about as many bytes as PIECE_ROWS int64 values."""
-    row_bytes = int(np.prod(col.shape[1:], dtype=np.int64)) * col.dtype.itemsize
-    return pieces(col.rows, max(1, PIECE_ROWS * 8 // max(row_bytes, 1)))
+def byte_pieces(arr: Column | np.ndarray, scale: int = 1) -> Iterator[tuple[int, int]]:
+    """Row ranges of a column (or array) holding about `scale` times as many bytes as PIECE_ROWS int64 values."""
+    row_bytes = int(np.prod(arr.shape[1:], dtype=np.int64)) * arr.dtype.itemsize
+    return pieces(arr.shape[0] if arr.shape else 0, max(1, scale * PIECE_ROWS * 8 // max(row_bytes, 1)))
 
 
 def _column(path: Path, at: dgb.ArrayIndex) -> Column:
