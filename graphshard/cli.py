@@ -13,7 +13,7 @@ import sys
 from graphshard import __version__
 from graphshard.errors import GraphshardError
 
-COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve"]
+COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server"]
 
 
 def _add_command(sub: argparse._SubParsersAction, name: str) -> None:

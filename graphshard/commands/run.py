@@ -20,15 +20,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows.env import check_api, prefect_environment
+    from graphshard.flows import server
+    from graphshard.flows.env import connect
     from graphshard.flows.publish import published_by
 
     cfg = load_config(args.config, args.overrides)
     check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
-    check_api()
-    prefect_environment(cfg.work)
+    pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
     from graphshard.flows.pipeline import run_pipeline  # imports Prefect: only after its environment is set
     from graphshard.flows.report import summary_line
+
+    if pending is not None:
+        server.ensure(pending)
 
     summary = run_pipeline(args.config, args.overrides, args.from_step, args.force)
     print(summary_line(summary))

@@ -20,11 +20,11 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.states import State
 
-from graphshard.cluster import dask_client
 from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
 from graphshard.flows import progress, report
 from graphshard.flows.cache import StepStore
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.flows.publish import published_by
 from graphshard.tasks.assign import assign_task
 from graphshard.tasks.ingest import ingest_task
@@ -45,7 +45,9 @@ def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
     return forced | set(force or [])
 
 
-def _announce_dashboard(client) -> None:
+def _cluster_started(client) -> None:
+    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks."""
+    progress.install(client)
     link = client.dashboard_link
     get_run_logger().info("Dask dashboard: %s", link)
     if link:
@@ -81,13 +83,11 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         states[name] = state
         return state.result()
 
-    with dask_client(cfg.cluster.spec()) as client:
-        _announce_dashboard(client)
-        progress.install(client)
-        ingested = step("ingest", ingest_task, cfg, graph, store, client)
-        assigned = step("assign", assign_task, cfg, graph, store, ingested, client)
-        shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, client)
-        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, client)
+    with ClusterOnDemand(cfg.cluster.spec(), on_start=_cluster_started) as cluster:  # none if every step is cached
+        ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
+        assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
+        shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
+        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
                      if cfg.validate_.enabled else None)
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
