@@ -10,7 +10,7 @@ from pathlib import Path
 from distributed import Client
 from prefect import task
 
-from graphshard import assign, validate
+from graphshard import assign
 from graphshard.config import PipelineConfig
 from graphshard.errors import GraphshardError
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
@@ -27,6 +27,8 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
     Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads).
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
+    from graphshard import validate  # imported here: its report writer loads matplotlib, which a cached run skips
+
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
                                assignment_report=assignment_report, scratch_dir=stage)
