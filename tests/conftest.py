@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from graphshard.generate import GENERATORS
+
+# Command log files (graphshard.logs) of the test session go to a temporary folder, not ~/.graphshard.
+os.environ.setdefault("GRAPHSHARD_LOG_DIR", tempfile.mkdtemp(prefix="graphshard-test-logs-"))
 
 
 @pytest.fixture(scope="session")
