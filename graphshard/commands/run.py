@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from graphshard import logs
 from graphshard.config import STEPS, check_config, load_config
 
 NAME = "run"
@@ -27,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
     check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
     pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
+    logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
     from graphshard.flows.pipeline import run_pipeline  # imports Prefect: only after its environment is set
     from graphshard.flows.report import summary_line
 

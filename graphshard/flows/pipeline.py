@@ -20,6 +20,7 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.states import State
 
+from graphshard import logs
 from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
 from graphshard.flows import progress, report
@@ -34,6 +35,7 @@ from graphshard.tasks.validate import validate_task
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
+logs.quiet_on_terminal("prefect")  # a failed run is graphshard's one line; Prefect's own failure logs go to the file
 
 
 def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
