@@ -99,11 +99,14 @@ def measure(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict
     results: dict[str, dict] = {}
     cold = write_config(root / "cold", metadata, parts)
     results["run_cold"] = timed([*gs, "run", str(cold)], env, root / "run_cold.log")
+    server = psutil.Process(json.loads((Path(env["GRAPHSHARD_HOME"]) / "prefect" / "server.json").read_text())["pid"])
+    time.sleep(5)  # let the new server finish its start-up work
     warm = write_config(root / "warm", metadata, parts)
+    busy = sum(server.cpu_times()[:2])
     results["run_warm"] = timed([*gs, "run", str(warm)], env, root / "run_warm.log")
+    results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
     results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
-    server = json.loads((Path(env["GRAPHSHARD_HOME"]) / "prefect" / "server.json").read_text())
-    results["server"] = {"wall": 0.0, "peak": _hwm(psutil.Process(server["pid"]))}
+    results["server"] = {"wall": 0.0, "peak": _hwm(server)}
     shutil.rmtree(root / "cold"), shutil.rmtree(root / "warm")
 
     steps = root / "steps"

@@ -23,12 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from graphshard.flows import server
     from graphshard.flows.env import connect
-    from graphshard.flows.publish import published_by
+    from graphshard.flows.ondemand import prestart
+    from graphshard.flows.publish import RECORD, published_by
 
     cfg = load_config(args.config, args.overrides)
     check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
     pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
     logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
+    if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
+        prestart(cfg.cluster.spec())
     from graphshard.flows.pipeline import run_pipeline  # imports Prefect: only after its environment is set
     from graphshard.flows.report import summary_line
 
