@@ -106,6 +106,8 @@ def measure(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict
     results["run_warm"] = timed([*gs, "run", str(warm)], env, root / "run_warm.log")
     results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
     results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
+    results["run_cached_ephemeral"] = timed([*gs, "run", str(warm)], {**env, "GRAPHSHARD_PREFECT": "ephemeral"},
+                                            root / "run_cached_ephemeral.log")  # the design replaced: per-run server
     results["server"] = {"wall": 0.0, "peak": _hwm(server)}
     shutil.rmtree(root / "cold"), shutil.rmtree(root / "warm")
 
@@ -141,6 +143,7 @@ def dgl_run(root: Path, metadata: Path, parts: int) -> dict | None:
 ROWS = [("run_cold", "`graphshard run`, first: starts the Prefect server (cold), nothing cached"),
         ("run_warm", "`graphshard run`, server up, nothing cached"),
         ("run_cached", "`graphshard run` again, every step Cached"),
+        ("run_cached_ephemeral", "the same cached run with `GRAPHSHARD_PREFECT=ephemeral` (temporary server per run)"),
         ("assign_cli", "`graphshard assign` (CLI process)"),
         ("dispatch_cli", "`graphshard dispatch` (CLI process, orig-ID files)"),
         ("validate_cli", "`graphshard validate --input` (CLI process)"),

@@ -13,6 +13,7 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -52,6 +53,7 @@ def _cluster_started(client) -> None:
     progress.install(client)
     link = client.dashboard_link
     get_run_logger().info("Dask dashboard: %s", link)
+    print(f"Dask dashboard: {link}", file=sys.stderr)  # on the terminal too, beside the steps' progress bars
     if link:
         create_link_artifact(link, link_text="Dask dashboard", key="graphshard-dask-dashboard",
                              description="Dask dashboard of this run's cluster")
