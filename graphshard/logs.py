@@ -66,6 +66,7 @@ def _for_terminal(record: logging.LogRecord) -> bool:
 
 def setup(command: str, debug: bool = False) -> Path:
     """Log to a fresh file for this command run and to the terminal (warnings only unless `debug`)."""
+    _state["debug"] = False  # an earlier command's --debug (tests run several in one process) does not carry over
     _state["debug"] = debug or debug_enabled()
     root = logging.getLogger()
     root.setLevel(logging.INFO)  # other libraries' INFO and up; graphshard's own DEBUG (tracebacks) too

@@ -10,18 +10,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from graphshard import cli
 from graphshard.assign import AssignOptions, assign
 
 
-def _graph_missing_a_chunk(make_graph, tmp_path: Path) -> tuple[Path, Path]:
+def _graph_with_a_bad_id(make_graph, tmp_path: Path) -> tuple[Path, Path]:
     src = make_graph("rmat", nodes=300, edges=3000, chunks=2, seed=5).parent
     graph = tmp_path / "graph"
     shutil.copytree(src, graph)
     asg = assign(graph / "metadata.json", tmp_path / "asg", 2, AssignOptions())
-    next(iter(sorted((graph / "edges").iterdir()))).unlink()  # found only when a dispatch task reads it
+    chunk = next(iter(sorted((graph / "edges").iterdir())))
+    edges = np.load(chunk)
+    edges[5, 1] = 300  # headers are sound: found only when a dispatch task reads the chunk
+    np.save(chunk, edges)
     return graph, asg
 
 
@@ -33,13 +37,14 @@ def _dispatch(graph: Path, asg: Path, out: Path, logs: Path, *extra: str) -> sub
 
 
 def test_task_failure_is_one_line_with_the_traceback_in_the_log(make_graph, tmp_path):
-    graph, asg = _graph_missing_a_chunk(make_graph, tmp_path)
+    graph, asg = _graph_with_a_bad_id(make_graph, tmp_path)
     proc = _dispatch(graph, asg, tmp_path / "out", tmp_path / "logs")
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert re.match(r"graphshard dispatch: error: .*_N___E___N-0\.npy: expected an existing chunk file, found no such "
-                    r"file \(details: (.+\.log)\)$", lines[0])
+    assert re.match(r"graphshard dispatch: error: .*_N___E___N-0\.npy: field 'edges\['_N:_E:_N'\]\.data\[0\] dst': "
+                    r"expected _N IDs in \[0, 300\), found 1 out of range, first 300 at row 5 \(details: (.+\.log)\)$",
+                    lines[0])
     log = Path(re.search(r"details: (.+\.log)\)$", lines[0]).group(1))
     assert log.parent == tmp_path / "logs"
     text = log.read_text()
@@ -48,7 +53,7 @@ def test_task_failure_is_one_line_with_the_traceback_in_the_log(make_graph, tmp_
 
 
 def test_debug_prints_the_traceback(make_graph, tmp_path):
-    graph, asg = _graph_missing_a_chunk(make_graph, tmp_path)
+    graph, asg = _graph_with_a_bad_id(make_graph, tmp_path)
     proc = _dispatch(graph, asg, tmp_path / "out", tmp_path / "logs", "--debug")
     assert proc.returncode != 0
     assert "Traceback" in proc.stderr and "InputError" in proc.stderr

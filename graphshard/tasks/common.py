@@ -29,14 +29,16 @@ class ArtifactProgress:
     """A Prefect progress artifact per step, updated with the share of the step's Dask tasks that finished."""
 
     def __init__(self, step: str):
+        self.step = step
         self.id = create_progress_artifact(0.0, key=f"graphshard-{step}-progress",
                                            description=f"{step}: Dask tasks finished / submitted")
         self._last = -1.0
 
-    def __call__(self, done: int, submitted: int) -> None:
+    def __call__(self, done: int, submitted: int, doing: str = "") -> None:
         pct = round(100.0 * done / submitted, 1) if submitted else 0.0
         if pct != self._last:
-            update_progress_artifact(self.id, pct)
+            update_progress_artifact(self.id, pct, description=f"{self.step}: {done}/{submitted} Dask tasks finished"
+                                     + (f"; running {doing}" if doing and done < submitted else ""))
             self._last = pct
 
     def close(self) -> None:

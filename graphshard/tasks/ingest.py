@@ -15,19 +15,17 @@ from prefect.states import State
 
 from graphshard import ingest
 from graphshard.config import PipelineConfig
-from graphshard.errors import ProblemList
 from graphshard.flows.cache import StepResult, StepStore, step_key
 from graphshard.flows.manifest import HashCache, graph_files
 from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.precheck import refuse
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
 
 def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
     """Check the graph (all problems at once) and write its fingerprint and summary into `stage`."""
-    problems = ingest.check_graph(graph, client)
-    if problems:
-        raise ProblemList(problems)
+    refuse(ingest.check_graph(graph, client))
     fp = ingest.fingerprint(graph)
     (stage / "fingerprint.json").write_text(json.dumps(fp, indent=1, sort_keys=True))
     info = ingest.summary(graph)
