@@ -111,6 +111,7 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
 
     runs = http_json(f"{srv.api_url}/flow_runs/filter", {"sort": "EXPECTED_START_TIME_ASC"})
     assert [r["state"]["type"] for r in runs] == ["COMPLETED", "COMPLETED"]
+    assert f"prefect:    {srv.url}/runs/flow-run/{runs[0]['id']}\n" in first.stdout  # the run's page in the UI
     tasks = http_json(f"{srv.api_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [runs[1]["id"]]}}})
     assert sorted(t["state"]["name"] for t in tasks) == ["Cached"] * 5
 

@@ -43,4 +43,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"partitions: {summary['partition_config']}")
     if summary["report"]:
         print(f"report:     {summary['report']}")
+    if pending is not None:
+        print(f"prefect:    {pending.url}/runs/flow-run/{summary['flow_run_id']}")
     return 0

@@ -105,10 +105,11 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
                  force: list[str] | None = None) -> dict:
-    """Run the flow in this process; a failed run raises GraphshardError with the failing step's message."""
+    """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
+    the failing step's message."""
     state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
     if state.is_completed():
-        return state.result()
+        return {**state.result(), "flow_run_id": str(state.state_details.flow_run_id)}
     err = state.result(raise_on_failure=False)
     if isinstance(err, GraphshardError):
         raise err
