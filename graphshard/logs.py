@@ -18,6 +18,7 @@ from pathlib import Path
 KEEP = 50  # log files kept per folder; older ones are removed when a new one starts
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _state: dict = {"file": None, "handler": None, "terminal": None, "debug": False}
+_quiet: set[str] = set()  # libraries whose errors graphshard itself reports as one line (see quiet_on_terminal)
 
 
 class _NoTraceback(logging.Formatter):
@@ -50,6 +51,19 @@ def _default_dir() -> Path:
     raise OSError("no writable folder for graphshard's log file")
 
 
+def quiet_on_terminal(library: str) -> None:
+    """Keep a library's messages (e.g. Prefect's task-failure tracebacks) off the terminal unless --debug: graphshard
+    reports the same failure as its one line. They still go to the log file."""
+    _quiet.add(library)
+
+
+def _for_terminal(record: logging.LogRecord) -> bool:
+    """graphshard's messages; other libraries' errors, except those of quieted libraries (all of them with --debug)."""
+    if record.name.startswith("graphshard"):
+        return True
+    return record.levelno >= logging.ERROR and (_state["debug"] or record.name.split(".")[0] not in _quiet)
+
+
 def setup(command: str, debug: bool = False) -> Path:
     """Log to a fresh file for this command run and to the terminal (warnings only unless `debug`)."""
     _state["debug"] = False  # an earlier command's --debug (tests run several in one process) does not carry over
@@ -61,7 +75,7 @@ def setup(command: str, debug: bool = False) -> Path:
     terminal = logging.StreamHandler(sys.stderr)
     terminal.setLevel(logging.DEBUG if _state["debug"] else logging.WARNING)
     terminal.setFormatter(logging.Formatter(FORMAT) if _state["debug"] else _NoTraceback())
-    terminal.addFilter(lambda r: r.name.startswith("graphshard") or r.levelno >= logging.ERROR)
+    terminal.addFilter(_for_terminal)
     root.addHandler(terminal)
     _state["terminal"] = terminal
     logging.getLogger("graphshard").setLevel(logging.DEBUG)
