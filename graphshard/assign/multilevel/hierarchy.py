@@ -22,6 +22,9 @@ MAX_LEVELS = 30
 STALL = 0.95  # a round of coarsening that keeps more than this share of the nodes ends the coarsening
 FIX_ROUNDS = 4  # overweight-fixing rounds per level at most
 UNLIMITED = np.iinfo(np.int64).max // 4
+# Largest cluster = CLUSTER_SLACK * ufactor/1000 * (column total) / k. Measured on R-MAT 100k nodes / 2M edges,
+# k = 4: 0.5 -> cut 50.7%, 1 -> 46.9%, 2 -> 41.5%, 4 -> 44.2% (METIS 42.8%); k = 16: 82-83% for 1 to 16 (METIS 66%).
+CLUSTER_SLACK = 2.0
 
 
 @dataclass
@@ -40,7 +43,7 @@ class Plan:
         self.balance = list(range(1, len(sums))) if len(sums) > 1 else [0]
         self.maxw = np.full(len(sums), UNLIMITED, dtype=np.int64)
         for c in self.balance:
-            self.maxw[c] = max(int(eps * sums[c] / k), int(largest[c]), 1)
+            self.maxw[c] = max(int(CLUSTER_SLACK * eps * sums[c] / k), int(largest[c]), 1)
         tot = sums[self.balance]
         self.bound = np.maximum(np.floor((1 + eps) * tot / k), np.ceil(tot / k)).astype(np.int64)
 
