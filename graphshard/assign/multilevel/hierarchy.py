@@ -73,32 +73,40 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
 
 
 def coarsen_level(level: Level, plan: Plan, client: Client | None) -> Level:
-    """LP rounds on `level`, then its contraction into the next level (whose folder it creates)."""
+    """LP rounds on `level` (until the clusters are few enough for the coarsest level, at most the configured
+    rounds; the last one also groups leftover singletons), then the contraction into the next level."""
     opts = plan.options
-    rounds = opts.multilevel_lp_rounds
-    counts = []
-    for rnd in range(rounds):
-        create(level.labels(rnd + 1), (level.nodes,), np.int64)
-        create(level.cluster_weights(rnd + 1), (level.nodes, level.columns), np.int64)
+    rounds, done = opts.multilevel_lp_rounds, 0
+    while done < rounds:
+        create(level.labels(done + 1), (level.nodes,), np.int64)
+        create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(level.blocks), level=level,
-                  rnd=rnd, seed=opts.seed, maxw=plan.maxw, twohop=rnd == rounds - 1)
+                  rnd=done, seed=opts.seed, maxw=plan.maxw, twohop=done == rounds - 1)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
-                           level=level, rnd=rnd)
-        remove(level.labels(rnd), level.cluster_weights(rnd), level.root / f"delta-{rnd}")
+                           level=level, rnd=done)
+        remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
+        done += 1
+        if sum(counts) <= opts.multilevel_coarse_nodes:
+            break
+    return contract(level, plan, counts, done, client)
+
+
+def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Client | None) -> Level:
+    """The next level from the clusters after round `rnd` (`counts`: non-empty clusters per block range)."""
     nodes = int(sum(counts))
-    blocks = max(1, min(len(level.blocks), -(-level.entries // (2 * opts.multilevel_block_edges))))
+    blocks = max(1, min(len(level.blocks), -(-level.entries // (2 * plan.options.multilevel_block_edges))))
     coarse = Level(level.root.parent / f"L{level.index + 1}", level.index + 1, nodes, 0, even_bounds(nodes, blocks),
                    level.columns, True).make()
     create(coarse.vwgt, (nodes, level.columns), np.int64)
     create(level.cmap, (level.nodes,), np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     run_tasks(client, STEP, f"ml-number-L{level.index}", coarsen.number_clusters,
-              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rounds, coarse=coarse)
+              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
     run_tasks(client, STEP, f"ml-contract-L{level.index}", coarsen.contract_block, list(level.blocks), level=level,
-              rnd=rounds, coarse=coarse)
+              rnd=rnd, coarse=coarse)
     entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
                         level=level, coarse=coarse)
-    remove(level.labels(rounds), level.cluster_weights(rounds), level.cmap, level.root / "contract")
+    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.root / "contract")
     return Level(coarse.root, coarse.index, nodes, int(sum(entries)), coarse.bounds, coarse.columns, True)
 
 
