@@ -116,21 +116,26 @@ def _sum_deltas(results: list[tuple[np.ndarray, int]], load: np.ndarray) -> tupl
 
 def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client: Client | None
                    ) -> tuple[np.ndarray, int, int]:
-    """Rounds moving the cheapest nodes out of parts above their bound; returns (load, last round, moves)."""
-    blocks, moves = len(level.blocks), 0
+    """Rounds moving the cheapest nodes out of parts above their bound (candidates per block, chosen together so
+    that a heavy node may use a target's whole room); returns (load, last round, moves)."""
+    moves = 0
     for _ in range(FIX_ROUNDS):
         excess = np.clip(load - plan.bound, 0, None)
         if not excess.any():
             break
+        room = np.clip(plan.bound - load, 0, None)
+        found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
+                          list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
+                          balance=plan.balance, excess=excess, room=room, load=load)
+        chosen, delta = refine.choose_moves(found, excess, room)
+        if not len(chosen):
+            break
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
-        quota = -(-excess // blocks)
-        budget = np.clip(plan.bound - load, 0, None) // blocks
-        results = run_tasks(client, STEP, f"ml-rebalance-L{level.index}", refine.rebalance_block,
-                            list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
-                            balance=plan.balance, quota=quota, budget=budget, load=load)
-        load, moved = _sum_deltas(results, load)
+        run_tasks(client, STEP, f"ml-rebalance-L{level.index}", refine.apply_moves, list(level.blocks), level=level,
+                  rnd=rnd, moves=chosen)
+        load = load + delta
         remove(level.parts(rnd))
-        rnd, moves = rnd + 1, moves + moved
+        rnd, moves = rnd + 1, moves + len(chosen)
     return load, rnd, moves
 
 

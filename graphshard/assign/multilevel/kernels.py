@@ -164,28 +164,28 @@ def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
 
 
 @njit(cache=True)
-def rebalance_candidates(indptr, loc, nbr, ew, parts, vw, quota, budget, load, nparts):
-    """For every node of an overweight part (`quota` > 0: weight this block should remove, per column) that carries
-    weight there: the best part with room (`budget`) to move it to, most connected first, then the lightest by
-    `load`, and the connection lost; (loss, target) with target -1 for nodes that cannot help."""
+def rebalance_candidates(indptr, loc, nbr, ew, parts, vw, excess, room, load, nparts):
+    """For every node of a part above its bound (`excess` > 0 per column) that carries weight in such a column: the
+    part to move it to (one with `room` for all its weights; most connected first, then the lightest by `load`)
+    and the connection lost; (loss, target), target -1 for nodes that cannot help."""
     n = len(parts)
     conn = np.zeros(nparts, dtype=np.int64)
     touched = np.empty(nparts, dtype=np.int64)
-    room = np.zeros(budget.shape, dtype=np.int64)
-    loss = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    none = np.zeros(room.shape, dtype=np.int64)
+    loss = np.zeros(n, dtype=np.int64)
     target = np.full(n, -1, dtype=np.int64)
     for u in range(n):
         p = parts[u]
         helps = False
-        for c in range(quota.shape[1]):
-            if quota[p, c] > 0 and vw[u, c] > 0:
+        for c in range(excess.shape[1]):
+            if excess[p, c] > 0 and vw[u, c] > 0:
                 helps = True
         if not helps:
             continue
         nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
         best, best_c, best_l = -1, np.int64(-1), np.int64(0)
         for q in range(nparts):
-            if q == p or quota[q].max() > 0 or not _fits(room, q, vw[u], budget[q]):
+            if q == p or not _fits(none, q, vw[u], room[q]):
                 continue
             if conn[q] > best_c or (conn[q] == best_c and load[q, 0] < best_l):
                 best, best_c, best_l = q, conn[q], load[q, 0]
@@ -195,27 +195,3 @@ def rebalance_candidates(indptr, loc, nbr, ew, parts, vw, quota, budget, load, n
         for i in range(nt):
             conn[touched[i]] = 0
     return loss, target
-
-
-@njit(cache=True)
-def rebalance_apply(order, target, parts, vw, quota, budget):
-    """Move nodes in `order` to their targets while their part still has weight to shed and the target has room.
-    Updates `parts`; returns (net weight change per part, moves)."""
-    delta = np.zeros(budget.shape, dtype=np.int64)
-    removed = np.zeros(quota.shape, dtype=np.int64)
-    moves = 0
-    for u in order:
-        q, p = target[u], parts[u]
-        if q < 0:
-            continue
-        still = False
-        for c in range(quota.shape[1]):
-            if removed[p, c] < quota[p, c] and vw[u, c] > 0:
-                still = True
-        if still and _fits(delta, q, vw[u], budget[q]):
-            removed[p] += vw[u]
-            delta[p] -= vw[u]
-            delta[q] += vw[u]
-            parts[u] = q
-            moves += 1
-    return delta, moves

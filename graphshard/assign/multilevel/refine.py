@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphshard.assign.multilevel.hashing import half, salt_of
-from graphshard.assign.multilevel.kernels import rebalance_apply, rebalance_candidates, refine_round
+from graphshard.assign.multilevel.hashing import half, mix_ids, salt_of
+from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
 
 
@@ -40,14 +40,49 @@ def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, bala
     return delta, int(moves)
 
 
-def rebalance_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
-                    quota: np.ndarray, budget: np.ndarray, load: np.ndarray) -> tuple[np.ndarray, int]:
-    """Move block b's cheapest nodes out of overweight parts into parts map rnd+1; returns (net change, moves)."""
+def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
+                               excess: np.ndarray, room: np.ndarray, load: np.ndarray) -> dict:
+    """Block b's cheapest moves out of overweight parts, enough to cover each part's whole excess: global node ids,
+    source and target parts, connection lost, a seeded tie-break key and the weights moved."""
     lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
-    loss, target = rebalance_candidates(indptr, loc, nbr, ew, own, vw, quota, budget, load, nparts)
-    salt = salt_of(seed, level.index, 2000 + rnd)
-    tie = (np.arange(lo, hi, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ salt
-    order = np.lexsort((tie, loss))
-    delta, moves = rebalance_apply(order, target, own, vw, quota, budget)
-    write_range(level.parts(rnd + 1), lo, own.astype(np.int32))
-    return delta, int(moves)
+    loss, target = rebalance_candidates(indptr, loc, nbr, ew, own, vw, excess, room, load, nparts)
+    tie = mix_ids(salt_of(seed, level.index, 2000 + rnd), lo, hi)
+    rows = np.flatnonzero(target >= 0)
+    rows = rows[np.lexsort((tie[rows], loss[rows]))]
+    keep = np.zeros(len(rows), dtype=bool)
+    for p in np.unique(own[rows]):
+        mine = np.flatnonzero(own[rows] == p)
+        before = np.cumsum(vw[rows[mine]], axis=0) - vw[rows[mine]]
+        keep[mine] = ((before < excess[p]) & (excess[p] > 0)).any(axis=1)
+    rows = rows[keep]
+    return {"node": rows + lo, "source": own[rows], "target": target[rows], "loss": loss[rows], "tie": tie[rows],
+            "weight": vw[rows]}
+
+
+def choose_moves(found: list[dict], excess: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Accept candidate moves cheapest first (ties by the seeded key) while their part still sheds weight in a
+    column where they carry some and the target keeps within its room; returns ((node, target) rows, net weight
+    change per part)."""
+    cand = {k: np.concatenate([f[k] for f in found]) for k in found[0]}
+    order = np.lexsort((cand["tie"], cand["loss"]))
+    excess, room = excess.copy(), room.copy()
+    delta = np.zeros_like(room)
+    chosen: list[tuple[int, int]] = []
+    for i in order:
+        p, q, w = int(cand["source"][i]), int(cand["target"][i]), cand["weight"][i]
+        if ((excess[p] > 0) & (w > 0)).any() and (w <= room[q]).all():
+            excess[p] -= w
+            room[q] -= w
+            delta[p] -= w
+            delta[q] += w
+            chosen.append((int(cand["node"][i]), q))
+    return np.array(chosen, dtype=np.int64).reshape(-1, 2), delta
+
+
+def apply_moves(b: int, *, level: Level, rnd: int, moves: np.ndarray) -> None:
+    """Parts map rnd+1 of block b: map rnd with the chosen (node, target) moves applied."""
+    lo, hi = level.span(b)
+    own = np.array(open_ro(level.parts(rnd))[lo:hi])
+    mine = moves[(moves[:, 0] >= lo) & (moves[:, 0] < hi)]
+    own[mine[:, 0] - lo] = mine[:, 1]
+    write_range(level.parts(rnd + 1), lo, own)
