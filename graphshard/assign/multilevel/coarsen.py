@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard.assign.graph_build import key_bits
-from graphshard.assign.multilevel.kernels import cluster_round
+from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
 from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.shuffle.scratch import read_bucket, write_bucket
@@ -31,15 +31,13 @@ def cluster_block(b: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
-    cand, inverse = np.unique(np.concatenate([own, nbr]), return_inverse=True)
-    own_l, nbr_l = inverse[:hi - lo].copy(), inverse[hi - lo:]
-    del inverse
+    cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr))
     before = own_l.copy()
     cw = np.array(weights[cand])
     vw = np.array(open_ro(level.vwgt)[lo:hi])
     salt = salt_of(seed, level.index, rnd)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, twohop)
+                          half(salt, lo, hi), salt, twohop, cand)
     write_range(level.labels(rnd + 1), lo, cand[own_l])
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])
@@ -59,7 +57,8 @@ def update_weights(d: int, *, level: Level, rnd: int) -> int:
     cw = np.array(open_ro(start)[lo:hi])
     for b in level.blocks:
         ids, w = read_bucket(level.delta(rnd, b, d))
-        np.add.at(cw, ids - lo, w)
+        for c in range(cw.shape[1]):  # float64 sums are exact below 2^53
+            cw[:, c] += np.rint(np.bincount(ids - lo, weights=w[:, c], minlength=hi - lo)).astype(np.int64)
     write_range(level.cluster_weights(rnd + 1), lo, cw)
     return int(np.count_nonzero(cw[:, 0]))
 

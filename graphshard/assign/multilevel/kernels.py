@@ -44,10 +44,39 @@ def _label_of(e: int, loc: np.ndarray, nbr: np.ndarray, own: np.ndarray) -> np.i
 
 
 @njit(cache=True)
-def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop):
+def compact_labels(own, nbr):
+    """Number the distinct labels of a block (its own, then its neighbours') in first-seen order with an open
+    addressing table, O(entries) where a sort would be O(entries log entries). Returns (labels by local index, own
+    as local indices, neighbours as local indices)."""
+    total = len(own) + len(nbr)
+    size = 1
+    while size < 2 * total + 2:
+        size *= 2
+    keys = np.full(size, -1, dtype=np.int64)
+    slots = np.empty(size, dtype=np.int64)
+    found = np.empty(total, dtype=np.int64)
+    local = np.empty(total, dtype=np.int64)
+    count = 0
+    for i in range(total):
+        lab = own[i] if i < len(own) else nbr[i - len(own)]
+        h = np.int64(mix(np.uint64(0), lab) & np.uint64(size - 1))
+        while keys[h] != -1 and keys[h] != lab:
+            h = (h + 1) & (size - 1)
+        if keys[h] == -1:
+            keys[h] = lab
+            slots[h] = count
+            found[count] = lab
+            count += 1
+        local[i] = slots[h]
+    return found[:count].copy(), local[:len(own)].copy(), local[len(own):].copy()
+
+
+@njit(cache=True)
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop, names):
     """One size-constrained LP sweep over the block; labels are indices into the round's candidate clusters.
 
-    `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place. A node
+    `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place;
+    `names` are the clusters' global labels (ties are broken on them). A node
     joins the neighbouring cluster of highest connection that stays within `maxw` in every column (staying on
     ties). With `twohop`, nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
     isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types). Returns moves.
@@ -75,7 +104,7 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop)
                 fav, fav_r = lab, r
             if not active[u] or lab == cur or r < best_r:
                 continue
-            h = mix(salt, lab)
+            h = mix(salt, names[lab])
             if r == best_r and (best == cur or h >= best_h):
                 continue
             if _fits(cw, lab, vw[u], maxw):
