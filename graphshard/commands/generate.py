@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from graphshard.generate import generate_grid, generate_mag, generate_rmat
 from graphshard.errors import GraphshardError
+from graphshard.generate import generate_grid, generate_mag, generate_rmat
 from graphshard.generate.common import GENERATOR_FORMATS
 
 NAME = "generate"

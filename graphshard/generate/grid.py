@@ -15,7 +15,7 @@ from graphshard.generate.rmat import ETYPE, NTYPE, node_features
 
 def grid_side(nodes: int, dims: int) -> int:
     """Side length of a `dims`-dimensional grid with about `nodes` nodes (at least 2)."""
-    return max(2, int(round(nodes ** (1.0 / dims))))
+    return max(2, round(nodes ** (1.0 / dims)))
 
 
 def grid_edges(side: int, dims: int) -> tuple[np.ndarray, np.ndarray]:

@@ -74,11 +74,11 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Path,
     lap("coarsen")
     cut, load = hierarchy.initial(levels[-1], plan, client)
     lap("initial")
-    facts = []
-    for i in range(len(levels) - 1, -1, -1):
-        if i < len(levels) - 1:
-            hierarchy.project(levels[i], levels[i + 1], rnd, client)
-            remove(levels[i + 1].root)
+    load, rnd, moved = hierarchy.refine_level(levels[-1], plan, load, client)
+    facts = [{"level": len(levels) - 1, **moved}]
+    for i in range(len(levels) - 2, -1, -1):
+        hierarchy.project(levels[i], levels[i + 1], rnd, client)
+        remove(levels[i + 1].root)
         load, rnd, moved = hierarchy.refine_level(levels[i], plan, load, client)
         facts.append({"level": i, **moved})
     lap("refine")

@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard.assign.graph_build import key_bits
+from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
-from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.shuffle.scratch import read_bucket, write_bucket
 
 

@@ -68,7 +68,7 @@ class Level:
     def parts(self, rnd: int) -> Path:
         return self.root / f"parts-{rnd}.npy"
 
-    def make(self) -> "Level":
+    def make(self) -> Level:
         for sub in ("blocks", "f2c"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
