@@ -63,12 +63,14 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Path,
         t = now
 
     levels = [hierarchy.build_input(graph, plan, scratch, client)]
+    rounds: list[int] = []
     lap("build")
     while levels[-1].nodes > options.multilevel_coarse_nodes and len(levels) < hierarchy.MAX_LEVELS:
         fine = levels[-1]
-        coarse = hierarchy.coarsen_level(fine, plan, client)
+        coarse, done = hierarchy.coarsen_level(fine, plan, client)
         if coarse.nodes < fine.nodes:
             levels.append(coarse)
+            rounds.append(done)
         if coarse.nodes > hierarchy.STALL * fine.nodes:
             break
     lap("coarsen")
@@ -85,7 +87,8 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Path,
     write_homogeneous(graph, open_ro(levels[0].parts(rnd)), out)
     lap("write")
     return {
-        "levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks)} for lv in levels],
+        "levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks), "lp_rounds": r}
+                   for lv, r in zip(levels, [*rounds, 0])],
         "coarsest_cut": int(cut),
         "constraints": len(plan.balance),
         "part_weights": load.tolist(),

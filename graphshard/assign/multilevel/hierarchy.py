@@ -72,9 +72,10 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, False)
 
 
-def coarsen_level(level: Level, plan: Plan, client: Client | None) -> Level:
+def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Level, int]:
     """LP rounds on `level` (until the clusters are few enough for the coarsest level, at most the configured
-    rounds; the last one also groups leftover singletons), then the contraction into the next level."""
+    rounds; the last one also groups leftover singletons), then the contraction into the next level; returns it
+    and the rounds run."""
     opts = plan.options
     rounds, done = opts.multilevel_lp_rounds, 0
     while done < rounds:
@@ -88,7 +89,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None) -> Level:
         done += 1
         if sum(counts) <= opts.multilevel_coarse_nodes:
             break
-    return contract(level, plan, counts, done, client)
+    return contract(level, plan, counts, done, client), done
 
 
 def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Client | None) -> Level:
@@ -131,8 +132,10 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         if not len(chosen):
             break
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
-        run_tasks(client, STEP, f"ml-rebalance-L{level.index}", refine.apply_moves, list(level.blocks), level=level,
-                  rnd=rnd, moves=chosen)
+        owner = np.searchsorted(np.asarray(level.bounds), chosen[:, 0], side="right") - 1
+        per_block = [(b, chosen[owner == b]) for b in level.blocks]  # items, not one big constant for every task
+        run_tasks(client, STEP, f"ml-rebalance-L{level.index}", refine.apply_moves, per_block, star=True,
+                  label=lambda item: f"b{item[0]}", level=level, rnd=rnd)
         load = load + delta
         remove(level.parts(rnd))
         rnd, moves = rnd + 1, moves + len(chosen)

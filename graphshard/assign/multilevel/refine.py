@@ -79,10 +79,9 @@ def choose_moves(found: list[dict], excess: np.ndarray, room: np.ndarray) -> tup
     return np.array(chosen, dtype=np.int64).reshape(-1, 2), delta
 
 
-def apply_moves(b: int, *, level: Level, rnd: int, moves: np.ndarray) -> None:
-    """Parts map rnd+1 of block b: map rnd with the chosen (node, target) moves applied."""
+def apply_moves(b: int, moves: np.ndarray, *, level: Level, rnd: int) -> None:
+    """Parts map rnd+1 of block b: map rnd with the block's chosen (node, target) moves applied."""
     lo, hi = level.span(b)
     own = np.array(open_ro(level.parts(rnd))[lo:hi])
-    mine = moves[(moves[:, 0] >= lo) & (moves[:, 0] < hi)]
-    own[mine[:, 0] - lo] = mine[:, 1]
+    own[moves[:, 0] - lo] = moves[:, 1]
     write_range(level.parts(rnd + 1), lo, own)
