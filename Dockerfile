@@ -10,7 +10,8 @@ RUN apt-get update \
 WORKDIR /app
 COPY pyproject.toml README.md ./
 COPY graphshard ./graphshard
-RUN pip install ".[mpi]"
+RUN pip install ".[mpi]" \
+ && python -c "import distributed.dashboard.core"  # bokeh (dask[diagnostics]): the Dask dashboard works
 COPY configs ./configs
 COPY prefect.yaml ./
 # /app/data is the shared volume: input graphs, step artifacts (work) and published partitions (out).

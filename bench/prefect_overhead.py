@@ -98,6 +98,7 @@ def main() -> None:
     cold_dir = root / "cold"
     config = write_config(cold_dir, metadata)
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL")}
+    env["GRAPHSHARD_PREFECT"] = "ephemeral"  # this row measures the temporary server; bench/flow.py the background one
     start = time.perf_counter()
     subprocess.run([str(Path(sys.executable).with_name("graphshard")), "run", str(config)], env=env, check=True,
                    capture_output=True)

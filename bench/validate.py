@@ -4,7 +4,9 @@ Same cluster (LocalCluster, W workers x 1 thread), same graph: a seeded random a
   * write: `dispatch` with original-ID files (the baseline validation must beat);
   * validate without the input (output-only checks), with the input (sampled rows + checksums over every row), and
     with the input and --full (every row compared);
-each with its wall time and the peak RSS of every worker (psutil, sampled every 50 ms). Prints one JSON line.
+each with its wall time and the peak RSS of every worker (psutil, sampled every 50 ms), and the ratios of validation
+to the write (wall, largest worker peak). `--memory-limit` gives the workers a limit (the nanny kills a worker above
+it), as `cluster.memory_limit` does in the flow. Prints one JSON line.
 Run heavy: `flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/validate.py`.
 """
 
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--work", type=Path, default=Path("/work/data/bench-validate"), help="scratch area (deleted)")
     ap.add_argument("--no-full", action="store_true", help="skip the --full validation")
+    ap.add_argument("--no-output-only", action="store_true", help="skip the validation without the input")
+    ap.add_argument("--memory-limit", default="auto", help="per worker, e.g. 2GB (default: Dask's share of RAM)")
     ap.add_argument("--also", type=Path, action="append", default=[],
                     help="another partition config to validate in the same run (e.g. one DGL wrote)")
     args = ap.parse_args(argv)
@@ -56,22 +60,26 @@ def main(argv: list[str] | None = None) -> int:
     assignment = random_assignment(args.graph, args.work / "assignment", args.parts, args.seed)
     out = args.work / "out"
     result = {"graph": str(args.graph), "parts": args.parts, "workers": args.workers, "halo_hops": 1,
+              "memory_limit": args.memory_limit,
               "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
               "ram_gib": round(psutil.virtual_memory().total / 2**30, 1)}
     try:
-        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0",
-                          processes=True) as cluster, Client(cluster) as client:
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0", processes=True,
+                          memory_limit=args.memory_limit) as cluster, Client(cluster) as client:
             options = DispatchOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
             config, result["write"] = timed(client, dispatch, args.graph, assignment, out, options, client,
                                             overwrite=True)
             client.run(lambda: __import__("graphshard.validate.runner"))  # workers import the validator untimed
-            runs = [("validate_output_only", {}), ("validate_sampled", {"input_metadata": args.graph})]
+            runs = [] if args.no_output_only else [("validate_output_only", {})]
+            runs.append(("validate_sampled", {"input_metadata": args.graph}))
             if not args.no_full:
                 runs.append(("validate_full", {"input_metadata": args.graph, "full": True}))
             for name, kwargs in runs:
                 report, result[name] = timed(client, validate, config, client=client, seed=args.seed, **kwargs)
                 result[name]["ok"] = report["ok"]
                 result[name]["ratio_to_write"] = round(result[name]["s"] / result["write"]["s"], 3)
+                result[name]["peak_ratio_to_write"] = round(result[name]["worker_peak_rss_bytes"][0]
+                                                            / result["write"]["worker_peak_rss_bytes"][0], 3)
             result["edge_cut_share"] = round(report["quality"]["edge_cut"]["share"], 4)
             result["output_bytes"] = report["quality"]["bytes_total"]
             for other in args.also:

@@ -1,7 +1,8 @@
 """The `graphshard` command: one subcommand per module in graphshard/commands/.
 
 Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. User errors
-(GraphshardError) print one clear message to stderr and exit with status 2.
+(GraphshardError) print one clear message to stderr and exit with status 2; any other failure prints one line and
+exits with status 1. Tracebacks go to the command's log file (graphshard.logs), or to the terminal with --debug.
 """
 
 from __future__ import annotations
@@ -10,15 +11,20 @@ import argparse
 import importlib
 import sys
 
-from graphshard import __version__
+from graphshard import __version__, logs
 from graphshard.errors import GraphshardError
 
-COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve"]
+COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server"]
+
+
+DEBUG_HELP = "print tracebacks and Dask's own worker messages on the terminal (they always go to the log file)"
 
 
 def _add_command(sub: argparse._SubParsersAction, name: str) -> None:
     module = importlib.import_module(f"graphshard.commands.{name}")
-    p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
+    p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
     module.add_arguments(p)
     p.set_defaults(_run=module.run)
 
@@ -27,6 +33,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the chosen subcommand's module is imported (fast start), all of them for top-level help."""
     parser = argparse.ArgumentParser(prog="graphshard", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"graphshard {__version__}")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in (argv or []) if not a.startswith("-")), None)
     for name in [chosen] if chosen in COMMANDS else COMMANDS:
@@ -37,14 +44,26 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
+    logs.setup(args.command, args.debug)
     try:
         return int(args._run(args) or 0)
     except GraphshardError as err:
-        print(f"graphshard {args.command}: error: {err}", file=sys.stderr)
+        if logs.debug_enabled():
+            raise
+        where = logs.record_failure(err)
+        details = f" (details: {where})" if err.__cause__ is not None and where else ""
+        print(f"graphshard {args.command}: error: {err}{details}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"graphshard {args.command}: interrupted", file=sys.stderr)
         return 130
+    except Exception as err:  # noqa: BLE001 - a bug or an unforeseen failure: one line, the traceback in the log
+        if logs.debug_enabled():
+            raise
+        where = logs.record_failure(err)
+        print(f"graphshard {args.command}: internal error: {type(err).__name__}: {err} (traceback in {where}; "
+              "--debug prints it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

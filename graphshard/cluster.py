@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator
 
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, Scheduler, SpecCluster
 
+from graphshard import logs
 from graphshard.errors import GraphshardError
 
 
@@ -21,6 +23,7 @@ class ClusterSpec:
     memory_limit: str | None = "auto"
     connect_timeout: float = 10.0
     dashboard_address: str | None = ":0"
+    subprocess: bool = False  # local workers in fresh interpreters (never re-import the caller's __main__ script)
 
 
 @contextmanager
@@ -38,11 +41,33 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         with client:
             yield client
         return
+    if spec.subprocess:
+        with _subprocess_cluster(spec) as cluster, Client(cluster) as client:
+            client.wait_for_workers(spec.workers)
+            yield client
+        return
     with LocalCluster(
         n_workers=spec.workers,
         threads_per_worker=spec.threads_per_worker,
         memory_limit=spec.memory_limit,
         dashboard_address=spec.dashboard_address,
         processes=True,
+        # workers' "Compute Failed" blocks and the nanny's restarts stay off the terminal: the failing task
+        # reaches the user as graphshard's one line, its traceback in the log file (--debug shows them)
+        silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL,
     ) as cluster, Client(cluster) as client:
         yield client
+
+
+def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
+    """The scheduler in this process, each worker (with its nanny) a `python -m` subprocess: safe from a script
+    without a `__main__` guard (spawned LocalCluster workers re-import the caller's script, e.g. torch, in each)."""
+    from distributed.deploy.subprocess import SubprocessWorker
+
+    options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1"}
+    worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny", "worker_kwargs": options}}
+    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
+                                                                  "dashboard": spec.dashboard_address is not None,
+                                                                  "host": "127.0.0.1"}},
+                       workers={i: worker for i in range(spec.workers)}, worker=worker,
+                       silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL)

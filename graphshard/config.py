@@ -233,6 +233,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False):
     `published_by_us`: the output folder was published by this work folder before, so replacing it is allowed.
     """
     from graphshard.formats.chunked import load_metadata
+    from graphshard.precheck import precheck, precheck_assignment, refuse
 
     src = cfg.source
     meta_path = cfg.input.metadata
@@ -274,6 +275,9 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False):
         if not probe.is_dir() or not _writable(probe):
             raise InputError(src, "output.dir" if folder == out.parent else "work_dir",
                              "a location this user can write to", str(probe))
+    refuse(precheck(graph))
+    if cfg.assign.method == "file":
+        refuse(precheck_assignment(graph, cfg.assign.dir))
     if cfg.cluster.address:
         check_scheduler(cfg.cluster.address, cfg.cluster.connect_timeout, src)
     return graph

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from dask.utils import key_split
 from distributed import Client, Future
 from distributed.scheduler import KilledWorker
 
@@ -49,6 +50,18 @@ class TaskGroup:
 def task_key(step: str, what: str, label: str, token: str) -> str:
     """A task key a person can read on the dashboard: step, what is done, to which chunk or partition."""
     return f"{step}-{what}-{_UNSAFE.sub('_', label)}-{token}"
+
+
+def describe_key(key: object) -> str:
+    """A task_key as '<what> <label>' (the step is the progress bar's own label); other keys as they are."""
+    text = str(key)
+    step, sep, rest = text.partition("-")
+    what_label, _, token = rest.rpartition("-")
+    prefix = key_split(text)  # '<step>-<what>': the dashboard's task prefix
+    if not sep or not token or not prefix.startswith(f"{step}-") or not what_label.startswith(prefix[len(step) + 1:]):
+        return text
+    what = prefix[len(step) + 1:]
+    return f"{what} {what_label[len(what) + 1:]}".strip()
 
 
 def _star(item: tuple, *, _fn: Callable, **constants) -> Any:

@@ -8,62 +8,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import read_edge_chunk, reader_for
+from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
 from graphshard.fsutil import hash_file
-
-VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
+from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
 
 
 def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
     return graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)
 
 
-def _with_field(err: InputError, field: str) -> InputError:
-    """A reader's error (which knows the file) completed with the metadata field that names the file."""
-    return err if err.field else InputError(err.file, field, err.expected, err.found)
-
-
 # ---- per-file checks (run on workers) ---------------------------------------------------------------------------
 
 def check_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> list[GraphshardError]:
-    """One edge file: readable, 2 integer columns, the row count of num_edges_per_chunk, src/dst within their types."""
-    field = f"edges['{etype}'].data[{chunk}]"
-    path = graph.path(graph.edges[etype].data[chunk])
+    """One edge file: readable, 2 integer columns with src/dst within their types, the row count of
+    num_edges_per_chunk."""
     try:
-        src, dst = read_edge_chunk(graph, etype, chunk)
+        src, dst = read_edge_chunk(graph, etype, chunk, check_ids=False)
     except InputError as err:
-        return [_with_field(err, field)]
-    problems: list[GraphshardError] = []
-    expected = graph.num_edges_per_chunk[graph.etype_id(etype)][chunk]
-    if len(src) != expected:
-        problems.append(InputError(path, field, f"{expected} rows (num_edges_per_chunk)", f"{len(src)} rows"))
-    canonical = graph.canonical(etype)
-    for end, ids, ntype in (("src", src, canonical.src), ("dst", dst, canonical.dst)):
-        n = graph.num_nodes(ntype)
-        bad = np.flatnonzero((ids < 0) | (ids >= n))
-        if len(bad):
-            problems.append(InputError(
-                path, f"{field} {end}", f"{ntype} IDs in [0, {n})",
-                f"{len(bad)} out of range, first {int(ids[bad[0]])} at row {int(bad[0])}"))
-    return problems
-
-
-@dataclass(frozen=True)
-class FileStat:
-    """What a feature file holds: its rows, the shape of one row, the dtype; or the problems found opening it."""
-
-    rows: int
-    row_shape: tuple[int, ...]
-    dtype: str
-    problems: tuple[GraphshardError, ...] = ()
+        return [with_field(err, edge_field(etype, chunk))]
+    rows_problem = edge_rows_problem(graph, etype, chunk, len(src))
+    return ([rows_problem] if rows_problem is not None else []) + id_problems(graph, etype, chunk, src, dst)
 
 
 def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:
@@ -73,43 +42,10 @@ def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, fie
     try:
         arr = reader_for(spec.format).table(path, spec.format)
     except InputError as err:
-        return FileStat(0, (), "", (_with_field(err, field),))
-    problems = []
-    if arr.ndim not in (1, 2):
-        problems.append(InputError(path, field, "a 1-D or 2-D array", f"{arr.ndim}-D array of shape {arr.shape}"))
-    if arr.dtype.kind not in VALID_KINDS:
-        problems.append(InputError(path, field, "a numeric or bool dtype", f"dtype {arr.dtype}"))
-    rows = int(arr.shape[0]) if arr.ndim else 0
-    return FileStat(rows, tuple(int(x) for x in arr.shape[1:]), str(arr.dtype), tuple(problems))
-
-
-def _feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats: list[FileStat],
-                      expected_rows: int) -> list[GraphshardError]:
-    """Problems across the files of one feature: total rows, the same row shape and dtype in every file."""
-    problems = [p for s in stats for p in s.problems]
-    if problems:
-        return problems
-    first = graph.path(spec.data[0])
-    total = sum(s.rows for s in stats)
-    if total != expected_rows:
-        per_file = ", ".join(str(s.rows) for s in stats)
-        problems.append(InputError(first, field, f"{expected_rows} rows in all (the type's count)",
-                                   f"{total} rows ({per_file} per file)"))
-    for i, s in enumerate(stats[1:], start=1):
-        if (s.row_shape, s.dtype) != (stats[0].row_shape, stats[0].dtype):
-            problems.append(InputError(graph.path(spec.data[i]), f"{field}.data[{i}]",
-                                       f"rows of shape {stats[0].row_shape} and dtype {stats[0].dtype} as in file 0",
-                                       f"shape {s.row_shape}, dtype {s.dtype}"))
-    return problems
-
-
-def _features(graph: ChunkedGraph) -> list[tuple[str, ChunkFileSpec, int]]:
-    """Every feature spec as (field path, spec, expected total rows)."""
-    out = [(f"node_data['{nt}']['{f}']", spec, graph.num_nodes(nt))
-           for nt, feats in graph.node_data.items() for f, spec in feats.items()]
-    out += [(f"edge_data['{et}']['{f}']", spec, graph.num_edges(et))
-            for et, feats in graph.edge_data.items() for f, spec in feats.items()]
-    return out
+        return FileStat(0, (), "", (with_field(err, field),))
+    if arr.ndim == 0:
+        return FileStat(0, (), str(arr.dtype), (InputError(path, field, "a 1-D or 2-D array", "a 0-D array"),))
+    return file_stat(path, spec.format, field, int(arr.shape[0]), tuple(int(x) for x in arr.shape[1:]), arr.dtype)
 
 
 def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[GraphshardError]:
@@ -124,12 +60,12 @@ def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[Graphshar
         return [err]
     edge_jobs = [(check_edge_chunk, et, i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
     feature_jobs = [(check_feature_file, spec, i, field)
-                    for field, spec, _ in _features(graph) for i in range(len(spec.data))]
+                    for field, spec, _ in feature_specs(graph) for i in range(len(spec.data))]
     results = _run(graph, edge_jobs + feature_jobs, client)
     problems = [p for r in results[:len(edge_jobs)] for p in r]
     stats = iter(results[len(edge_jobs):])
-    for field, spec, expected in _features(graph):
-        problems += _feature_problems(graph, field, spec, [next(stats) for _ in spec.data], expected)
+    for field, spec, expected in feature_specs(graph):
+        problems += feature_problems(graph, field, spec, [next(stats) for _ in spec.data], expected)
     return problems
 
 
@@ -157,7 +93,7 @@ def _job_file(graph: ChunkedGraph, job: tuple) -> str:
 
 def _spec_files(graph: ChunkedGraph) -> list[str]:
     files = [p for et in graph.edge_type for p in graph.edges[et].data]
-    files += [p for _, spec, _ in _features(graph) for p in spec.data]
+    files += [p for _, spec, _ in feature_specs(graph) for p in spec.data]
     return files
 
 

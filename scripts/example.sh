@@ -4,6 +4,7 @@
 # Run it again: every step is reported Cached and nothing is recomputed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup-system.sh  # OpenMPI, PT-Scotch, METIS, Chromium: installed as root, else one line on what is missing
 if [ ! -x .venv/bin/graphshard ]; then
   python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip

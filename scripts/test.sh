@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Create .venv, install graphshard with its test extras, run the test suite (fast tests; add -m slow for the rest).
+# System packages (scripts/setup-system.sh), .venv, graphshard with its test extras, then the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/setup-system.sh  # OpenMPI, PT-Scotch, METIS, Chromium: installed as root, else one line on what is skipped
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e ".[test,mpi]"

@@ -4,12 +4,29 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
 from graphshard.generate import GENERATORS
+
+# Command log files (graphshard.logs) of the test session go to a temporary folder, not ~/.graphshard.
+os.environ.setdefault("GRAPHSHARD_LOG_DIR", tempfile.mkdtemp(prefix="graphshard-test-logs-"))
+# So does graphshard's home: the background Prefect server a `graphshard run` subprocess starts is the session's own
+# (stopped at the end by `_stop_background_server`), never one under ~/.graphshard.
+os.environ["GRAPHSHARD_HOME"] = tempfile.mkdtemp(prefix="graphshard-test-home-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_background_server():
+    """No test leaves a Prefect server running: stop the session's background server, if a run started one."""
+    yield
+    from graphshard.flows import server
+
+    server.stop()
 
 
 @pytest.fixture(scope="session")

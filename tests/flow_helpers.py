@@ -1,8 +1,8 @@
 """Shared by the pipeline tests (test_flow*, test_cluster*, test_deploy*): Prefect's environment for the test
 process, a session-wide Dask cluster, and helpers to run the pipeline and compare outputs.
 
-Importing this module sets Prefect's environment before Prefect is imported: telemetry off and a temporary
-PREFECT_HOME, so that tests never touch ~/.prefect and never collide.
+Importing this module sets Prefect's environment before Prefect is imported: telemetry off, a temporary
+PREFECT_HOME and ephemeral mode, so that tests never touch ~/.prefect and never collide.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import pytest
 import yaml
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="graphshard-test-prefect-"))
+# In-process runs (`run`, `cli.main(["run", ...])`) use ephemeral mode: Prefect's settings are fixed when it is first
+# imported here. `graphshard run` subprocesses may drop this to use the session's background server (subprocess_env).
+os.environ.setdefault("GRAPHSHARD_PREFECT", "ephemeral")
 from graphshard.flows.env import prefect_environment  # noqa: E402
 
 prefect_environment()
@@ -56,6 +59,14 @@ def run(config: Path, overrides: list[str] | None = None, from_step: str | None 
     from graphshard.flows.pipeline import run_pipeline
 
     return run_pipeline(config, overrides, from_step, force)
+
+
+def subprocess_env(**changes: str) -> dict:
+    """The environment of a `graphshard run` subprocess: the session's background Prefect server (started by the
+    first such run, stopped at the end of the session), Prefect's state not shared with this process."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL", "GRAPHSHARD_PREFECT")}
+    env.update(changes)
+    return env
 
 
 def tree_bytes(folder: Path, skip: tuple[str, ...] = ()) -> dict[str, bytes]:

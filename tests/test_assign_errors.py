@@ -162,4 +162,4 @@ def test_edge_with_out_of_range_node_id(rmat_small, tmp_path, capsys):
         w.set_node_chunks("_N", [g.total_nodes])
         meta = w.finish()
     cli_fails(["--in", str(meta), "--num-parts", "2", "--method", "metis"], tmp_path / "a", capsys,
-              "dst", "[0, 2000)", "found 2000")
+              "dst", "[0, 2000)", "first 2000 at row 1")

@@ -14,6 +14,8 @@ from graphshard.formats.dgl_binary import (
     NDARRAY_MAGIC,
     TENSOR_DICT_MAGIC,
     compressed,
+    index_graph,
+    index_tensor_dict,
     load_graph,
     load_tensor_dict,
     save_graph,
@@ -46,6 +48,10 @@ def test_tensor_dict_round_trip(tmp_path: Path) -> None:
         assert back[name].dtype == expected.dtype, name
         assert back[name].shape == expected.shape, name
         np.testing.assert_array_equal(back[name], expected)
+    raw, index = (tmp_path / "t.dgl").read_bytes(), index_tensor_dict(tmp_path / "t.dgl")
+    for name, at in index.items():  # indexing: each array's dtype, shape and where its bytes lie
+        assert (at.dtype, at.shape) == (back[name].dtype, back[name].shape), name
+        assert raw[at.offset:at.offset + back[name].nbytes] == back[name].tobytes(), name
 
 
 def test_tensor_dict_byte_layout(tmp_path: Path) -> None:
@@ -164,8 +170,11 @@ def test_truncated_graph_names_the_file(tmp_path: Path, cut: int) -> None:
     path = tmp_path / "graph.dgl"
     save_graph(path, n, src, dst, ndata, edata)
     path.write_bytes(path.read_bytes()[:cut])
-    with pytest.raises(InputError, match="graph.dgl.*truncated|graph.dgl.*expected"):
+    with pytest.raises(InputError, match="graph.dgl.*truncated|graph.dgl.*expected") as loaded:
         load_graph(path)
+    with pytest.raises(InputError) as indexed:  # the same walk, seeking over the data: the same error
+        index_graph(path)
+    assert str(indexed.value) == str(loaded.value)
 
 
 def test_wrong_magic_and_missing_file(tmp_path: Path) -> None:

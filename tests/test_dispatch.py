@@ -159,7 +159,7 @@ def test_bad_edge_ids(shuffle_client, make_graph, tmp_path):
     edges[5, 1] = 10_000
     np.save(edge_file, edges)
     asg = random_assignment(graph_dir / "metadata.json", tmp_path / "asg", 2)
-    with pytest.raises(InputError, match=r"destination IDs of node type '_N' in \[0, 200\), found 10000 on row 5"):
+    with pytest.raises(InputError, match=r"data\[1\] dst': expected _N IDs in \[0, 200\), found 1 out of range, first 10000 at row 5"):
         dispatch(graph_dir / "metadata.json", asg, tmp_path / "out", DispatchOptions(), shuffle_client)
     assert not (tmp_path / "out").exists()
 

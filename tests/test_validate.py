@@ -26,6 +26,17 @@ def client(dask_cluster_client):
     return dask_cluster_client
 
 
+SMALL_PIECE = 37  # rows per piece: every partition's arrays are read in many pieces, so the multi-piece paths run
+
+
+@pytest.fixture(autouse=True)
+def small_pieces(monkeypatch):
+    """Validation reads partitions piece by piece (lazy.PIECE_ROWS rows at a time): use tiny pieces in these tests."""
+    from graphshard.validate import lazy
+
+    monkeypatch.setattr(lazy, "PIECE_ROWS", SMALL_PIECE)
+
+
 def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> Path:
     """A seeded random assignment folder."""
     g = load_metadata(metadata)
@@ -60,8 +71,12 @@ def statuses(report: dict) -> dict[str, str]:
     return {c["name"]: c["status"] for c in report["checks"]}
 
 
+@pytest.mark.parametrize("piece", [SMALL_PIECE, 1 << 21])
 @pytest.mark.parametrize("full", [False, True])
-def test_good_sets_pass(mag_set, rmat_set, full):
+def test_good_sets_pass(mag_set, rmat_set, full, piece, monkeypatch):
+    from graphshard.validate import lazy
+
+    monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
     for config, md in (mag_set, rmat_set):
         report = validate(config, md, full=full)
         assert report["ok"], problem_lines(report)
@@ -329,3 +344,45 @@ def test_mark_array_duplicate_and_range_checks_agree_with_sorting():
     assert not is_exactly(np.array([5, 0, 4, 9]), ranges, 8)  # beyond the bound
     assert not is_exactly(np.array([0, 1, 2, 5]), np.array([[0, 2], [1, 3]]), 8)  # overlapping ranges: sort instead
     assert is_exactly(np.array([], dtype=np.int64), np.array([[3, 3]]), 8)
+
+
+@pytest.mark.parametrize("formats", [("coo",), ("coo", "csc"), ("csc",)])
+def test_indexed_graph_reads_like_the_loader(tmp_path, formats):
+    """validate/lazy.py reads graph.dgl piece by piece (COO in edge-ID order) or whole (CSC only): same arrays."""
+    from graphshard.errors import InputError
+    from graphshard.validate.lazy import index_graph, index_tensor_dict, pieces
+
+    rng = np.random.default_rng(0)
+    src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
+    path = tmp_path / "graph.dgl"
+    save_graph(path, 50, src, dst, {"_ID": np.arange(50)}, {"_ID": np.arange(300), "w": rng.random((300, 3))},
+               formats=formats)
+    ref, cols = load_graph(path), index_graph(path)
+    assert cols.num_nodes == ref.num_nodes and cols.num_edges == ref.num_edges
+    for name, col, want in (("src", cols.src, ref.src), ("dst", cols.dst, ref.dst), ("w", cols.edata["w"],
+                                                                                      ref.edata["w"])):
+        got = np.concatenate([col.read(a, b) for a, b in pieces(col.rows, SMALL_PIECE)])
+        assert np.array_equal(got, want), name
+    save_tensor_dict(tmp_path / "t.dgl", {"x": rng.random((10, 2)), "y": np.arange(7)})
+    tensors = index_tensor_dict(tmp_path / "t.dgl")
+    assert np.array_equal(tensors["x"].read(3, 9), load_tensor_dict(tmp_path / "t.dgl")["x"][3:9])
+    (tmp_path / "t.dgl").write_bytes((tmp_path / "t.dgl").read_bytes()[:-8])
+    with pytest.raises(InputError, match="t.dgl"):
+        index_tensor_dict(tmp_path / "t.dgl")
+
+
+def test_piece_size_does_not_change_the_report(mag_set, tmp_path, monkeypatch):
+    """Tampered set: the same problems and figures whether partitions are read in tiny pieces or in one."""
+    from graphshard.validate import lazy
+
+    config, md = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    for tamper in (change_feature_row, move_edge_to_halo, drop_halo_in_edge, orig_not_permutation):
+        tamper(out / config.name)
+    reports = []
+    for piece in (SMALL_PIECE, 1 << 21):
+        monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
+        reports.append(validate(out / config.name, md))
+    assert not reports[0]["ok"] and reports[0]["problems"] == reports[1]["problems"]
+    assert reports[0]["quality"] == reports[1]["quality"]

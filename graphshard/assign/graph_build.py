@@ -41,15 +41,9 @@ def edge_chunks(graph: ChunkedGraph) -> list[tuple[str, int]]:
 
 
 def homogeneous_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) of one edge chunk in type-major homogeneous IDs; range-checked against the type's node count."""
+    """(src, dst) of one edge chunk in type-major homogeneous IDs (read_edge_chunk checks their ranges)."""
     src, dst = read_edge_chunk(graph, etype, chunk)
     canon = graph.canonical(etype)
-    for ids, nt, end in ((src, canon.src, "src"), (dst, canon.dst, "dst")):
-        n = graph.num_nodes(nt)
-        if len(ids) and (ids.min() < 0 or ids.max() >= n):
-            bad = ids[(ids < 0) | (ids >= n)][0]
-            raise InputError(graph.path(graph.edges[etype].data[chunk]), f"edges['{etype}'] {end}",
-                             f"node IDs of '{nt}' in [0, {n})", int(bad))
     off = graph.type_node_offsets
     src += off[graph.ntype_id(canon.src)]
     dst += off[graph.ntype_id(canon.dst)]

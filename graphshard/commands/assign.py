@@ -66,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.assign import REPORT_FILE, assign
     from graphshard.assign.options import AssignOptions
     from graphshard.cluster import ClusterSpec, dask_client
+    from graphshard.precheck import checked_graph, precheck_assignment, refuse
 
     try:
         options = AssignOptions(
@@ -79,11 +80,14 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    graph = checked_graph(args.metadata)  # headers of every input file, before any work starts
+    if args.method == "file" and args.dir is not None:
+        refuse(precheck_assignment(graph, args.dir))
     use_cluster = args.workers > 0 or args.scheduler
     cluster = dask_client(ClusterSpec(address=args.scheduler, workers=max(args.workers, 1))) if use_cluster \
         else nullcontext(None)
     with cluster as client:
-        out = assign(args.metadata, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)
+        out = assign(graph, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)
     report = json.loads((out / REPORT_FILE).read_text())
     cut = report["edge_cut"]
     print(f"{out}: {args.num_parts} part(s) by {args.method}; edge cut {cut['count']:,} "

@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from graphshard.cluster import ClusterSpec, dask_client
+    from graphshard.precheck import checked_graph, precheck_assignment, refuse
     from graphshard.shuffle import DispatchOptions, dispatch
 
     try:
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    refuse(precheck_assignment(checked_graph(args.metadata), args.partitions))  # before the cluster starts
     spec = ClusterSpec(address=args.scheduler, workers=args.workers, threads_per_worker=args.threads_per_worker,
                        memory_limit=args.memory_limit)
     with dask_client(spec) as client:

@@ -6,9 +6,9 @@ import argparse
 import json
 
 from graphshard.cluster import ClusterSpec, dask_client
-from graphshard.errors import ProblemList
 from graphshard.formats.chunked import load_metadata
 from graphshard.ingest import check_graph, summary
+from graphshard.precheck import refuse
 
 NAME = "inspect"
 HELP = "Print a chunked graph's types, counts, chunks, features and bytes; --check verifies every file."
@@ -69,9 +69,7 @@ def _check(graph, args: argparse.Namespace) -> list:
 def run(args: argparse.Namespace) -> int:
     graph = load_metadata(args.metadata)
     if args.check:
-        problems = _check(graph, args)
-        if problems:
-            raise ProblemList(problems)
+        refuse(_check(graph, args))
     s = summary(graph)
     if args.json:
         print(json.dumps({**s, **({"check": "ok"} if args.check else {})}, indent=2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from graphshard import logs
 from graphshard.config import STEPS, check_config, load_config
 
 NAME = "run"
@@ -20,19 +21,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows.env import check_api, prefect_environment
-    from graphshard.flows.publish import published_by
+    from graphshard.flows import server
+    from graphshard.flows.env import connect
+    from graphshard.flows.ondemand import prestart
+    from graphshard.flows.publish import RECORD, published_by
 
     cfg = load_config(args.config, args.overrides)
     check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
-    check_api()
-    prefect_environment(cfg.work)
+    pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
+    logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
+    if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
+        prestart(cfg.cluster.spec())
     from graphshard.flows.pipeline import run_pipeline  # imports Prefect: only after its environment is set
     from graphshard.flows.report import summary_line
+
+    if pending is not None:
+        server.ensure(pending)
 
     summary = run_pipeline(args.config, args.overrides, args.from_step, args.force)
     print(summary_line(summary))
     print(f"partitions: {summary['partition_config']}")
     if summary["report"]:
         print(f"report:     {summary['report']}")
+    if pending is not None:
+        print(f"prefect:    {pending.url}/runs/flow-run/{summary['flow_run_id']}")
     return 0

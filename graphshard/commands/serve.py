@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import os
-
-from graphshard.errors import GraphshardError
 
 NAME = "serve"
-HELP = ("Serve the pipeline flow as the deployment 'graphshard/partition' (a long-running flow.serve); start runs "
-        "with `prefect deployment run 'graphshard/partition' --param config=configs/example.yaml`.")
+HELP = ("Serve the pipeline flow as the deployment 'graphshard/partition' (a long-running flow.serve) on "
+        "PREFECT_API_URL or graphshard's background Prefect server; start runs with "
+        "`prefect deployment run 'graphshard/partition' --param config=configs/example.yaml`.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,14 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows.env import check_api, prefect_environment
+    from graphshard.flows import server
+    from graphshard.flows.env import connect
 
-    if not os.environ.get("PREFECT_API_URL"):
-        raise GraphshardError("PREFECT_API_URL is not set: start a server (`prefect server start`) and point "
-                              "PREFECT_API_URL at it (e.g. http://127.0.0.1:4200/api) before serving")
-    check_api()
-    prefect_environment()
+    pending = connect(ephemeral_ok=False)
     from graphshard.flows.pipeline import partition
 
+    if pending is not None:
+        server.ensure(pending)
     partition.serve(name=args.name, limit=args.limit, print_starting_message=True)
     return 0

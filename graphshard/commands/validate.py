@@ -48,9 +48,12 @@ def client_context(args: argparse.Namespace):
 
 def run_validation(config: Path, args: argparse.Namespace, step_times: dict | None = None) -> dict:
     """validate() with the command-line options."""
+    from graphshard.precheck import checked_graph
     from graphshard.validate import validate
     from graphshard.validate.sampling import SAMPLE_SIZE
 
+    if args.input:
+        checked_graph(args.input)  # the input's file headers, before any work starts
     with client_context(args) as client:
         return validate(config, args.input, full=args.full, client=client, seed=args.seed,
                         sample_size=args.sample_size or SAMPLE_SIZE, step_times=step_times,

@@ -1,7 +1,11 @@
-"""Prefect's environment for a graphshard run, set before Prefect is imported (its settings are read at import).
+"""Prefect's environment for a graphshard process, set before Prefect is imported (its settings are read at import).
 
-Telemetry is always off. Without `PREFECT_API_URL`, Prefect runs a temporary local API server for the run
-(ephemeral mode) whose SQLite database lives under the work folder unless `PREFECT_HOME` says otherwise.
+Telemetry is always off. Which API a `graphshard run` talks to, first match wins:
+1. an explicit `PREFECT_API_URL` (environment, or the active Prefect profile): that server, health-checked first;
+2. `GRAPHSHARD_PREFECT=ephemeral`: Prefect's ephemeral mode, a temporary API server inside the run's process
+   (~15-20 s of start-up per run here) with its SQLite database under `<work_dir>/prefect`;
+3. otherwise (`GRAPHSHARD_PREFECT=server`, the default): graphshard's background server (graphshard.flows.server),
+   started by the first run and reused by later ones.
 Prefect 3.8.8 allows ephemeral mode only through its default `ephemeral` profile
 (`PREFECT_SERVER_ALLOW_EPHEMERAL_MODE`; the setting's own default is off), so it is set explicitly here.
 """
@@ -10,10 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 import urllib.request
 from pathlib import Path
 
 from graphshard.errors import GraphshardError
+from graphshard.flows import server
+
+MODE_ENV = "GRAPHSHARD_PREFECT"
+MODES = ("server", "ephemeral")
 
 
 def prefect_environment(work_dir: Path | None = None) -> None:
@@ -29,6 +38,48 @@ def prefect_environment(work_dir: Path | None = None) -> None:
             os.environ["PREFECT_HOME"] = str(home)
 
 
+def profile_api_url() -> str | None:
+    """PREFECT_API_URL of the active Prefect profile (read from profiles.toml without importing Prefect)."""
+    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect")
+    path = Path(os.environ.get("PREFECT_PROFILES_PATH") or home / "profiles.toml")
+    try:
+        profiles = tomllib.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    active = os.environ.get("PREFECT_PROFILE") or profiles.get("active", "ephemeral")
+    return (profiles.get("profiles", {}).get(active) or {}).get("PREFECT_API_URL") or None
+
+
+def mode() -> str:
+    """`GRAPHSHARD_PREFECT`: 'server' (default) or 'ephemeral'."""
+    value = os.environ.get(MODE_ENV, "").strip().lower() or "server"
+    if value not in MODES:
+        raise GraphshardError(f"{MODE_ENV}={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
+def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> server.Server | None:
+    """Point this process at its Prefect API (see the module doc); the background server it uses, not yet waited
+    for (`server.ensure`), so that the caller's imports overlap a cold start. Call before importing Prefect.
+    `ephemeral_ok=False`: the caller needs a server that outlives it (`graphshard serve`)."""
+    explicit = os.environ.get("PREFECT_API_URL") or profile_api_url()
+    if explicit:
+        os.environ["PREFECT_API_URL"] = explicit  # kept when PREFECT_HOME moves
+        check_api()
+        prefect_environment(work_dir)
+        return None
+    if mode() == "ephemeral":
+        if not ephemeral_ok:
+            raise GraphshardError(f"{MODE_ENV}=ephemeral: this command needs a Prefect server that outlives it; "
+                                  f"unset {MODE_ENV} or point PREFECT_API_URL at a server")
+        prefect_environment(work_dir)
+        return None
+    pending, _ = server.start()
+    os.environ["PREFECT_API_URL"] = pending.api_url
+    prefect_environment(work_dir)
+    return pending
+
+
 def check_api(timeout: float = 5.0) -> None:
     """With `PREFECT_API_URL` set, a server must answer its health check, else one line before any work starts."""
     url = os.environ.get("PREFECT_API_URL")
@@ -40,6 +91,6 @@ def check_api(timeout: float = 5.0) -> None:
     except (OSError, ValueError) as err:
         raise GraphshardError(f"PREFECT_API_URL={url}: no Prefect server answers within {timeout:g} s "
                               f"({getattr(err, 'reason', err)}); start one (`prefect server start`) or unset "
-                              "PREFECT_API_URL to run without a server") from None
+                              "PREFECT_API_URL to use graphshard's background server") from None
     if not healthy:
         raise GraphshardError(f"PREFECT_API_URL={url}: the server's health check did not answer true")

@@ -13,6 +13,7 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -20,11 +21,12 @@ from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.states import State
 
-from graphshard.cluster import dask_client
+from graphshard import logs
 from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
 from graphshard.flows import progress, report
 from graphshard.flows.cache import StepStore
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.flows.publish import published_by
 from graphshard.tasks.assign import assign_task
 from graphshard.tasks.ingest import ingest_task
@@ -34,6 +36,7 @@ from graphshard.tasks.validate import validate_task
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
+logs.quiet_on_terminal("prefect")  # a failed run is graphshard's one line; Prefect's own failure logs go to the file
 
 
 def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
@@ -45,9 +48,12 @@ def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
     return forced | set(force or [])
 
 
-def _announce_dashboard(client) -> None:
+def _cluster_started(client) -> None:
+    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks."""
+    progress.install(client)
     link = client.dashboard_link
     get_run_logger().info("Dask dashboard: %s", link)
+    print(f"Dask dashboard: {link}", file=sys.stderr)  # on the terminal too, beside the steps' progress bars
     if link:
         create_link_artifact(link, link_text="Dask dashboard", key="graphshard-dask-dashboard",
                              description="Dask dashboard of this run's cluster")
@@ -81,13 +87,11 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         states[name] = state
         return state.result()
 
-    with dask_client(cfg.cluster.spec()) as client:
-        _announce_dashboard(client)
-        progress.install(client)
-        ingested = step("ingest", ingest_task, cfg, graph, store, client)
-        assigned = step("assign", assign_task, cfg, graph, store, ingested, client)
-        shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, client)
-        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, client)
+    with ClusterOnDemand(cfg.cluster.spec(), on_start=_cluster_started) as cluster:  # none if every step is cached
+        ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
+        assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
+        shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
+        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
                      if cfg.validate_.enabled else None)
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
@@ -101,10 +105,11 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
                  force: list[str] | None = None) -> dict:
-    """Run the flow in this process; a failed run raises GraphshardError with the failing step's message."""
+    """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
+    the failing step's message."""
     state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
     if state.is_completed():
-        return state.result()
+        return {**state.result(), "flow_run_id": str(state.state_details.flow_run_id)}
     err = state.result(raise_on_failure=False)
     if isinstance(err, GraphshardError):
         raise err

@@ -17,13 +17,15 @@ from typing import Callable, TextIO
 from distributed import Client
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from graphshard.dasktasks import describe_key
+
 NAME = "graphshard-progress"
-Sink = Callable[[int, int], None]
+Sink = Callable[[int, int, str], None]  # (done, submitted, what a running task does to which chunk or partition)
 log = logging.getLogger(__name__)
 
 
 class TaskCounter(SchedulerPlugin):
-    """Counts tasks submitted and finished (in memory or erred), per client id."""
+    """Counts tasks submitted and finished (in memory or erred), and the key that last started, per client id."""
 
     name = NAME
 
@@ -31,6 +33,7 @@ class TaskCounter(SchedulerPlugin):
         self.submitted: Counter[str] = Counter()
         self.finished: Counter[str] = Counter()
         self.owner: dict = {}
+        self.doing: dict[str, str] = {}
 
     def update_graph(self, scheduler, *, client: str, tasks: list, **kwargs) -> None:
         for key in tasks:  # `tasks` also lists known dependencies; count each new computation once
@@ -40,7 +43,9 @@ class TaskCounter(SchedulerPlugin):
                 self.submitted[client] += 1
 
     def transition(self, key, start, finish, *args, **kwargs) -> None:
-        if finish in ("memory", "erred") and start in ("processing", "waiting", "queued"):
+        if finish == "processing" and key in self.owner:
+            self.doing[self.owner[key]] = str(key)
+        elif finish in ("memory", "erred") and start in ("processing", "waiting", "queued"):
             client = self.owner.get(key)
             if client is not None:
                 self.finished[client] += 1
@@ -48,11 +53,11 @@ class TaskCounter(SchedulerPlugin):
             self.owner.pop(key, None)
 
 
-def _counts(dask_scheduler, client_id: str) -> tuple[int, int]:
+def _counts(dask_scheduler, client_id: str) -> tuple[int, int, str]:
     plugin = dask_scheduler.plugins.get(NAME)
     if plugin is None:
-        return 0, 0
-    return plugin.finished[client_id], plugin.submitted[client_id]
+        return 0, 0, ""
+    return plugin.finished[client_id], plugin.submitted[client_id], plugin.doing.get(client_id, "")
 
 
 def _installed(dask_scheduler) -> bool:
@@ -78,17 +83,18 @@ class StepProgress:
         self.client, self.sinks, self.interval = client, sinks, interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="graphshard-progress", daemon=True)
-        self._base = (0, 0)
+        self._base = (0, 0, "")
         self.last = (0, 0)
 
-    def _read(self) -> tuple[int, int]:
+    def _read(self) -> tuple[int, int, str]:
         return tuple(self.client.run_on_scheduler(_counts, client_id=self.client.id))
 
     def _emit(self) -> None:
-        done, submitted = self._read()
+        done, submitted, key = self._read()
         self.last = (done - self._base[0], submitted - self._base[1])
+        doing = describe_key(key) if key != self._base[2] else ""
         for sink in self.sinks:
-            sink(*self.last)
+            sink(*self.last, doing)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -128,17 +134,20 @@ class TerminalBar:
         self.tty = self.stream.isatty()
         self._last_print = 0.0
         self._last = (-1, -1)
+        self._width = 0  # of the line drawn last, blanked when a shorter one replaces it
 
-    def __call__(self, done: int, submitted: int) -> None:
+    def __call__(self, done: int, submitted: int, doing: str = "") -> None:
         if (done, submitted) == self._last:
             return
         self._last = (done, submitted)
         frac = done / submitted if submitted else 0.0
         filled = int(frac * self.width)
         line = f"{self.label:<9} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{submitted} dask tasks"
+        line += f": {doing}" if doing and done < submitted else ""
         now = time.monotonic()
         if self.tty:
-            self.stream.write("\r" + line)
+            self.stream.write("\r" + line.ljust(self._width))
+            self._width = len(line)
         elif now - self._last_print >= self.every or (done == submitted and submitted):
             self.stream.write(line + "\n")
             self._last_print = now

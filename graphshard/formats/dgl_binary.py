@@ -211,11 +211,36 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
 # ---------------------------------------------------------------- reading
 
 
-class _Reader:
-    """Sequential reader that turns short reads and bad magics into InputErrors naming the file."""
+@dataclass(frozen=True)
+class ArrayIndex:
+    """Where one array's data lies in a DGL file (byte offset, dtype, shape): indexed, to be read later."""
 
-    def __init__(self, f: BinaryIO, path: Path):
-        self.f, self.path = f, path
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int
+
+
+@dataclass
+class GraphParts:
+    """A homogeneous `graph.dgl` as stored: format sections (name -> (rows, cols, arrays)), node count, node and
+    edge data; arrays are loaded (np.ndarray) or indexed (ArrayIndex) as the walk was asked to."""
+
+    num_nodes: int
+    sections: dict[str, tuple[int, int, list]]
+    ndata: dict
+    edata: dict
+
+
+_EDGE_SOURCES = ("coo", "csc", "csr")  # the section edges are taken from, first present wins
+
+
+class _Reader:
+    """The one walker of DGL's binary files: reads arrays (or, with `index`, notes where they lie and seeks over
+    them); short reads, arrays past the end of the file and bad magics become InputErrors naming the file."""
+
+    def __init__(self, f: BinaryIO, path: Path, index: bool = False):
+        self.f, self.path, self.index = f, path, index
+        self.size = os.fstat(f.fileno()).st_size
 
     def raw(self, n: int, what: str) -> bytes:
         data = self.f.read(n)
@@ -240,7 +265,8 @@ class _Reader:
     def string(self, what: str) -> str:
         return self.raw(self.u64(what), what).decode("utf-8")
 
-    def ndarray(self, what: str) -> np.ndarray:
+    def array_head(self, what: str) -> tuple[np.dtype, tuple[int, ...], int]:
+        """dtype, shape and data byte count of the NDArray starting here; the data follows."""
         magic, _, device, _, ndim = self.unpack(_NDARRAY_HEAD, what)
         if magic != NDARRAY_MAGIC:
             raise InputError(self.path, what, f"NDArray magic {NDARRAY_MAGIC:#x}", f"{magic:#x}")
@@ -248,20 +274,31 @@ class _Reader:
             raise InputError(self.path, what, "a CPU array (device type 1)", device)
         code, bits, lanes = self.unpack(_DTYPE, what)
         if code not in _CODE_TO_KIND or lanes != 1 or bits % 8:
-            raise InputError(self.path, what, "an int, uint or float dtype with 1 lane", f"type code {code}, "
-                             f"{bits} bits, {lanes} lanes" + (" (bfloat16 has no numpy dtype)" if code == _BFLOAT_CODE else ""))
+            bfloat = " (bfloat16 has no numpy dtype)" if code == _BFLOAT_CODE else ""
+            raise InputError(self.path, what, "an int, uint or float dtype with 1 lane",
+                             f"type code {code}, {bits} bits, {lanes} lanes{bfloat}")
         dtype = np.dtype(f"<{_CODE_TO_KIND[code]}{bits // 8}")
         shape = struct.unpack(f"<{ndim}q", self.raw(8 * ndim, what))
         nbytes = self.i64(what)
         if nbytes != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
             raise InputError(self.path, what, f"{int(np.prod(shape))} x {dtype.itemsize} data bytes for shape {shape}",
                              nbytes)
+        if self.f.tell() + nbytes > self.size:
+            raise InputError(self.path, what, f"{nbytes} data bytes", "end of file (truncated)")
+        return dtype, shape, nbytes
+
+    def ndarray(self, what: str) -> np.ndarray | ArrayIndex:
+        dtype, shape, nbytes = self.array_head(what)
+        if self.index:
+            at = ArrayIndex(dtype, shape, self.f.tell())
+            self.f.seek(nbytes, 1)
+            return at
         arr = np.empty(shape, dtype=dtype)
         if nbytes and self.f.readinto(memoryview(arr.reshape(-1).view(np.uint8))) != nbytes:
             raise InputError(self.path, what, f"{nbytes} data bytes", "end of file (truncated)")
         return arr
 
-    def named_tensors(self, what: str) -> dict[str, np.ndarray]:
+    def named_tensors(self, what: str) -> dict[str, np.ndarray | ArrayIndex]:
         out = {}
         for _ in range(self.u64(what)):
             name = self.string(what)
@@ -271,7 +308,7 @@ class _Reader:
     def strings(self, what: str) -> list[str]:
         return [self.string(what) for _ in range(self.u64(what))]
 
-    def sparse(self, magic: int, what: str, num_arrays: int, num_flags: int) -> tuple[int, int, list[np.ndarray]]:
+    def sparse(self, magic: int, what: str, num_arrays: int, num_flags: int) -> tuple[int, int, list]:
         self.magic(magic, what)
         num_cols, num_rows = self.i64(what), self.i64(what)
         arrays = [self.ndarray(what) for _ in range(num_arrays)]
@@ -289,22 +326,87 @@ class _Reader:
         self.magic(IMMUTABLE_GRAPH_MAGIC, what)
         self.sparse(CSR_MAGIC, what, 3, 1)
 
+    def graph_sections(self) -> dict[str, tuple[int, int, list]]:
+        """From the file header to the end of the format sections: {format name: (rows, cols, arrays)}."""
+        self.magic(GRAPH_FILE_MAGIC, "file header")
+        version, graph_type, num_graphs = self.u64("version"), self.u64("graph type"), self.u64("number of graphs")
+        if (version, graph_type) != (GRAPH_FILE_VERSION, HETERO_GRAPH_TYPE):
+            raise InputError(self.path, "file header", "version 2 heterograph file",
+                             f"version {version}, type {graph_type}")
+        if num_graphs != 1:
+            raise InputError(self.path, "number of graphs", "1 graph", num_graphs)
+        self.f.seek(HEADER_SIZE)
+        self.f.seek(self.u64("graph data offset"))
+        self.magic(HETEROGRAPH_MAGIC, "heterograph")
+        self.metagraph("metagraph")
+        if (n_rel := self.u64("relation graphs")) != 1:
+            raise InputError(self.path, "relation graphs", "a homogeneous graph (1 relation)", n_rel)
+        self.magic(UNIT_GRAPH_MAGIC, "unit graph")
+        saved_code = self.i64("saved formats")
+        self.i64("allowed formats")
+        saved_code = saved_code & 0xFFFFFFFF if saved_code >> 32 else _LEGACY_FORMAT.get(saved_code, 0)
+        sections = {}
+        for name, code in FORMAT_CODES.items():
+            if saved_code & code:
+                self.metagraph(f"{name} metagraph")
+                magic, arrays, flags = (COO_MAGIC, 3, 2) if name == "coo" else (CSR_MAGIC, 3, 1)
+                sections[name] = self.sparse(magic, name, arrays, flags)
+        if not sections:
+            raise InputError(self.path, "saved formats", "at least one of coo, csr, csc", saved_code)
+        return sections
 
-def load_tensor_dict(path: str | Path) -> dict[str, np.ndarray]:
-    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...) into {name: array}."""
-    path = Path(path)
+
+@contextmanager
+def _walker(path: Path, kind: str, index: bool) -> Iterator[_Reader]:
     try:
         f = open(path, "rb")
     except OSError as err:
-        raise InputError(path, None, "a readable DGL tensor file", err.strerror) from None
+        raise InputError(path, None, f"a readable DGL {kind} file", err.strerror) from None
     with f:
-        r = _Reader(f, path)
+        yield _Reader(f, path, index)
+
+
+def _walk_tensor_dict(path: str | Path, index: bool) -> dict:
+    path = Path(path)
+    with _walker(path, "tensor", index) as r:
         r.magic(TENSOR_DICT_MAGIC, "tensor dict header")
         count = r.u64("tensor count")
         tensors = r.named_tensors("tensors")
         if len(tensors) != count:
             raise InputError(path, "tensor count", f"{count} tensors", len(tensors))
         return tensors
+
+
+def load_tensor_dict(path: str | Path) -> dict[str, np.ndarray]:
+    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...) into {name: array}."""
+    return _walk_tensor_dict(path, index=False)
+
+
+def index_tensor_dict(path: str | Path) -> dict[str, ArrayIndex]:
+    """{name: where its data lies} of a DGL tensor-dict file, every header checked as `load_tensor_dict` does."""
+    return _walk_tensor_dict(path, index=True)
+
+
+def _walk_graph(path: str | Path, index: bool) -> GraphParts:
+    path = Path(path)
+    with _walker(path, "graph", index) as r:
+        sections = r.graph_sections()
+        n_types = r.u64("node types")
+        nodes_per_type = struct.unpack(f"<{n_types}q", r.raw(8 * n_types, "nodes per type"))
+        ndata_list = [r.named_tensors("node data") for _ in range(r.u64("node data"))]
+        edata_list = [r.named_tensors("edge data") for _ in range(r.u64("edge data"))]
+        ntypes, etypes = r.strings("node type names"), r.strings("edge type names")
+        r.trailer()
+    if len(ntypes) != 1 or len(etypes) != 1:
+        raise InputError(path, "types", "a homogeneous graph (1 node type, 1 edge type)", f"{ntypes}, {etypes}")
+    num_rows = next(sections[name][0] for name in _EDGE_SOURCES if name in sections)
+    return GraphParts(num_nodes=int(nodes_per_type[0]) if nodes_per_type else num_rows, sections=sections,
+                      ndata=ndata_list[0] if ndata_list else {}, edata=edata_list[0] if edata_list else {})
+
+
+def index_graph(path: str | Path) -> GraphParts:
+    """A homogeneous `graph.dgl` indexed (ArrayIndex for every array), every header checked as `load_graph` does."""
+    return _walk_graph(path, index=True)
 
 
 def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarray
@@ -322,58 +424,18 @@ def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarr
 
 def load_graph(path: str | Path) -> LocalGraph:
     """Read a homogeneous `graph.dgl` (ours or DGL's; COO, CSR or CSC saved) as COO in edge-ID order."""
-    path = Path(path)
-    try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise InputError(path, None, "a readable DGL graph file", err.strerror) from None
-    with f:
-        r = _Reader(f, path)
-        r.magic(GRAPH_FILE_MAGIC, "file header")
-        version, graph_type, num_graphs = r.u64("version"), r.u64("graph type"), r.u64("number of graphs")
-        if (version, graph_type) != (GRAPH_FILE_VERSION, HETERO_GRAPH_TYPE):
-            raise InputError(path, "file header", "version 2 heterograph file", f"version {version}, type {graph_type}")
-        if num_graphs != 1:
-            raise InputError(path, "number of graphs", "1 graph", num_graphs)
-        f.seek(HEADER_SIZE)
-        f.seek(r.u64("graph data offset"))
-        r.magic(HETEROGRAPH_MAGIC, "heterograph")
-        r.metagraph("metagraph")
-        if (n_rel := r.u64("relation graphs")) != 1:
-            raise InputError(path, "relation graphs", "a homogeneous graph (1 relation)", n_rel)
-        r.magic(UNIT_GRAPH_MAGIC, "unit graph")
-        saved_code = r.i64("saved formats")
-        r.i64("allowed formats")
-        saved_code = saved_code & 0xFFFFFFFF if saved_code >> 32 else _LEGACY_FORMAT.get(saved_code, 0)
-        sections = {}
-        for name, code in FORMAT_CODES.items():
-            if saved_code & code:
-                r.metagraph(f"{name} metagraph")
-                magic, arrays, flags = (COO_MAGIC, 3, 2) if name == "coo" else (CSR_MAGIC, 3, 1)
-                sections[name] = r.sparse(magic, name, arrays, flags)
-        if not sections:
-            raise InputError(path, "saved formats", "at least one of coo, csr, csc", saved_code)
-        n_types = r.u64("node types")
-        nodes_per_type = struct.unpack(f"<{n_types}q", r.raw(8 * n_types, "nodes per type"))
-        ndata_list = [r.named_tensors("node data") for _ in range(r.u64("node data"))]
-        edata_list = [r.named_tensors("edge data") for _ in range(r.u64("edge data"))]
-        ntypes, etypes = r.strings("node type names"), r.strings("edge type names")
-        r.trailer()
-    if len(ntypes) != 1 or len(etypes) != 1:
-        raise InputError(path, "types", "a homogeneous graph (1 node type, 1 edge type)", f"{ntypes}, {etypes}")
-
-    if "coo" in sections:
-        num_rows, _, (src, dst, eids) = sections["coo"]
+    g = _walk_graph(path, index=False)
+    source = next(name for name in _EDGE_SOURCES if name in g.sections)
+    arrays = g.sections[source][2]
+    if source == "coo":
+        src, dst, eids = arrays
         if eids.shape[0]:
             order = np.argsort(eids, kind="stable")
             src, dst = src[order], dst[order]
-    elif "csc" in sections:
-        num_rows, _, arrays = sections["csc"]
+    elif source == "csc":
         dst, src = _coo_from_compressed(*arrays)
     else:
-        num_rows, _, arrays = sections["csr"]
         src, dst = _coo_from_compressed(*arrays)
-    return LocalGraph(num_nodes=int(nodes_per_type[0]) if nodes_per_type else num_rows,
-                      src=src.astype(np.int64, copy=False), dst=dst.astype(np.int64, copy=False),
-                      ndata=ndata_list[0] if ndata_list else {}, edata=edata_list[0] if edata_list else {},
-                      formats=tuple(sections))
+    return LocalGraph(num_nodes=g.num_nodes, src=src.astype(np.int64, copy=False),
+                      dst=dst.astype(np.int64, copy=False), ndata=g.ndata, edata=g.edata,
+                      formats=tuple(g.sections))

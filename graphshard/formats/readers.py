@@ -24,8 +24,27 @@ def _open_error(path: Path, err: Exception) -> InputError:
     return InputError(path, None, "a readable chunk file", f"{type(err).__name__}: {err}")
 
 
+VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
+CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a chunk file holds, read from its header or footer: rows (None: unknown without a full read), the shape
+    of one row and the dtype."""
+
+    rows: int | None
+    row_shape: tuple[int, ...]
+    dtype: np.dtype
+
+
 class ChunkReader:
     """Reads one chunk file of a format into numpy arrays."""
+
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """Rows, row shape and dtype without loading the file (the first rows at most)."""
+        head = self.head(path, fmt)
+        return Header(self.num_rows(path, fmt), tuple(int(x) for x in head.shape[1:]), head.dtype)
 
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
         """The whole file as a 1-D or 2-D numpy array."""
@@ -61,7 +80,25 @@ def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
 
 
 class NumpyReader(ChunkReader):
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """The .npy header; a file shorter than its header's shape and dtype need is reported as truncated."""
+        try:
+            with open(path, "rb") as fh:
+                npf = np.lib.format
+                read = npf.read_array_header_1_0 if npf.read_magic(fh) == (1, 0) else npf.read_array_header_2_0
+                shape, _, dtype = read(fh)
+                offset = fh.tell()
+        except Exception as err:  # noqa: BLE001 - re-raised with the file name
+            raise _open_error(path, err) from None
+        need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        size = path.stat().st_size
+        if size < need:
+            raise InputError(path, None, f"{need} bytes (header: shape {shape}, dtype {dtype})",
+                             f"{size} bytes: the file is truncated")
+        return Header(int(shape[0]) if shape else 0, tuple(int(x) for x in shape[1:]), dtype)
+
     def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+        self.header(path, fmt)  # a truncated file is named as such
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False)
         except Exception as err:  # noqa: BLE001 - re-raised with the file name
@@ -99,6 +136,18 @@ class ParquetReader(ChunkReader):
 
 
 class CsvReader(ChunkReader):
+    def header(self, path: Path, fmt: FileFormat) -> Header:
+        """Column count and dtype of the first block; rows counted only for files up to CSV_SCAN_LIMIT bytes."""
+        try:
+            size = path.stat().st_size
+        except OSError as err:
+            raise _open_error(path, err) from None
+        if size == 0:
+            return Header(0, (), np.dtype(np.int64))
+        head = self.head(path, fmt)
+        rows = self.num_rows(path, fmt) if size <= CSV_SCAN_LIMIT else None
+        return Header(rows, tuple(int(x) for x in head.shape[1:]), head.dtype)
+
     def _read(self, path: Path, fmt: FileFormat) -> pa.Table:
         try:
             return pacsv.read_csv(
@@ -149,18 +198,76 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 # ---- graph-level helpers ---------------------------------------------------------------------------------------
 
-def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> tuple[np.ndarray, np.ndarray]:
-    """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2-column shape."""
+def _first_line(path: Path) -> str:
+    """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
+    with open(path, "rb") as fh:
+        return fh.readline(80).decode("utf-8", "replace").rstrip("\r\n")
+
+
+def not_numeric_problem(path: Path, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
+    """A non-numeric column: for csv most often a wrong format.delimiter, so show the first line."""
+    if fmt.name == "csv":
+        return InputError(path, field, f"numbers separated by format.delimiter {fmt.delimiter!r}",
+                          f"first line {_first_line(path)!r}")
+    return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
+
+
+def edge_field(etype: str, chunk: int) -> str:
+    """The metadata field naming an edge chunk file, as messages show it."""
+    return f"edges['{etype}'].data[{chunk}]"
+
+
+def edge_ids_problem(path: Path, field: str, fmt: FileFormat, row_shape: tuple[int, ...],
+                     dtype: np.dtype) -> InputError | None:
+    """An edge file must hold exactly two integer ID columns, src and dst (parquet: at least two, the first two used,
+    as DGL reads them); None when it does."""
+    if dtype.kind not in "iu":
+        return not_numeric_problem(path, fmt, field, dtype) if dtype.kind not in VALID_KINDS \
+            else InputError(path, field, "integer node IDs", f"dtype {dtype}")
+    columns = row_shape[0] if len(row_shape) == 1 else None
+    if columns == 2 or (fmt.name == "parquet" and columns and columns > 2):
+        return None
+    expected = "at least 2 columns, the first two src and dst" if fmt.name == "parquet" \
+        else "exactly 2 columns (src, dst IDs)"
+    return InputError(path, field, expected, f"{columns} columns" if columns else f"a {len(row_shape) + 1}-D array")
+
+
+def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, dst: np.ndarray) -> list[InputError]:
+    """Node IDs of an edge chunk outside their type's [0, n): one problem per end (a min/max pass when none is)."""
+    path, canonical, problems = graph.path(graph.edges[etype].data[chunk]), graph.canonical(etype), []
+    for end, ids, ntype in (("src", src, canonical.src), ("dst", dst, canonical.dst)):
+        n = graph.num_nodes(ntype)
+        if len(ids) and (ids.min() < 0 or ids.max() >= n):
+            bad = np.flatnonzero((ids < 0) | (ids >= n))
+            problems.append(InputError(path, f"{edge_field(etype, chunk)} {end}", f"{ntype} IDs in [0, {n})",
+                                       f"{len(bad)} out of range, first {int(ids[bad[0]])} at row {int(bad[0])}"))
+    return problems
+
+
+def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
+    """One edge chunk file as its reader returns it (numpy: memory-mapped), checked to hold the 2 integer ID
+    columns when it has rows."""
     spec = graph.edges[etype]
     path = graph.path(spec.data[chunk])
     arr = reader_for(spec.format).table(path, spec.format)
+    if arr.size and (problem := edge_ids_problem(path, edge_field(etype, chunk), spec.format, arr.shape[1:],
+                                                 arr.dtype)) is not None:
+        raise problem
+    return arr
+
+
+def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
+                    check_ids: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2 columns and (`check_ids`) the IDs'
+    ranges."""
+    arr = edge_table(graph, etype, chunk)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] < 2:
-        raise InputError(path, f"edges['{etype}']", "2 columns (src, dst)", f"shape {tuple(arr.shape)}")
-    if not np.issubdtype(arr.dtype, np.integer):
-        raise InputError(path, f"edges['{etype}']", "integer node IDs", f"dtype {arr.dtype}")
-    return np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    src, dst = np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
+    if problems:
+        raise problems[0]
+    return src, dst
 
 
 def read_chunk(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> np.ndarray:

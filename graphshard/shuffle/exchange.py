@@ -62,13 +62,6 @@ def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: Shuf
         _write_groups(grouping, [a[grouping.order] for a in arrays], lambda p: plan.scratch.node_bucket(ntype_id, block, p))
 
 
-def _check_ids(path: Path, field: str, ids: np.ndarray, n: int, end: str, ntype: str) -> None:
-    if not len(ids) or (ids.min() >= 0 and ids.max() < n):
-        return
-    first = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
-    raise InputError(path, field, f"{end} IDs of node type '{ntype}' in [0, {n})", f"{int(ids[first])} on row {first}")
-
-
 def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndarray:
     """Route one edge chunk to the owners of its destinations; returns the edge count sent to each partition.
 
@@ -80,14 +73,12 @@ def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndar
     etype = graph.edge_type[etype_id]
     can = graph.canonical(etype)
     src_t, dst_t = graph.ntype_id(can.src), graph.ntype_id(can.dst)
-    src, dst = read_edge_chunk(graph, etype, chunk)
-    path, field = graph.path(graph.edges[etype].data[chunk]), f"edges['{etype}']"
+    src, dst = read_edge_chunk(graph, etype, chunk)  # checks the IDs' ranges
+    path = graph.path(graph.edges[etype].data[chunk])
     lo, hi = (int(x) for x in graph.edge_chunk_offsets(etype)[chunk:chunk + 2])
     if len(src) != hi - lo:
         raise InputError(graph.metadata_path, f"num_edges_per_chunk[{etype_id}][{chunk}]",
                          f"the row count of {path}", f"{hi - lo} (the file has {len(src)} rows)")
-    _check_ids(path, field, src, graph.num_nodes(can.src), "source", can.src)
-    _check_ids(path, field, dst, graph.num_nodes(can.dst), "destination", can.dst)
     owner = np.load(plan.scratch.parts(dst_t), mmap_mode="r")[dst]
     src_owner = np.load(plan.scratch.parts(src_t), mmap_mode="r")[src] if plan.out_buckets else None
     new_src = np.load(plan.scratch.idmap(src_t), mmap_mode="r")[src]

@@ -17,6 +17,7 @@ from graphshard import assign
 from graphshard.config import PipelineConfig
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.flows.manifest import folder_manifest
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
@@ -33,12 +34,13 @@ def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage
 
 @task(name="assign", **TASK_OPTIONS)
 def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
-                client: Client | None, force: bool = False) -> StepResult:
+                cluster: ClusterOnDemand | None, force: bool = False) -> StepResult:
     """Assign nodes to partitions once per (input content, num_parts, assign options)."""
     inputs = {"graph": ingested.digest}
     if cfg.assign.method == "file":
         inputs["assign_dir"] = folder_manifest(cfg.assign.dir).digest
     section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None}
     key = step_key("assign", inputs, section)
-    return run_step(store, "assign", key, inputs, lambda stage: build(cfg, graph, client, stage), client, force,
+    return run_step(store, "assign", key, inputs, lambda stage, client: build(cfg, graph, client, stage), cluster,
+                    force,
                     volatile=(f"{OUTPUT}/{assign.REPORT_FILE}",))

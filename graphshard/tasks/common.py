@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Callable
 
 from distributed import Client
+
 from prefect import get_run_logger
 from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.states import Completed, State
 
 from graphshard.flows.cache import StepResult, StepStore
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.flows.progress import StepProgress, TerminalBar
 
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
@@ -27,14 +29,16 @@ class ArtifactProgress:
     """A Prefect progress artifact per step, updated with the share of the step's Dask tasks that finished."""
 
     def __init__(self, step: str):
+        self.step = step
         self.id = create_progress_artifact(0.0, key=f"graphshard-{step}-progress",
                                            description=f"{step}: Dask tasks finished / submitted")
         self._last = -1.0
 
-    def __call__(self, done: int, submitted: int) -> None:
+    def __call__(self, done: int, submitted: int, doing: str = "") -> None:
         pct = round(100.0 * done / submitted, 1) if submitted else 0.0
         if pct != self._last:
-            update_progress_artifact(self.id, pct)
+            update_progress_artifact(self.id, pct, description=f"{self.step}: {done}/{submitted} Dask tasks finished"
+                                     + (f"; running {doing}" if doing and done < submitted else ""))
             self._last = pct
 
     def close(self) -> None:
@@ -42,9 +46,10 @@ class ArtifactProgress:
             update_progress_artifact(self.id, 100.0)
 
 
-def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path], dict],
-             client: Client | None, force: bool, volatile: tuple[str, ...] = ()) -> StepResult | State:
-    """The artifact for `key` if it is complete (and not forced): a Cached state; else build it, with progress."""
+def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path, Client], dict],
+             cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = ()) -> StepResult | State:
+    """The artifact for `key` if it is complete (and not forced): a Cached state; else build it with
+    `make(stage, client)` (the run's cluster is started here, on the first step that needs it), with progress."""
     logger = get_run_logger()
     if not force:
         hit = store.lookup(step, key)
@@ -52,8 +57,9 @@ def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make
             logger.info("%s: reusing %s (key %s)", step, hit.folder, key[:12])
             return Completed(data=hit, name="Cached", message=f"{step} artifact {key[:12]} reused")
     logger.info("%s: building %s%s", step, store.folder(step, key), " (forced)" if force else "")
+    client = cluster.get() if cluster is not None else None
     sinks = [TerminalBar(step), ArtifactProgress(step)]
     with StepProgress(client, sinks) if client is not None else nullcontext():
-        result = store.build(step, key, make, inputs, volatile)
+        result = store.build(step, key, lambda stage: make(stage, client), inputs, volatile)
     logger.info("%s: done in %.1f s", step, result.summary["seconds"])
     return result

@@ -15,18 +15,17 @@ from prefect.states import State
 
 from graphshard import ingest
 from graphshard.config import PipelineConfig
-from graphshard.errors import ProblemList
 from graphshard.flows.cache import StepResult, StepStore, step_key
 from graphshard.flows.manifest import HashCache, graph_files
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.precheck import refuse
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
 
 def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
     """Check the graph (all problems at once) and write its fingerprint and summary into `stage`."""
-    problems = ingest.check_graph(graph, client)
-    if problems:
-        raise ProblemList(problems)
+    refuse(ingest.check_graph(graph, client))
     fp = ingest.fingerprint(graph)
     (stage / "fingerprint.json").write_text(json.dumps(fp, indent=1, sort_keys=True))
     info = ingest.summary(graph)
@@ -37,10 +36,11 @@ def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
 
 
 @task(name="ingest", **TASK_OPTIONS)
-def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, client: Client | None,
+def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, cluster: ClusterOnDemand | None,
                 force: bool = False) -> StepResult | State:
     """Check the input graph once per distinct content (Cached when the input files are unchanged)."""
     manifest = HashCache(store.root / "input-hashes.json").manifest(graph_files(graph))
     inputs = {"graph_files": manifest.digest}
     key = step_key("ingest", inputs)
-    return run_step(store, "ingest", key, inputs, lambda stage: build(graph, client, stage), client, force)
+    return run_step(store, "ingest", key, inputs, lambda stage, client: build(graph, client, stage), cluster,
+                    force)

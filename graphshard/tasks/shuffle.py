@@ -14,6 +14,7 @@ from prefect import task
 from graphshard import shuffle
 from graphshard.config import PipelineConfig
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
@@ -28,11 +29,11 @@ def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path, client: Cl
 
 @task(name="shuffle", **TASK_OPTIONS)
 def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
-                 assigned: StepResult, client: Client, force: bool = False) -> StepResult:
+                 assigned: StepResult, cluster: ClusterOnDemand, force: bool = False) -> StepResult:
     """Route edges and features to their owners and write DGL's partition files, once per distinct input."""
     inputs = {"graph": ingested.digest, "assignment": assigned.digest}
     section = {**cfg.section("shuffle"), "scratch_dir": None}
     key = step_key("shuffle", inputs, section)
     assignment = assigned.path(PRODUCT["assign"])
-    return run_step(store, "shuffle", key, inputs, lambda stage: build(cfg, graph, assignment, client, stage),
-                    client, force)
+    return run_step(store, "shuffle", key, inputs, lambda stage, client: build(cfg, graph, assignment, client, stage),
+                    cluster, force)

@@ -10,10 +10,11 @@ from pathlib import Path
 from distributed import Client
 from prefect import task
 
-from graphshard import assign, validate
+from graphshard import assign
 from graphshard.config import PipelineConfig
 from graphshard.errors import GraphshardError
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
+from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.tasks.common import TASK_OPTIONS, run_step
 
 OUTPUT = PRODUCT["validate"]
@@ -26,6 +27,8 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
     Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads).
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
+    from graphshard import validate  # imported here: its report writer loads matplotlib, which a cached run skips
+
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
                                assignment_report=assignment_report, scratch_dir=stage)
@@ -42,7 +45,7 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
 @task(name="validate", **TASK_OPTIONS)
 def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, assigned: StepResult,
                   shuffled: StepResult,
-                  client: Client, force: bool = False) -> StepResult:
+                  cluster: ClusterOnDemand, force: bool = False) -> StepResult:
     """Prove the partitions right (every invariant of formats.md §5) once per distinct partition set."""
     inputs = {"graph": ingested.digest, "partitions": shuffled.digest}
     key = step_key("validate", inputs, cfg.section("validate"))
@@ -50,4 +53,5 @@ def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, a
     assignment_report = assigned.path(f"{PRODUCT['assign']}/{assign.REPORT_FILE}")
     times = {r.step: r.summary["seconds"] for r in (ingested, assigned, shuffled)}
     return run_step(store, "validate", key, inputs,
-                    lambda stage: build(cfg, store, config, assignment_report, times, client, stage), client, force)
+                    lambda stage, client: build(cfg, store, config, assignment_report, times, client, stage),
+                    cluster, force)

@@ -1,7 +1,8 @@
 """Checks that need only one partition's files and the config: one small function per invariant (§5.1-4).
 
-Each function takes a `PartView` (the partition's arrays, read from disk) and the `Layout`, and returns Problems
-that name the partition, the file and the check. All rows are checked: these are vectorized and cheap.
+Each function takes a `NodeView` (the partition's node arrays, read from disk) or file columns and the `Layout`, and
+returns Problems that name the partition, the file and the check. All rows are checked, vectorized, and arrays that
+grow with the partition's edges are read piece by piece (validate/edges.py holds the per-edge checks).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.formats.dgl_binary import LocalGraph
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.problems import Problem, first_values
+from graphshard.validate.lazy import Column, GraphColumns, pieces
+from graphshard.validate.problems import Hits, Problem, first_values
 
 # Allowed dtypes per reserved field: formats.md §4 names node _TYPE int16, but DGL 2.1.0's own partition_graph writes
 # int32 for heterogeneous graphs (measured on its output; its loader accepts int8..int64), so both pass.
@@ -22,8 +23,9 @@ _ALWAYS = {"_ID", "inner_node", "inner_edge"}
 
 
 @dataclass
-class PartView:
-    """One partition's structure as flat arrays; missing optional fields are filled with what they must be."""
+class NodeView:
+    """One partition's nodes as flat arrays (held whole: per local node); missing optional fields are filled with
+    what they must be. Edges are read piece by piece (validate/edges.py)."""
 
     part: int
     file: str
@@ -32,11 +34,7 @@ class PartView:
     ntype: np.ndarray
     inner: np.ndarray  # bool per local node
     part_id: np.ndarray | None
-    src: np.ndarray
-    dst: np.ndarray
-    eid: np.ndarray
-    etype: np.ndarray
-    inner_edge: np.ndarray  # bool per local edge
+    flag: np.ndarray  # inner_node as stored
 
     @property
     def n_inner(self) -> int:
@@ -49,8 +47,9 @@ def required_fields(layout: Layout, fields: dict) -> set[str]:
     return {f for f in fields if f in _ALWAYS or (f == "_TYPE" and hetero)}
 
 
-def check_reserved_fields(g: LocalGraph, layout: Layout, part: int, file: str) -> list[Problem]:
-    """Reserved fields present where required, with exact dtypes and one row per node/edge (§5.1)."""
+def check_reserved_fields(g: GraphColumns, layout: Layout, part: int, file: str) -> list[Problem]:
+    """Reserved fields present where required, with exact dtypes and one row per node/edge (§5.1); the edge ends
+    are checked against the node count as the edges are read (validate/edges.py)."""
     problems = []
     for what, data, fields, rows in (("node", g.ndata, NODE_FIELDS, g.num_nodes),
                                      ("edge", g.edata, EDGE_FIELDS, g.num_edges)):
@@ -66,40 +65,32 @@ def check_reserved_fields(g: LocalGraph, layout: Layout, part: int, file: str) -
             if arr.ndim != 1 or arr.shape[0] != rows:
                 problems.append(Problem("reserved-dtypes", f"{what} field '{name}' has shape {arr.shape}, expected "
                                         f"({rows},) (one per {what})", part, file))
-    if g.src.size and (min(g.src.min(), g.dst.min()) < 0 or max(g.src.max(), g.dst.max()) >= g.num_nodes):
-        problems.append(Problem("inner-edges", f"edge endpoints outside the graph's {g.num_nodes} nodes", part, file))
     return problems
 
 
-def make_view(g: LocalGraph, part: int, file: str) -> PartView | None:
-    """Flat arrays of the structure, or None when the reserved fields are too broken to go on."""
-    nd, ed = g.ndata, g.edata
+def edges_readable(g: GraphColumns) -> bool:
+    """The edge fields every per-edge check reads have one row per edge."""
+    return all(g.edata.get(f) is not None and g.edata[f].shape == (g.num_edges,) for f in ("_ID", "inner_edge"))
+
+
+def make_view(g: GraphColumns, part: int, file: str) -> NodeView | None:
+    """Flat node arrays, or None when the reserved fields are too broken to go on."""
+    nd = {k: c.read() for k, c in g.ndata.items()}
     if any(nd.get(f) is None or nd[f].shape != (g.num_nodes,) for f in ("_ID", "inner_node")) or \
-            any(ed.get(f) is None or ed[f].shape != (g.num_edges,) for f in ("_ID", "inner_edge")):
+            not edges_readable(g):
         return None
-    if g.src.size and (min(g.src.min(), g.dst.min()) < 0 or max(g.src.max(), g.dst.max()) >= g.num_nodes):
-        return None
-
-    def typed(data: dict, rows: int) -> np.ndarray:
-        t = data.get("_TYPE")
-        return t.astype(np.int64) if t is not None and t.shape == (rows,) else np.zeros(rows, dtype=np.int64)
-
-    pid = nd.get("part_id")
-    return PartView(part, file, g.num_nodes, nd["_ID"].astype(np.int64, copy=False), typed(nd, g.num_nodes),
-                    nd["inner_node"] == 1, pid.astype(np.int64) if pid is not None and pid.shape == (g.num_nodes,)
-                    else None, g.src, g.dst, ed["_ID"].astype(np.int64, copy=False), typed(ed, g.num_edges),
-                    ed["inner_edge"] == 1)
+    t, pid = nd.get("_TYPE"), nd.get("part_id")
+    ntype = t.astype(np.int64) if t is not None and t.shape == (g.num_nodes,) else np.zeros(g.num_nodes, np.int64)
+    return NodeView(part, file, g.num_nodes, nd["_ID"].astype(np.int64, copy=False), ntype, nd["inner_node"] == 1,
+                    pid.astype(np.int64) if pid is not None and pid.shape == (g.num_nodes,) else None,
+                    nd["inner_node"])
 
 
-def check_flags(v: PartView, g: LocalGraph) -> list[Problem]:
-    """inner_node and inner_edge hold only 0 and 1."""
-    problems = []
-    for name, arr in (("inner_node", g.ndata["inner_node"]), ("inner_edge", g.edata["inner_edge"])):
-        bad = np.flatnonzero((arr != 0) & (arr != 1))
-        if bad.size:
-            problems.append(Problem("reserved-dtypes", f"'{name}' holds values other than 0/1 at local IDs "
-                                    f"{first_values(bad)}", v.part, v.file))
-    return problems
+def check_node_flags(v: NodeView) -> list[Problem]:
+    """inner_node holds only 0 and 1 (inner_edge: validate/edges.py)."""
+    bad = np.flatnonzero((v.flag != 0) & (v.flag != 1))
+    return [Problem("reserved-dtypes", f"'inner_node' holds values other than 0/1 at local IDs {first_values(bad)}",
+                    v.part, v.file)] if bad.size else []
 
 
 def repeats(values: np.ndarray, bound: int) -> np.ndarray:
@@ -114,37 +105,75 @@ def repeats(values: np.ndarray, bound: int) -> np.ndarray:
     return srt[1:][srt[1:] == srt[:-1]]
 
 
+class Marks:
+    """No value twice, every value in [0, bound): proved piece by piece with one mark array (False when unsure:
+    the caller then sorts all values with `repeats` to name what is wrong)."""
+
+    def __init__(self, bound: int):
+        self.mark, self.n, self.ok = np.zeros(max(bound, 0), dtype=bool), 0, True
+
+    def add(self, values: np.ndarray) -> None:
+        self.n += values.size
+        if self.ok and values.size:
+            if values.min() < 0 or values.max() >= self.mark.shape[0]:
+                self.ok, self.mark = False, np.zeros(0, dtype=bool)
+            else:
+                self.mark[values] = True
+
+    def clean(self) -> bool:
+        return self.ok and int(np.count_nonzero(self.mark)) == self.n
+
+
+class Exactly:
+    """Values hold each ID of the disjoint (n, 2) half-open ranges exactly once and nothing else, proved piece by
+    piece with a mark array over the ranges' span (False when unsure, e.g. overlapping ranges: compare sorted)."""
+
+    def __init__(self, ranges: np.ndarray, bound: int):
+        order = np.argsort(ranges[:, 0], kind="stable")
+        self.starts, self.ends = ranges[order, 0], ranges[order, 1]
+        self.total, self.n = int((self.ends - self.starts).sum()), 0
+        self.ok = not (self.ends[:-1] > self.starts[1:]).any() and (self.ends >= self.starts).all()
+        self.lo = int(self.starts.min()) if len(self.starts) else 0
+        self.hi = int(self.ends.max()) if len(self.ends) else 0
+        self.ok = self.ok and 0 <= self.lo and self.hi <= bound
+        self.mark = np.zeros(self.hi - self.lo if self.ok else 0, dtype=bool)
+
+    def add(self, values: np.ndarray) -> None:
+        self.n += values.size
+        if self.ok and values.size:
+            if values.min() < self.lo or values.max() >= self.hi:
+                self.ok = False
+            else:
+                self.mark[values - self.lo] = True
+
+    def exact(self) -> bool:
+        if not self.ok or self.n != self.total or int(np.count_nonzero(self.mark)) != self.n:
+            return False
+        return all(self.mark[a - self.lo:b - self.lo].all() for a, b in zip(self.starts, self.ends))
+
+
 def is_exactly(values: np.ndarray, ranges: np.ndarray, bound: int) -> bool:
-    """True when `values` hold each ID of the disjoint (n, 2) half-open ranges exactly once and nothing else; a
-    mark array instead of a sort (False when unsure, e.g. overlapping ranges: the caller then compares sorted)."""
-    order = np.argsort(ranges[:, 0], kind="stable")
-    starts, ends = ranges[order, 0], ranges[order, 1]
-    if (ends[:-1] > starts[1:]).any() or values.size != int((ends - starts).sum()):
-        return False
-    if not values.size:
-        return True
-    if values.min() < 0 or values.max() >= bound or starts.min() < 0 or ends.max() > bound:
-        return False
-    mark = np.zeros(bound, dtype=bool)
-    mark[values] = True
-    return np.count_nonzero(mark) == values.size and all(mark[a:b].all() for a, b in zip(starts, ends))
+    """`Exactly` over one array of values."""
+    check = Exactly(ranges, bound)
+    check.add(values)
+    return check.exact()
 
 
-def _expected_ids(ranges: np.ndarray, part: int) -> tuple[np.ndarray, np.ndarray]:
+def expected_ids(ranges: np.ndarray, part: int) -> tuple[np.ndarray, np.ndarray]:
     """The partition's IDs in range order (type-minor) and their type ids."""
     ids = [np.arange(s, e, dtype=np.int64) for s, e in ranges[:, part]]
     types = [np.full(e - s, t, dtype=np.int64) for t, (s, e) in enumerate(ranges[:, part])]
     return np.concatenate(ids), np.concatenate(types)
 
 
-def check_inner_nodes(v: PartView, layout: Layout) -> list[Problem]:
+def check_inner_nodes(v: NodeView, layout: Layout) -> list[Problem]:
     """Inner nodes first (local IDs 0..n-1), their _ID exactly the node_map ranges in order, right type (§5.3)."""
     problems = []
     n = v.n_inner
     if not v.inner[:n].all():
         problems.append(Problem("inner-nodes", f"inner nodes are not local IDs 0..{n - 1}: halo nodes at local IDs "
                                 f"{first_values(np.flatnonzero(~v.inner[:n]))}", v.part, v.file))
-    ids, types = _expected_ids(layout.node_ranges, v.part)
+    ids, types = expected_ids(layout.node_ranges, v.part)
     counts = np.bincount(v.ntype[v.inner], minlength=len(layout.ntypes)) if n else np.zeros(len(layout.ntypes), int)
     for t, name in enumerate(layout.ntypes):
         s, e = layout.node_ranges[t, v.part]
@@ -171,7 +200,7 @@ def check_inner_nodes(v: PartView, layout: Layout) -> list[Problem]:
     return problems
 
 
-def check_halo_nodes(v: PartView, layout: Layout) -> list[Problem]:
+def check_halo_nodes(v: NodeView, layout: Layout) -> list[Problem]:
     """Halo nodes: owned by another partition, no node ID twice, part_id and _TYPE of their owner."""
     problems = []
     halo = np.flatnonzero(~v.inner)
@@ -199,82 +228,6 @@ def check_halo_nodes(v: PartView, layout: Layout) -> list[Problem]:
     return problems
 
 
-def _inner_id_mismatch(v: PartView, layout: Layout, got: np.ndarray) -> list[Problem]:
-    """Names how the inner edge _IDs `got` differ from the edge_map ranges (sorts both: runs only on a mismatch)."""
-    ids, _ = _expected_ids(layout.edge_ranges, v.part)
-    ids = ids if (ids[1:] >= ids[:-1]).all() else np.sort(ids)
-    got = np.sort(got)
-    if got.shape != ids.shape:
-        return [Problem("inner-edges", f"{got.size} inner edges, edge_map ranges of this partition hold {ids.size}",
-                        v.part, v.file)]
-    bad = np.flatnonzero(got != ids)
-    return [Problem("inner-edges", f"inner edge _IDs are not the edge_map ranges: found {first_values(got[bad])} "
-                    f"where {first_values(ids[bad])} belong", v.part, v.file)] if bad.size else []
-
-
-def check_inner_edges(v: PartView, layout: Layout) -> list[Problem]:
-    """inner_edge == (destination is inner); inner edge _IDs are exactly the edge_map ranges; no edge ID twice."""
-    problems = []
-    dst_inner = v.inner[v.dst]
-    wrong = np.flatnonzero(v.inner_edge & ~dst_inner)
-    if wrong.size:
-        problems.append(Problem("inner-edges", f"edges marked inner whose destination is a halo node: local edge IDs "
-                                f"{first_values(wrong)} (destinations {first_values(v.dst[wrong])})", v.part, v.file))
-    wrong = np.flatnonzero(~v.inner_edge & dst_inner)
-    if wrong.size:
-        problems.append(Problem("inner-edges", f"edges into inner nodes not marked inner: local edge IDs "
-                                f"{first_values(wrong)}", v.part, v.file))
-    counts = np.bincount(v.etype[v.inner_edge], minlength=len(layout.etypes))
-    for t, name in enumerate(layout.etypes):
-        s, e = layout.edge_ranges[t, v.part]
-        if t < len(counts) and counts[t] != e - s:
-            problems.append(Problem("inner-edges", f"type '{name}': {counts[t]} inner edges, edge_map range "
-                                    f"[{s}, {e}) holds {e - s}", v.part, v.file))
-    got = v.eid[v.inner_edge]
-    if not is_exactly(got, layout.edge_ranges[:, v.part], layout.num_edges):
-        problems += _inner_id_mismatch(v, layout, got)
-    # Inner IDs equal to the ranges hold no repeats and non-inner IDs must be owned elsewhere (below), so repeats
-    # can only hide among the non-inner edges.
-    dup = repeats(v.eid[~v.inner_edge], layout.num_edges)
-    if dup.size:
-        problems.append(Problem("inner-edges", f"edge _ID appears twice in the partition: {first_values(dup)}",
-                                v.part, v.file))
-    owner, _ = owners(layout.edge_ranges, v.eid[~v.inner_edge])
-    if (owner == v.part).any() or (owner == -1).any():
-        bad = np.flatnonzero(~v.inner_edge)[(owner == v.part) | (owner == -1)]
-        problems.append(Problem("inner-edges", f"non-inner edges whose _ID is owned by this partition or by none: "
-                                f"local edge IDs {first_values(bad)}", v.part, v.file))
-    return problems
-
-
-def check_edge_types(v: PartView, layout: Layout) -> list[Problem]:
-    """Edge _TYPE agrees with edge_map, and with the node types of both ends (canonical types, §5.4)."""
-    problems = []
-    if len(layout.ntypes) == 1 and len(layout.etypes) == 1:  # homogeneous: every edge must simply be type 0
-        bad = np.flatnonzero(v.etype != 0)
-        return [Problem("edge-types", f"edge _TYPE is not 0 in a homogeneous graph at local edge IDs "
-                        f"{first_values(bad)}", v.part, v.file)] if bad.size else []
-    _, typ = owners(layout.edge_ranges, v.eid)
-    bad = np.flatnonzero((typ >= 0) & (typ != v.etype))
-    if bad.size:
-        problems.append(Problem("edge-types", f"edge _TYPE disagrees with edge_map at local edge IDs "
-                                f"{first_values(bad)}", v.part, v.file))
-    ends = layout.etype_ends
-    ok = (v.etype >= 0) & (v.etype < len(ends))
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        problems.append(Problem("edge-types", f"edge _TYPE outside 0..{len(ends) - 1} at local edge IDs "
-                                f"{first_values(bad)}", v.part, v.file))
-    et = np.where(ok, v.etype, 0)
-    bad = np.flatnonzero(ok & ((ends[et, 0] != v.ntype[v.src]) | (ends[et, 1] != v.ntype[v.dst])))
-    if bad.size:
-        e = int(bad[0])
-        problems.append(Problem("edge-types", f"edges whose end node types do not match their canonical type at local "
-                                f"edge IDs {first_values(bad)} (first: type '{layout.etypes[et[e]]}' joins node types "
-                                f"{int(v.ntype[v.src[e]])} -> {int(v.ntype[v.dst[e]])})", v.part, v.file))
-    return problems
-
-
 def split_feature_key(key: str, types: tuple[str, ...], default: str) -> tuple[str, str] | None:
     """('type', 'feat') of a feature key 'type/feat' (old DGL files omit 'type/' for homogeneous graphs)."""
     if "/" not in key:
@@ -288,7 +241,7 @@ def _types_and_ranges(layout: Layout, nodes: bool) -> tuple[list[str], np.ndarra
     return (layout.ntypes, layout.node_ranges) if nodes else (layout.etypes, layout.edge_ranges)
 
 
-def check_features(feats: dict[str, np.ndarray] | None, layout: Layout, part: int, file: str,
+def check_features(feats: dict[str, Column] | None, layout: Layout, part: int, file: str,
                    nodes: bool) -> list[Problem]:
     """One row per inner node/edge of the key's type, keys naming a known type."""
     if feats is None:
@@ -309,7 +262,7 @@ def check_features(feats: dict[str, np.ndarray] | None, layout: Layout, part: in
     return problems
 
 
-def check_orig_ids(orig: dict[str, np.ndarray] | None, layout: Layout, part: int, file: str,
+def check_orig_ids(orig: dict[str, Column] | None, layout: Layout, part: int, file: str,
                    nodes: bool) -> list[Problem]:
     """Per type: int64, one entry per inner node/edge, values in [0, count), no value twice in the partition."""
     if orig is None:
@@ -321,22 +274,27 @@ def check_orig_ids(orig: dict[str, np.ndarray] | None, layout: Layout, part: int
         if key not in types:
             problems.append(Problem("orig-ids", f"key '{key}' is not a type of {list(types)}", part, file))
     for t, name in enumerate(types):
-        arr = orig.get(name)
+        col = orig.get(name)
         rows = int(ranges[t, part, 1] - ranges[t, part, 0])
-        if arr is None:
+        if col is None:
             if rows:
                 problems.append(Problem("orig-ids", f"type '{name}' is missing", part, file))
             continue
-        if arr.dtype != np.int64:
-            problems.append(Problem("orig-ids", f"'{name}' has dtype {arr.dtype}, expected int64", part, file))
-        if arr.shape != (rows,):
-            problems.append(Problem("orig-ids", f"'{name}' has shape {arr.shape}, expected ({rows},)", part, file))
+        if col.dtype != np.int64:
+            problems.append(Problem("orig-ids", f"'{name}' has dtype {col.dtype}, expected int64", part, file))
+        if col.shape != (rows,):
+            problems.append(Problem("orig-ids", f"'{name}' has shape {col.shape}, expected ({rows},)", part, file))
             continue
-        bad = np.flatnonzero((arr < 0) | (arr >= totals[t]))
-        if bad.size:
+        outside, marks = Hits(), Marks(int(totals[t]))
+        for a, b in pieces(rows):
+            arr = col.read(a, b)
+            outside.add(a + np.flatnonzero((arr < 0) | (arr >= totals[t])))
+            marks.add(arr)
+        if outside:
             problems.append(Problem("orig-ids", f"'{name}' values outside [0, {totals[t]}) at rows "
-                                    f"{first_values(bad)}", part, file))
-        dup = repeats(arr, int(totals[t]))
+                                    f"{outside.text()}", part, file))
+        clean, marks = marks.clean(), None  # free the mark array before a sort reads every value
+        dup = np.zeros(0) if clean else repeats(col.read(), int(totals[t]))
         if dup.size:
             problems.append(Problem("orig-ids", f"'{name}' is not a permutation: original IDs "
                                     f"{first_values(dup)} appear twice", part, file))

@@ -15,27 +15,27 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import RowIndex, read_edge_chunk, read_rows, reader_for
+from graphshard.formats.readers import RowIndex, edge_table, id_problems, read_chunk, read_edge_chunk, read_rows
 from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
+from graphshard.validate.lazy import byte_pieces
 from graphshard.validate.problems import Problem
 from graphshard.validate.scratch import Scratch
 
 
 def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex) -> np.ndarray:
     """Input rows at global row positions `ids`, reading one chunk file at a time (numpy chunks are memory-mapped)."""
-    reader = reader_for(spec.format)
     chunk = np.searchsorted(index.offsets, ids, side="right") - 1
     out = None
     for c in np.unique(chunk):
-        table = reader.table(graph.path(spec.data[c]), spec.format)
+        table = read_chunk(graph, spec, c)
         sel = np.flatnonzero(chunk == c)
         rows = np.asarray(table[ids[sel] - index.offsets[c]])
         if out is None:
             out = np.empty((ids.shape[0],) + rows.shape[1:], dtype=rows.dtype)
         out[sel] = rows
     if out is None:
-        out = np.asarray(reader.table(graph.path(spec.data[0]), spec.format)[:0])
+        out = read_chunk(graph, spec, 0)[:0]
     return out
 
 
@@ -77,34 +77,64 @@ def _row(values: np.ndarray, limit: int = 6) -> str:
     return f"[{shown}{', ...' if values.shape[0] > limit else ''}]"
 
 
+class Comparison:
+    """Rows one by one against the input rows of their original IDs, piece by piece; names the first differing one."""
+
+    def __init__(self, layout: Layout, graph: ChunkedGraph, scratch: Scratch, part: int, kind: str, key: str,
+                 file: str):
+        self.layout, self.graph, self.scratch, self.part, self.kind, self.key, self.file = (
+            layout, graph, scratch, part, kind, key, file)
+        self.spec, self.index = _spec(graph, kind, key), None
+        self.check = "edge-identity" if kind == "edges" else "feature-values"
+        self.fatal: Problem | None = None
+        self.bad = self.compared = 0
+        self.first = ""
+        if self.spec is None and kind != "edges" and key.rsplit("/", 1)[-1] != "trainer_id":
+            # trainer_id is added by the assignment (§5.8), anything else must come from the input
+            self.fatal = Problem("features", f"'{key}' is not in the input graph", part, file)
+
+    def add(self, orig: np.ndarray, rows: np.ndarray) -> None:
+        if self.fatal is not None or self.spec is None or orig.shape[0] == 0:
+            return
+        self.index = self.index or RowIndex.of(self.graph, self.spec)
+        want = gather_rows(self.graph, self.spec, orig, self.index)
+        if self.kind == "edges":
+            want = new_ends(self.scratch, self.layout, self.key, want[:, 0].astype(np.int64),
+                            want[:, 1].astype(np.int64))
+        want = hashing.canonical(want)
+        if want.dtype != rows.dtype:
+            self.fatal = Problem("features", f"'{self.key}' has dtype {rows.dtype}, the input has {want.dtype}",
+                                 self.part, self.file)
+            return
+        got2 = rows.reshape(rows.shape[0], -1) if rows.size else rows.reshape(rows.shape[0], 0)
+        want2 = want.reshape(want.shape[0], -1) if want.size else want.reshape(want.shape[0], 0)
+        if got2.shape != want2.shape:
+            self.fatal = Problem(self.check, f"'{self.key}' rows have {got2.shape[1]} values, input rows "
+                                 f"{want2.shape[1]}", self.part, self.file)
+            return
+        bad = np.flatnonzero((hashing.row_words(got2) != hashing.row_words(want2)).any(axis=1))
+        if bad.size and not self.bad:
+            i = int(bad[0])
+            what = "new src, dst" if self.kind == "edges" else "row"
+            self.first = f"original ID {int(orig[i])}: {what} {_row(got2[i])} here, {_row(want2[i])} from the input"
+        self.bad += int(bad.size)
+        self.compared += rows.shape[0]
+
+    def problems(self) -> list[Problem]:
+        if self.fatal is not None:
+            return [self.fatal]
+        if not self.bad:
+            return []
+        return [Problem(self.check, f"'{self.key}': {self.bad} of {self.compared} compared rows differ from the input "
+                        f"(first: {self.first})", self.part, self.file)]
+
+
 def compare(layout: Layout, graph: ChunkedGraph, scratch: Scratch, part: int, kind: str, key: str,
             orig: np.ndarray, rows: np.ndarray, file: str) -> list[Problem]:
-    """Rows one by one against the input rows of their original IDs; names the first differing one."""
-    spec = _spec(graph, kind, key)
-    check = "edge-identity" if kind == "edges" else "feature-values"
-    if spec is None:  # trainer_id is added by the assignment (§5.8), anything else must come from the input
-        extra = kind != "edges" and key.rsplit("/", 1)[-1] != "trainer_id"
-        return [Problem("features", f"'{key}' is not in the input graph", part, file)] if extra else []
-    if orig.shape[0] == 0:
-        return []
-    want = gather_rows(graph, spec, orig, RowIndex.of(graph, spec))
-    if kind == "edges":
-        want = new_ends(scratch, layout, key, want[:, 0].astype(np.int64), want[:, 1].astype(np.int64))
-    want = hashing.canonical(want)
-    if want.dtype != rows.dtype:
-        return [Problem("features", f"'{key}' has dtype {rows.dtype}, the input has {want.dtype}", part, file)]
-    got2 = rows.reshape(rows.shape[0], -1) if rows.size else rows.reshape(rows.shape[0], 0)
-    want2 = want.reshape(want.shape[0], -1) if want.size else want.reshape(want.shape[0], 0)
-    if got2.shape != want2.shape:
-        return [Problem(check, f"'{key}' rows have {got2.shape[1]} values, input rows {want2.shape[1]}", part, file)]
-    bad = np.flatnonzero((hashing.row_words(got2) != hashing.row_words(want2)).any(axis=1))
-    if not bad.size:
-        return []
-    i = int(bad[0])
-    what = "new src, dst" if kind == "edges" else "row"
-    return [Problem(check, f"'{key}': {bad.size} of {rows.shape[0]} compared rows differ from the input (first: "
-                    f"original ID {int(orig[i])}: {what} {_row(got2[i])} here, {_row(want2[i])} from the input)",
-                    part, file)]
+    """Rows one by one against the input rows of their original IDs (one piece: the sampled rows)."""
+    comparison = Comparison(layout, graph, scratch, part, kind, key, file)
+    comparison.add(orig, rows)
+    return comparison.problems()
 
 
 def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
@@ -117,29 +147,32 @@ def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
 
 
 def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tuple[str, str, str, int]) -> dict:
-    """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}."""
+    """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}, reading
+    the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader)."""
     graph = load_metadata(metadata)
     kind, typ, feat, chunk = job
-    if kind == "edges":
-        if typ not in layout.etypes:
-            return {}
-        start = int(graph.edge_chunk_offsets(typ)[chunk])
-        src, dst = read_edge_chunk(graph, typ, chunk)
-        rows = new_ends(scratch, layout, typ, src, dst)
-        owner, key = owner_of(scratch, layout, typ.split(":")[2], dst), typ  # an edge belongs to its dst's owner
-    else:
-        types = layout.ntypes if kind == "node_feat" else layout.etypes
-        if typ not in types:
-            return {}
-        spec = _spec(graph, kind, f"{typ}/{feat}")
-        start = int(RowIndex.of(graph, spec).offsets[chunk])
-        rows = np.asarray(reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format))
-        stop = start + rows.shape[0]
-        if kind == "node_feat":
-            owner = owner_of(scratch, layout, typ, np.arange(start, stop, dtype=np.int64))
+    if typ not in (layout.etypes if kind != "node_feat" else layout.ntypes):
+        return {}
+    spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, f"{typ}/{feat}")
+    offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else RowIndex.of(graph, spec).offsets
+    start = int(offsets[chunk])
+    table = edge_table(graph, typ, chunk) if kind == "edges" else read_chunk(graph, spec, chunk)
+    ends = RowIndex.of(graph, graph.edges[typ]) if kind == "edge_feat" else None
+    sums = [0] * layout.num_parts
+    for a, b in byte_pieces(table, scale=2):
+        rows = np.asarray(table[a:b])
+        if kind == "edges":
+            src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+            if id_problems(graph, typ, chunk, src, dst):
+                read_edge_chunk(graph, typ, chunk)  # raises the InputError naming the chunk's first bad row
+            rows, owner = new_ends(scratch, layout, typ, src, dst), owner_of(scratch, layout, typ.split(":")[2], dst)
+        elif kind == "node_feat":
+            owner = owner_of(scratch, layout, typ, np.arange(start + a, start + b, dtype=np.int64))
         else:  # an edge row belongs to the owner of the edge's destination
-            ends = read_rows(graph, graph.edges[typ], start, stop)
-            owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(ends[:, 1], dtype=np.int64))
-        key = f"{typ}/{feat}"
-    ids = np.arange(start, start + rows.shape[0], dtype=np.int64)
-    return {(kind, key): hashing.hash_sums_by_owner(ids, rows, owner, layout.num_parts)}
+            dst = read_rows(graph, graph.edges[typ], start + a, start + b, ends)[:, 1]
+            owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(dst, dtype=np.int64))
+        ids = np.arange(start + a, start + b, dtype=np.int64)
+        sums = [hashing.add(x, y) for x, y in zip(sums, hashing.hash_sums_by_owner(ids, rows, owner,
+                                                                                   layout.num_parts))]
+    return {(kind, typ if kind == "edges" else f"{typ}/{feat}"): sums}
+

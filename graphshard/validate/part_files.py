@@ -1,15 +1,14 @@
-"""Reading one partition's files from disk for checking: every read failure becomes a Problem, not an exception."""
+"""Indexing one partition's files for checking (arrays are read later, piece by piece: validate/lazy.py); every read
+failure becomes a Problem, not an exception."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from graphshard.errors import GraphshardError
-from graphshard.formats.dgl_binary import LocalGraph, load_graph, load_tensor_dict
 from graphshard.validate.layout import Layout
+from graphshard.validate.lazy import Column, GraphColumns, index_graph, index_tensor_dict
 from graphshard.validate.problems import Problem
 
 ORIG_NIDS = "orig_nids.dgl"
@@ -18,14 +17,14 @@ ORIG_EIDS = "orig_eids.dgl"
 
 @dataclass
 class PartData:
-    """One partition as read from disk; a tensor dict is None when its file is absent or unreadable."""
+    """One partition as indexed on disk; a tensor dict is None when its file is absent or unreadable."""
 
     part: int
-    graph: LocalGraph | None
-    node_feats: dict[str, np.ndarray] | None
-    edge_feats: dict[str, np.ndarray] | None
-    orig_nids: dict[str, np.ndarray] | None
-    orig_eids: dict[str, np.ndarray] | None
+    graph: GraphColumns | None
+    node_feats: dict[str, Column] | None
+    edge_feats: dict[str, Column] | None
+    orig_nids: dict[str, Column] | None
+    orig_eids: dict[str, Column] | None
     file_bytes: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
@@ -50,20 +49,20 @@ def dir_bytes(folder: Path) -> dict[str, int]:
 
 
 def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
-    """Read partition `part`'s graph, features and optional original-ID files."""
+    """Index partition `part`'s graph, features and optional original-ID files."""
     problems: list[Problem] = []
     graph = node_feats = edge_feats = None
     if with_graph:
-        graph = _read(load_graph, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
+        graph = _read(index_graph, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
                       True)
     if with_feats:
-        node_feats = _read(load_tensor_dict, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
+        node_feats = _read(index_tensor_dict, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
                            problems, True)
-        edge_feats = _read(load_tensor_dict, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
+        edge_feats = _read(index_tensor_dict, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
                            problems, True)
-    orig_nids = _read(load_tensor_dict, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
+    orig_nids = _read(index_tensor_dict, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
                       problems, False)
-    orig_eids = _read(load_tensor_dict, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
+    orig_eids = _read(index_tensor_dict, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
                       problems, False)
     return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids, dir_bytes(layout.part_dir(part)),
                     problems)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 # Every check the validator runs, by name, with the invariant it proves (reference formats.md §5 numbers).
 CHECKS: dict[str, str] = {
     "config": "partition config JSON has every key DGL reads, with consistent types and counts",
@@ -44,11 +46,36 @@ class Problem:
         return asdict(self)
 
 
-def first_values(values, limit: int = 5) -> str:
-    """A short rendering of the first few offending values for a message."""
+def first_values(values, limit: int = 5, count: int | None = None) -> str:
+    """A short rendering of the first few offending values for a message (`count`: how many there are in all, when
+    `values` holds only the first ones)."""
     values = list(values)
+    count = len(values) if count is None else count
     shown = ", ".join(str(int(v)) if hasattr(v, "__int__") else str(v) for v in values[:limit])
-    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "")
+    return shown + (f", ... ({count} in all)" if count > limit else "")
+
+
+class Hits:
+    """What a check found, gathered piece by piece: how many, and the first few (with a paired value each)."""
+
+    def __init__(self, limit: int = 5):
+        self.count, self.limit, self.first, self.paired = 0, limit, [], []
+
+    def add(self, found: np.ndarray, paired: np.ndarray | None = None) -> None:
+        take = self.limit - len(self.first)
+        if take > 0 and found.size:
+            self.first += found[:take].tolist()
+            self.paired += [] if paired is None else paired[:take].tolist()
+        self.count += int(found.size)
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def text(self) -> str:
+        return first_values(self.first, count=self.count)
+
+    def paired_text(self) -> str:
+        return first_values(self.paired, count=self.count)
 
 
 def problem_lines(report: dict) -> list[str]:

@@ -13,42 +13,83 @@ from distributed import Client
 from graphshard.dasktasks import gather_tasks, run_tasks, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
-from graphshard.validate import checks, hashing, inputs
-from graphshard.validate.cross import check_claims, check_levels
+from graphshard.validate import checks, hashing, inputs, lazy
+from graphshard.validate.cross import Levels, check_claims
+from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import quality
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
-from graphshard.validate.scan import (TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, partition_rows,
-                                      scan_partition)
+from graphshard.validate.rows import EdgeRows, feature_rows, stacked
+from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, scan_partition
 from graphshard.validate.scratch import scratch_beside
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
-    return scan_partition(layout, part, setup)
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+        return scan_partition(layout, part, setup)
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
            metadata: Path | None) -> list[Problem]:
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
-    input (the sampled rows of phase one, or with --full every row, read again from the partition's files)."""
+    input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
+    piece)."""
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+        return _cross_checks(job, layout, setup, mode, broken, metadata)
+
+
+def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
+                  metadata: Path | None) -> list[Problem]:
     part, samples = job
+    lazy.set_piece_rows(setup.piece_rows)
     problems = check_claims(layout, part, setup)
-    full_halo = layout.halo_hops >= 1 and mode == "full" and part not in broken
-    view = data = None
-    if (full_halo and setup.level_arrays) or (metadata is not None and setup.full and setup.with_input):
-        data = load_part(layout, part, with_feats=setup.full)
-        view = checks.make_view(data.graph, part, layout.rel(part, "part_graph")) if data.graph is not None else None
-    if full_halo and setup.level_arrays and view is not None:
-        problems += check_levels(view, layout, setup.scratch, broken)
-    if metadata is not None and setup.with_input:
-        graph = load_metadata(metadata)
-        rows = partition_rows(data, view, layout) if setup.full and data is not None else samples
-        for (kind, key), (orig, values) in sorted(rows.items()):
-            file = _row_file(layout, part, kind)
-            problems += inputs.compare(layout, graph, setup.scratch, part, kind, key, orig, values, file)
+    levels = layout.halo_hops >= 1 and mode == "full" and part not in broken and setup.level_arrays
+    compare = metadata is not None and setup.with_input
+    graph = load_metadata(metadata) if compare else None
+    if compare and not setup.full:
+        for (kind, key), (orig, values) in sorted(samples.items()):
+            problems += inputs.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
+                                       _row_file(layout, part, kind))
+    if not (levels or (compare and setup.full)):
+        return problems
+    data = load_part(layout, part, with_feats=compare and setup.full)
+    view = checks.make_view(data.graph, part, layout.rel(part, "part_graph")) if data.graph is not None else None
+    sink = _FullCompare(layout, graph, setup.scratch, part) if compare and setup.full else None
+    halo = Levels(view, data.graph, layout, setup.scratch, broken) if levels and view is not None else None
+    with_rows = sink is not None and view is not None and data.orig_eids is not None
+    rows = EdgeRows(data, view, layout, sink) if with_rows else None
+    tallies = [t for t in (halo, rows) if t is not None]
+    try:
+        for piece in edge_pieces(data.graph) if tallies else ():
+            for tally in tallies:
+                tally.add(piece)
+        if halo is not None:
+            problems += halo.problems()
+    except EndsOutside:  # reported by phase one
+        pass
+    if sink is not None:
+        feature_rows(data, layout, sink)
+        problems += sink.problems()
     return problems
+
+
+class _FullCompare:
+    """--full: every row of the partition compared with its input row, piece by piece (a rows sink, rows.py)."""
+
+    def __init__(self, layout: Layout, graph, scratch, part: int):
+        self.layout, self.graph, self.scratch, self.part, self.found = layout, graph, scratch, part, {}
+
+    def declare(self, kind: str, key: str, n: int) -> None:
+        self.found[(kind, key)] = inputs.Comparison(self.layout, self.graph, self.scratch, self.part, kind, key,
+                                                    _row_file(self.layout, self.part, kind))
+
+    def take(self, kind: str, key: str, n: int, rank, orig, rows) -> None:
+        self.found[(kind, key)].add(orig, stacked(rows))
+
+    def problems(self) -> list[Problem]:
+        return [p for _, c in sorted(self.found.items(), key=lambda kv: kv[0]) for p in c.problems()]
 
 
 def _row_file(layout: Layout, part: int, kind: str) -> str:
@@ -75,7 +116,9 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
 
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
-    return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
+    lazy.set_piece_rows(setup.piece_rows)
+    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+        return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
 
 
 def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:

@@ -1,6 +1,6 @@
-"""Phase one, one task per partition, the only full read of its files: the single-partition checks, the quality
-figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the shared
-scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
+"""Phase one, one task per partition, one pass over its files (edges piece by piece: validate/edges.py): the
+single-partition checks, the quality figures, the partition side of the input checksums (and the sampled rows), and
+this partition's part of the shared scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
 """
 
 from __future__ import annotations
@@ -9,11 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.validate import checks, hashing
+from graphshard.validate import checks, edges
 from graphshard.validate.layout import Layout, owners
+from graphshard.validate import lazy
+from graphshard.validate.lazy import PIECE_ROWS, Column, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part
 from graphshard.validate.problems import Problem, first_values
-from graphshard.validate.sampling import sample_rows
+from graphshard.validate.rows import EdgeRows, SumsAndSamples, feature_rows
 from graphshard.validate.scratch import Scratch
 
 TRAINER_FEAT = "trainer_id"
@@ -31,6 +33,7 @@ class ScanSetup:
     full: bool = False
     seed: int = 0
     sample_size: int = 1024
+    piece_rows: int = PIECE_ROWS  # edges (or rows of as many bytes) held at a time, decided on the client
 
 
 def owner_dtype(num_parts: int) -> type:
@@ -52,152 +55,80 @@ def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: 
                 scratch.create(f"node_owner_{t}", owner_dtype(layout.num_parts), int(n), fill=-1)
     if orig_eids:
         for t, n in enumerate(layout.edges_per_type()):
-            scratch.create(f"edge_owner_{t}", np.int32, int(n), fill=-1)
+            scratch.create(f"edge_owner_{t}", owner_dtype(layout.num_parts), int(n), fill=-1)
     return ScanSetup(scratch, orig_nids, orig_eids, with_input and orig_nids, layout.halo_hops >= 2, full, seed,
-                     sample_size)
-
-
-def part_stats(v: checks.PartView, layout: Layout, src_owner: np.ndarray, file_bytes: dict[str, int]) -> dict:
-    """Quality figures of one partition: nodes/edges per type (inner, halo), cut and source-partition counts;
-    `src_owner` is the owning partition of each inner edge's source."""
-    nt, et = len(layout.ntypes), len(layout.etypes)
-    return {
-        "inner_nodes": np.bincount(v.ntype[v.inner], minlength=nt)[:nt].tolist(),
-        "halo_nodes": np.bincount(v.ntype[~v.inner], minlength=nt)[:nt].tolist(),
-        "inner_edges": np.bincount(v.etype[v.inner_edge], minlength=et)[:et].tolist(),
-        "halo_edges": np.bincount(v.etype[~v.inner_edge], minlength=et)[:et].tolist(),
-        "edges_from": np.bincount(src_owner[src_owner >= 0], minlength=layout.num_parts).tolist(),
-        "cut_in": int((src_owner != v.part).sum()),
-        "file_bytes": file_bytes,
-    }
-
-
-def cut_sums(v: checks.PartView, layout: Layout, node_owner: np.ndarray) -> dict[str, list[list[int]]]:
-    """Per other partition q: [count, checksum] of the (edge ID, src, dst) triples of the inner edges whose source q
-    owns ("sent": q must hold them as out-edges), and of the out-edges to q's nodes this partition holds ("held")."""
-    P = layout.num_parts
-    out = {}
-    for name, mask, end in (("sent", v.inner_edge, v.src), ("held", v.inner[v.src] & ~v.inner[v.dst], v.dst)):
-        idx = np.flatnonzero(mask)
-        h = hashing.column_hashes(v.eid[idx], [v.nid[v.src[idx]], v.nid[v.dst[idx]]])
-        owner = node_owner[end[idx]]
-        counts = np.bincount(owner[owner >= 0], minlength=P)
-        sums = hashing.sums_by_owner(h, owner, P)
-        out[name] = [[int(counts[q]), sums[q]] if q != v.part else [0, 0] for q in range(P)]
-    return out
-
-
-def write_level_arrays(v: checks.PartView, layout: Layout, scratch: Scratch) -> None:
-    """In-degree of this partition's nodes and the ends of its inner edges (read by hops >= 2 halo checks)."""
-    lo, hi = layout.part_span(layout.node_ranges, v.part)
-    inner_dst = v.nid[v.dst[v.inner_edge]]
-    ok = (inner_dst >= lo) & (inner_dst < hi)
-    scratch.open("indeg", writable=True)[lo:hi] = np.bincount(inner_dst[ok] - lo, minlength=hi - lo)[:hi - lo]
-    eid = v.eid[v.inner_edge]
-    ok = (eid >= 0) & (eid < layout.num_edges)
-    for name, ends in (("edge_src", v.src), ("edge_dst", v.dst)):
-        scratch.open(name, writable=True)[eid[ok]] = v.nid[ends[v.inner_edge]][ok]
+                     sample_size, lazy.PIECE_ROWS)
 
 
 def write_orig_maps(layout: Layout, data: PartData, setup: ScanSetup) -> None:
     """original -> new node ID per type (with the input: also the owning partition per original node ID), and the
     claiming partition per original edge ID (phase two checks that every claim stuck: a value listed twice keeps
-    only one writer)."""
+    only one writer). Piece by piece."""
     s, p = setup.scratch, data.part
-    if setup.orig_nids and data.orig_nids is not None:
-        for t, name in enumerate(layout.ntypes):
-            arr, (a, b) = data.orig_nids.get(name), layout.node_ranges[t, p]
-            if arr is not None and arr.shape == (b - a,):
-                new = s.open(f"node_new_{t}", writable=True)
-                ok = (arr >= 0) & (arr < new.shape[0])
-                new[arr[ok]] = np.arange(a, b, dtype=np.int64)[ok]
-                if setup.with_input:
-                    s.open(f"node_owner_{t}", writable=True)[arr[ok]] = p
-    if setup.orig_eids and data.orig_eids is not None:
-        for t, name in enumerate(layout.etypes):
-            arr, (a, b) = data.orig_eids.get(name), layout.edge_ranges[t, p]
-            if arr is not None and arr.shape == (b - a,):
-                owner = s.open(f"edge_owner_{t}", writable=True)
-                owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = p
+    for names, orig, ranges, flag in ((layout.ntypes, data.orig_nids, layout.node_ranges, setup.orig_nids),
+                                      (layout.etypes, data.orig_eids, layout.edge_ranges, setup.orig_eids)):
+        if not flag or orig is None:
+            continue
+        nodes = names is layout.ntypes
+        for t, name in enumerate(names):
+            col, (a, b) = orig.get(name), ranges[t, p]
+            if col is None or col.shape != (b - a,):
+                continue
+            for lo, hi in pieces(b - a):
+                arr = col.read(lo, hi)
+                if nodes:
+                    new = s.open(f"node_new_{t}", writable=True)
+                    ok = (arr >= 0) & (arr < new.shape[0])
+                    new[arr[ok]] = np.arange(a + lo, a + hi, dtype=np.int64)[ok]
+                    if setup.with_input:
+                        s.open(f"node_owner_{t}", writable=True)[arr[ok]] = p
+                else:
+                    owner = s.open(f"edge_owner_{t}", writable=True)
+                    owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = p
+                del arr
 
 
-def halo_rule(v: checks.PartView, layout: Layout) -> dict[str, list]:
-    """Per halo mode, [count, first local IDs] of edges the rule does not keep, and of halo nodes without an edge.
-
-    "full" (partition_graph): inner edges, out-edges of inner nodes, in-edges of halo levels 1..hops-1.
-    "in_edges" (DGL's pipeline): inner edges only. The client picks the mode the whole set follows.
-    """
-    hops = layout.halo_hops
-    touched = np.zeros(v.num_nodes, dtype=bool)
-    touched[v.src] = True
-    touched[v.dst] = True
-    orphan = np.flatnonzero(~v.inner & ~touched)
-    out_edge = v.inner[v.src] & ~v.inner[v.dst]
-    levels = halo_levels(v, hops)
-    full_ok = v.inner_edge | out_edge | ((levels[v.dst] >= 1) & (levels[v.dst] < hops))
-    bad_full, bad_in = np.flatnonzero(~full_ok), np.flatnonzero(~v.inner_edge)
-    return {"full": [int(bad_full.size), bad_full[:5].tolist()], "in_edges": [int(bad_in.size), bad_in[:5].tolist()],
-            "orphans": [int(orphan.size), orphan[:5].tolist()]}
-
-
-def halo_levels(v: checks.PartView, hops: int) -> np.ndarray:
-    """Level of each local node by in-edges from the inner nodes (0 inner, k <= hops, -1 not reached)."""
-    level = np.where(v.inner, 0, -1)
-    for k in range(1, hops + 1):
-        reached = v.src[level[v.dst] == k - 1]
-        level[reached[level[reached] == -1]] = k
-    return level
-
-
-def partition_rows(data: PartData, v: checks.PartView | None, layout: Layout) -> dict:
-    """{(kind, key): (original IDs, rows)} this partition holds, in new-ID order: per edge type the (new src, new dst)
-    of its inner edges, per feature its rows. What the input checks compare, by checksum or row by row."""
-    out = {}
-    if v is not None and data.orig_eids is not None:
-        for t, et in enumerate(layout.etypes):
-            idx = np.flatnonzero(v.inner_edge & (v.etype == t))
-            if idx.size and (np.diff(v.eid[idx]) < 0).any():
-                idx = idx[np.argsort(v.eid[idx], kind="stable")]
-            orig = data.orig_eids.get(et)
-            if orig is not None and orig.shape == idx.shape:
-                out[("edges", et)] = (orig, np.stack([v.nid[v.src[idx]], v.nid[v.dst[idx]]], axis=1))
-    for kind, feats, types, orig_ids in (("node_feat", data.node_feats, layout.ntypes, data.orig_nids),
-                                         ("edge_feat", data.edge_feats, layout.etypes, data.orig_eids)):
-        for key, arr in (feats or {}).items():
-            split = checks.split_feature_key(key, types, types[0])
-            orig = (orig_ids or {}).get(split[0]) if split else None
-            if orig is not None and orig.shape[0] == arr.shape[0]:
-                out[(kind, f"{split[0]}/{split[1]}")] = (orig, arr)
-    return out
-
-
-def input_side(data: PartData, v: checks.PartView | None, layout: Layout, setup: ScanSetup) -> tuple[dict, dict]:
-    """Checksums over every row, and the seeded sample of rows (sampled mode), of what this partition holds."""
-    sums, samples = {}, {}
-    for (kind, key), (orig, rows) in partition_rows(data, v, layout).items():
-        sums[(kind, key)] = hashing.hash_sum(orig, rows)
-        if not setup.full:
-            pick = sample_rows(orig.shape[0], False, setup.seed, data.part, key, setup.sample_size)
-            samples[(kind, key)] = (orig[pick], np.ascontiguousarray(rows[pick]))
-    return sums, samples
-
-
-def feature_signature(feats: dict | None) -> dict[str, list] | None:
+def feature_signature(feats: dict[str, Column] | None) -> dict[str, list] | None:
     """{key: [dtype, trailing shape]} so that partitions can be compared with each other."""
     return None if feats is None else {k: [str(a.dtype), list(a.shape[1:])] for k, a in sorted(feats.items())}
 
 
-def trainer_range(feats: dict | None) -> dict[str, list[int]]:
+def trainer_range(feats: dict[str, Column] | None) -> dict[str, list[int]]:
     """{key: [min, max]} of trainer_id features, for the §5.8 check."""
     out = {}
-    for key, arr in (feats or {}).items():
-        if key.rsplit("/", 1)[-1] == TRAINER_FEAT and arr.size:
+    for key, col in (feats or {}).items():
+        if key.rsplit("/", 1)[-1] == TRAINER_FEAT and col.rows and col.ndim:
+            arr = col.read()
             out[key] = [int(arr.min()), int(arr.max())]
     return out
 
 
+def _edge_pass(data: PartData, v: checks.NodeView, layout: Layout, setup: ScanSetup, summary: dict,
+               sink: SumsAndSamples | None) -> list[Problem]:
+    """Every per-edge check of phase one in one pass over the edges, piece by piece."""
+    g, hops = data.graph, layout.halo_hops
+    node_owner = owners(layout.node_ranges, v.nid)[0].astype(owner_dtype(layout.num_parts))  # small: fast gathers
+    inner, types, stats = edges.InnerEdges(v, layout), edges.EdgeTypes(v, layout), edges.Stats(v, layout, node_owner)
+    rule = edges.HaloRule(v, hops, edges.halo_levels(v, g, hops) if hops >= 2 else None) if hops >= 1 else None
+    cut = edges.CutSums(v, layout, node_owner) if hops >= 1 else None
+    levels = edges.LevelArrays(v, layout, setup.scratch) if setup.level_arrays else None
+    rows = EdgeRows(data, v, layout, sink) if sink is not None and data.orig_eids is not None else None
+    tallies = [t for t in (inner, types, stats, rule, cut, levels, rows) if t is not None]
+    for piece in edges.edge_pieces(g):
+        for tally in tallies:
+            tally.add(piece)
+    summary["stats"] = stats.figures(data.file_bytes)
+    summary["halo_edge_count"] = int(stats.halo_edges.sum())
+    if hops >= 1:
+        summary["halo_rule"], summary["cut"] = rule.result(), cut.result()
+    if levels is not None:
+        levels.finish()
+    return inner.problems(g) + types.problems()
+
+
 def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     """Phase one for one partition; returns a small picklable summary (problems, figures, checksums, samples)."""
+    lazy.set_piece_rows(setup.piece_rows)
     data = load_part(layout, part)
     problems = list(data.problems)
     graph_file = layout.rel(part, "part_graph")
@@ -211,26 +142,24 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     problems += checks.check_orig_ids(data.orig_nids, layout, part, layout.extra_rel(part, ORIG_NIDS), nodes=True)
     problems += checks.check_orig_ids(data.orig_eids, layout, part, layout.extra_rel(part, ORIG_EIDS), nodes=False)
     write_orig_maps(layout, data, setup)
-    view = None
+    sink = SumsAndSamples(part, setup.full, setup.seed, setup.sample_size) if setup.with_input else None
     if data.graph is not None:
         problems += checks.check_reserved_fields(data.graph, layout, part, graph_file)
         view = checks.make_view(data.graph, part, graph_file)
-    if view is not None:
-        problems += checks.check_flags(view, data.graph)
-        problems += checks.check_inner_nodes(view, layout)
-        problems += checks.check_halo_nodes(view, layout)
-        problems += checks.check_inner_edges(view, layout)
-        problems += checks.check_edge_types(view, layout)
-        node_owner = owners(layout.node_ranges, view.nid)[0]
-        summary["stats"] = part_stats(view, layout, node_owner[view.src[view.inner_edge]], data.file_bytes)
-        summary["halo_edge_count"] = int((~view.inner_edge).sum())
-        if layout.halo_hops >= 1:
-            summary["halo_rule"] = halo_rule(view, layout)
-            summary["cut"] = cut_sums(view, layout, node_owner)
-        if setup.level_arrays:
-            write_level_arrays(view, layout, setup.scratch)
-    if setup.with_input:
-        summary["sums"], summary["samples"] = input_side(data, view, layout, setup)
+        if view is not None:
+            problems += checks.check_node_flags(view)
+            problems += checks.check_inner_nodes(view, layout)
+            problems += checks.check_halo_nodes(view, layout)
+            try:
+                problems += _edge_pass(data, view, layout, setup, summary, sink)
+            except edges.EndsOutside:
+                problems.append(Problem("inner-edges", f"edge endpoints outside the graph's {data.graph.num_nodes} "
+                                        "nodes", part, graph_file))
+                summary.update(stats=None, halo_edge_count=0, halo_rule=None, cut=None)
+                sink = SumsAndSamples(part, setup.full, setup.seed, setup.sample_size) if sink else None
+    if sink is not None:
+        feature_rows(data, layout, sink)
+        summary["sums"], summary["samples"] = sink.sums, sink.samples()
     return summary
 
 

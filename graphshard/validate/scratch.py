@@ -12,7 +12,7 @@ import shutil
 import tempfile
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -26,6 +26,16 @@ class Scratch:
     """A folder of named `.npy` memmaps and small files."""
 
     root: Path
+    _kept: dict = field(default_factory=dict, compare=False, repr=False)  # open memmaps while kept_open() runs
+
+    @contextmanager
+    def kept_open(self) -> Iterator[None]:
+        """Within a task: map each array once instead of once per piece (every new mapping faults its pages in)."""
+        self._kept["on"] = True
+        try:
+            yield
+        finally:
+            self._kept.clear()
 
     def create(self, name: str, dtype, length: int, fill: int = 0) -> None:
         arr = np.lib.format.open_memmap(self.root / f"{name}.npy", mode="w+", dtype=dtype, shape=(length,))
@@ -35,7 +45,12 @@ class Scratch:
         del arr
 
     def open(self, name: str, writable: bool = False) -> np.ndarray:
-        return np.load(self.root / f"{name}.npy", mmap_mode="r+" if writable else "r")
+        arr = self._kept.get((name, writable))
+        if arr is None:
+            arr = np.load(self.root / f"{name}.npy", mmap_mode="r+" if writable else "r")
+            if self._kept.get("on"):
+                self._kept[(name, writable)] = arr
+        return arr
 
     def exists(self, name: str) -> bool:
         return (self.root / f"{name}.npy").exists()

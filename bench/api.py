@@ -1,0 +1,111 @@
+"""graphshard.partition_graph vs dgl.distributed.partition_graph on the same in-memory DGLGraph (run in the DGL venv).
+
+Each (side, method) runs in a fresh process that loads the chunked graph into one DGLGraph with its features
+(bench/dgl_partition.load_dgl_graph), then calls the side's `partition_graph(g, ..., return_mapping=True)`.
+Measured per run: the call's wall time, the process's wall time, and the peak of the summed RSS of the process and
+all its descendants (graphshard's Dask scheduler and workers), sampled every 50 ms, so the caller's graph is included.
+
+    flock /tmp/graphshard-heavy.lock /work/dgl-venv/bin/python bench/api.py --graph /work/data/rmat20m/metadata.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+
+
+class TreeRss:
+    """Peak of the summed RSS of this process and its descendants, sampled in a background thread."""
+
+    def __init__(self, period: float = 0.05):
+        self.period, self.peak, self._stop = period, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = 0
+            for proc in [me, *me.children(recursive=True)]:
+                try:
+                    total += proc.memory_info().rss
+                except psutil.Error:
+                    pass
+            self.peak = max(self.peak, total)
+            time.sleep(self.period)
+
+    def __enter__(self) -> "TreeRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def one_run(graph: Path, side: str, method: str, parts: int, out: Path) -> dict:
+    """Load the graph, partition it with one side; the figures of this process."""
+    start = time.perf_counter()
+    with TreeRss() as rss:
+        os.environ.setdefault("DGLBACKEND", "pytorch")
+        sys.path.insert(0, str(HERE))
+        from dgl_partition import load_dgl_graph  # the DGL venv's dgl, imported here
+
+        from graphshard.formats.chunked import load_metadata
+
+        g = load_dgl_graph(load_metadata(graph))
+        loaded = time.perf_counter()
+        if side == "dgl":
+            from dgl.distributed import partition_graph
+        else:
+            from graphshard import partition_graph
+        nids, eids = partition_graph(g, "rmat", parts, str(out), num_hops=1, part_method=method,
+                                     return_mapping=True)
+        call = time.perf_counter() - loaded
+    return {"side": side, "method": method, "num_parts": parts, "nodes": g.num_nodes(), "edges": g.num_edges(),
+            "load_s": round(loaded - start, 2), "call_s": round(call, 2),
+            "process_s": round(time.perf_counter() - start, 2), "peak_tree_rss_gib": round(rss.peak / 2**30, 3),
+            "mapping_types": [type(nids).__name__, type(eids).__name__]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--graph", type=Path, required=True, help="chunked graph metadata.json (loaded into a DGLGraph)")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--methods", default="random,metis")
+    ap.add_argument("--out", type=Path, default=Path("/work/data/bench-api"), help="where partition sets go")
+    ap.add_argument("--one", nargs=2, metavar=("SIDE", "METHOD"), help=argparse.SUPPRESS)  # a child run
+    args = ap.parse_args(argv)
+    if args.one:
+        side, method = args.one
+        print(json.dumps(one_run(args.graph, side, method, args.parts, args.out / f"{side}-{method}")), flush=True)
+        return 0
+    rows = []
+    for method in args.methods.split(","):
+        for side in ("dgl", "graphshard"):
+            cmd = [sys.executable, __file__, "--graph", str(args.graph), "--parts", str(args.parts),
+                   "--out", str(args.out), "--one", side, method]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            if result.returncode:
+                sys.stderr.write(result.stderr[-4000:])
+                return result.returncode
+            rows.append(json.loads(result.stdout.strip().splitlines()[-1]))
+            print(json.dumps(rows[-1]), flush=True)
+        dgl_row, gs_row = rows[-2], rows[-1]
+        print(json.dumps({"method": method, "call_ratio": round(gs_row["call_s"] / dgl_row["call_s"], 3),
+                          "peak_ratio": round(gs_row["peak_tree_rss_gib"] / dgl_row["peak_tree_rss_gib"], 3)}),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

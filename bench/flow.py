@@ -1,0 +1,201 @@
+"""End to end as a user sees it: `graphshard run` (cold and warm Prefect server, cached) vs the steps as CLI commands
+vs the steps as library calls vs DGL's `partition_graph`, each timed as process wall with start-up, in one run.
+
+Usage (the graph is generated under the same lock if absent):
+    flock /tmp/graphshard-heavy.lock python bench/flow.py [--graph /work/data/rmat20m] [--parts 4]
+
+Every graphshard command runs as a new process; the largest process (RSS high-water mark, /proc VmHWM, polled
+over the process tree every 0.1 s: the command, its Dask workers) and the Prefect server's are reported. The
+background Prefect server lives in a private GRAPHSHARD_HOME, so the first `run` starts it cold; it is stopped at the
+end. Options on every side: k parts, random, halo 1, orig-ID files, COO; graphshard validates with its defaults.
+DGL runs when /work/dgl-venv exists (bench/dgl_partition.py). Prints a markdown table for BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+DGL_PY = Path("/work/dgl-venv/bin/python")
+
+
+def _hwm(proc: psutil.Process) -> int:
+    """A process's peak resident set size so far (bytes), 0 if it is gone."""
+    try:
+        with open(f"/proc/{proc.pid}/status") as f:
+            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def timed(args: list[str], env: dict, log: Path) -> dict:
+    """Run a command to completion; its wall time and the largest peak RSS among it and its descendants."""
+    peaks: dict[int, int] = {}
+    start = time.perf_counter()
+    with open(log, "w") as out:
+        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        root = psutil.Process(proc.pid)
+        done = threading.Event()
+
+        def poll() -> None:
+            while not done.wait(0.1):
+                try:
+                    tree = [root, *root.children(recursive=True)]
+                except psutil.Error:
+                    continue
+                for p in tree:
+                    peaks[p.pid] = max(peaks.get(p.pid, 0), _hwm(p))
+
+        watcher = threading.Thread(target=poll, daemon=True)
+        watcher.start()
+        code = proc.wait()
+        wall = time.perf_counter() - start
+        done.set()
+        watcher.join()
+    if code != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
+    return {"wall": wall, "peak": max(peaks.values(), default=0)}
+
+
+def write_config(folder: Path, metadata: Path, parts: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = {"input": {"metadata": str(metadata)}, "output": {"dir": str(folder / "out")},
+            "work_dir": str(folder / "work"), "num_parts": parts, "assign": {"method": "random"},
+            "shuffle": {"save_orig_nids": True, "save_orig_eids": True},
+            "cluster": {"workers": 2, "threads_per_worker": 1}}
+    path = folder / "run.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+LIBRARY = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {bench!r})
+from prefect_overhead import library_run
+from graphshard.config import load_config
+cfg = load_config({config!r})
+library_run(Path({metadata!r}), Path({out!r}), cfg)
+"""
+
+
+def measure(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict]:
+    """Every graphshard variant, in a fixed order; returns name -> {wall, peak}."""
+    gs = [PY, "-m", "graphshard.cli"]
+    results: dict[str, dict] = {}
+    cold = write_config(root / "cold", metadata, parts)
+    results["run_cold"] = timed([*gs, "run", str(cold)], env, root / "run_cold.log")
+    server = psutil.Process(json.loads((Path(env["GRAPHSHARD_HOME"]) / "prefect" / "server.json").read_text())["pid"])
+    time.sleep(5)  # let the new server finish its start-up work
+    warm = write_config(root / "warm", metadata, parts)
+    busy = sum(server.cpu_times()[:2])
+    results["run_warm"] = timed([*gs, "run", str(warm)], env, root / "run_warm.log")
+    results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
+    results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
+    results["run_cached_ephemeral"] = timed([*gs, "run", str(warm)], {**env, "GRAPHSHARD_PREFECT": "ephemeral"},
+                                            root / "run_cached_ephemeral.log")  # the design replaced: per-run server
+    results["server"] = {"wall": 0.0, "peak": _hwm(server)}
+    shutil.rmtree(root / "cold"), shutil.rmtree(root / "warm")
+
+    steps = root / "steps"
+    results["assign_cli"] = timed([*gs, "assign", "--in", str(metadata), "--out", str(steps / "asg"),
+                                   "--num-parts", str(parts), "--method", "random"], env, root / "assign.log")
+    results["dispatch_cli"] = timed([*gs, "dispatch", "--in", str(metadata), "--partitions", str(steps / "asg"),
+                                     "--out", str(steps / "parts"), "--save-orig-nids", "--save-orig-eids"],
+                                    env, root / "dispatch.log")
+    results["validate_cli"] = timed([*gs, "validate", "--partitions", str(steps / "parts" / "rmat.json"), "--input",
+                                     str(metadata)],
+                                    env, root / "validate.log")
+    shutil.rmtree(steps)
+
+    lib = write_config(root / "lib", metadata, parts)
+    code = LIBRARY.format(bench=str(REPO / "bench"), config=str(lib), metadata=str(metadata), out=str(root / "lib"))
+    results["library"] = timed([PY, "-c", code], env, root / "library.log")
+    shutil.rmtree(root / "lib")
+    return results
+
+
+def dgl_run(root: Path, metadata: Path, parts: int) -> dict | None:
+    if not DGL_PY.exists():
+        return None
+    env = dict(os.environ, DGLBACKEND="pytorch", PYTHONPATH=str(REPO))
+    res = timed([str(DGL_PY), str(REPO / "bench" / "dgl_partition.py"), "--in", str(metadata), "--out",
+                 str(root / "dgl"), "--parts", str(parts), "--method", "random", "--save-orig-ids"],
+                env, root / "dgl.log")
+    shutil.rmtree(root / "dgl", ignore_errors=True)
+    return res
+
+
+ROWS = [("run_cold", "`graphshard run`, first: starts the Prefect server (cold), nothing cached"),
+        ("run_warm", "`graphshard run`, server up, nothing cached"),
+        ("run_cached", "`graphshard run` again, every step Cached"),
+        ("run_cached_ephemeral", "the same cached run with `GRAPHSHARD_PREFECT=ephemeral` (temporary server per run)"),
+        ("assign_cli", "`graphshard assign` (CLI process)"),
+        ("dispatch_cli", "`graphshard dispatch` (CLI process, orig-ID files)"),
+        ("validate_cli", "`graphshard validate --input` (CLI process)"),
+        ("library", "the run's steps as library calls in one process (no Prefect)"),
+        ("dgl", "DGL 2.1 `partition_graph(..., \"random\")` incl. loading the graph"),
+        ("server", "the background Prefect server process (stays up)")]
+
+
+def report(results: dict[str, dict], args: argparse.Namespace) -> None:
+    base = results.get("dgl")
+    print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores, "
+          f"{psutil.virtual_memory().total / 2**30:.0f} GiB; graph {args.graph}; k={args.parts}, random; "
+          f"{time.strftime('%Y-%m-%d')}")
+    print("| run | wall s | largest process GB | wall / DGL |")
+    print("|---|---|---|---|")
+    for key, label in ROWS:
+        if key in results:
+            r = results[key]
+            ratio = f"{r['wall'] / base['wall']:.2f}" if base and key != "server" else "-"
+            wall = f"{r['wall']:.1f}" if key != "server" else "-"
+            print(f"| {label} | {wall} | {r['peak'] / 1e9:.2f} | {ratio} |")
+    print(json.dumps({k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", type=Path, default=Path("/work/data/rmat20m"))
+    ap.add_argument("--nodes", type=int, default=1_000_000)
+    ap.add_argument("--edges", type=int, default=20_000_000)
+    ap.add_argument("--chunks", type=int, default=4)
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--no-dgl", action="store_true")
+    args = ap.parse_args()
+
+    root = Path(tempfile.mkdtemp(prefix="graphshard-bench-flow-", dir="/work/data" if Path("/work/data").is_dir()
+                                 else None))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "GRAPHSHARD_"))}
+    env.update(GRAPHSHARD_HOME=str(root / "home"), PYTHONPATH=str(REPO))
+    metadata = args.graph / "metadata.json"
+    if not metadata.exists():
+        timed([PY, "-m", "graphshard.cli", "generate", "rmat", "--out", str(args.graph), "--nodes", str(args.nodes),
+               "--edges", str(args.edges), "--chunks", str(args.chunks)], env, root / "generate.log")
+    try:
+        results = measure(root, metadata, args.parts, env)
+        dgl = None if args.no_dgl else dgl_run(root, metadata, args.parts)
+        if dgl:
+            results["dgl"] = dgl
+    finally:
+        subprocess.run([PY, "-m", "graphshard.cli", "server", "stop"], env=env, cwd=REPO, capture_output=True)
+    report(results, args)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,112 @@
+"""An in-memory graph written once as a chunked graph (the input format of every step), slice by slice.
+
+`write_chunked` is what `graphshard.chunk_graph` and `graphshard.partition_graph` share; `add_features` writes a
+second metadata file beside the first that lists extra per-node/per-edge arrays (balance classes for the assignment,
+trainer ids for the partitions) without touching the chunks already written.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.chunked_writer import ChunkedGraphWriter
+from graphshard.fsutil import read_json_object
+from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
+from graphshard.inmemory.adapters import InMemoryGraph, from_input
+
+CHUNK_ROWS = 1 << 21  # rows per chunk when partition_graph picks the chunk count itself
+
+
+def etype_name(can: tuple[str, str, str]) -> str:
+    """The chunked format's name of a canonical edge type."""
+    return ":".join(can)
+
+
+def _bounds(rows: int, num_chunks: int | None) -> list[int]:
+    return chunk_bounds(rows, num_chunks or max(1, math.ceil(rows / CHUNK_ROWS)))
+
+
+def _check_ids(ids: np.ndarray, n: int, can: tuple, end: str, offset: int) -> None:
+    """Every ID of an edge slice is a node of its type."""
+    if len(ids) and (ids.min() < 0 or ids.max() >= n):
+        bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+        raise GraphshardError(f"edges {can}: expected {end} IDs in [0, {n}) (the node count of "
+                              f"'{can[0] if end == 'source' else can[2]}'), found {int(ids[bad])} at edge {offset + bad}")
+
+
+def write_chunked(graph: InMemoryGraph, out_dir: Path, graph_name: str, num_chunks: int | None = None,
+                  fmt: str = "numpy", overwrite: bool = False) -> Path:
+    """Write `graph` as a chunked graph (`num_chunks` per type, or ~2M rows each when None); returns metadata.json."""
+    etypes = [etype_name(c) for c in graph.etypes]
+    specs = etypes + [f"{etype_name(c)}/{f}" for c, fs in graph.edge_feats.items() for f in fs]
+    specs += [f"{nt}/{f}" for nt, fs in graph.node_feats.items() for f in fs]
+    formats = {name: spec_format(fmt, i) for i, name in enumerate(specs)}
+    with ChunkedGraphWriter(out_dir, graph_name, graph.ntypes, etypes, overwrite=overwrite) as writer:
+        for can, (src, dst) in graph.edges.items():
+            et = etype_name(can)
+            bounds = _bounds(len(src), num_chunks)
+            for lo, hi in zip(bounds[:-1], bounds[1:]):
+                _check_ids(src[lo:hi], graph.num_nodes[can[0]], can, "source", lo)
+                _check_ids(dst[lo:hi], graph.num_nodes[can[2]], can, "destination", lo)
+                writer.add_edges(et, src[lo:hi], dst[lo:hi], formats[et])
+                for f, arr in graph.edge_feats.get(can, {}).items():
+                    writer.add_edge_feature(et, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{et}/{f}"])
+        for nt, n in graph.num_nodes.items():
+            bounds = _bounds(n, num_chunks)
+            writer.set_node_chunks(nt, np.diff(bounds).tolist())
+            for f, arr in graph.node_feats.get(nt, {}).items():
+                for lo, hi in zip(bounds[:-1], bounds[1:]):
+                    writer.add_node_feature(nt, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{nt}/{f}"])
+        return writer.finish()
+
+
+def add_features(metadata: Path, name: str, node: dict[str, dict[str, np.ndarray]],
+                 edge: dict[str, dict[str, np.ndarray]] | None = None) -> Path:
+    """Write `<name>.json` beside `metadata`: the same graph plus these features (chunked as the graph is)."""
+    graph = load_metadata(metadata)
+    data = read_json_object(graph.metadata_path, "metadata.json file")
+    folder = graph.metadata_path.parent
+    for kind, feats, offsets in (("node_data", node, graph.node_chunk_offsets),
+                                 ("edge_data", edge or {}, graph.edge_chunk_offsets)):
+        for t, named in feats.items():
+            bounds = offsets(t)
+            for f, arr in named.items():
+                files = []
+                for i, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+                    rel = f"{name}/{kind}/{t.replace(':', '__')}-{f}-{i}.npy"
+                    (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+                    np.save(folder / rel, np.ascontiguousarray(arr[lo:hi]), allow_pickle=False)
+                    files.append(rel)
+                data.setdefault(kind, {}).setdefault(t, {})[f] = {"format": {"name": "numpy"}, "data": files}
+    out = folder / f"{name}.json"
+    out.write_text(json.dumps(data, indent=2))
+    load_metadata(out)  # the same checks as any input
+    return out
+
+
+def safe_graph_name(name: str) -> str:
+    """The chunked format's graph name (letters, digits, '_') for a DGL graph name, which may hold e.g. '-'."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name) or "graph"
+
+
+def chunk_graph(g: Any, out_dir: str | Path, num_chunks: int, fmt: str = "numpy", graph_name: str = "graph", *,
+                num_nodes: Any = None, node_feats: Any = None, edge_feats: Any = None,
+                overwrite: bool = False) -> Path:
+    """An in-memory graph (DGL, PyG, scipy, dicts) to the chunked format, `num_chunks` chunks per type.
+
+    `fmt`: numpy, parquet, csv or mixed. Returns the path of `metadata.json`, ready for `graphshard run`/`assign`.
+    """
+    check_format(fmt)
+    num_chunks = positive("num_chunks", num_chunks)
+    if not re.match(r"^[A-Za-z0-9_]+$", graph_name):
+        raise GraphshardError(f"graph_name: expected letters, digits and '_' only, found {graph_name!r}")
+    graph = from_input(g, num_nodes, node_feats, edge_feats)
+    return write_chunked(graph, Path(out_dir), graph_name, num_chunks, fmt, overwrite)

@@ -1,0 +1,219 @@
+"""`partition_graph`: DGL 2.1's `dgl.distributed.partition_graph` on an in-memory graph, by graphshard's steps.
+
+The graph is written once as numpy chunks in a work folder beside `out_path`, then the CLI's own steps run on Dask
+(`assign.assign`, `shuffle.dispatch`, optionally `validate.validate`); the partition set is published to `out_path`
+only when complete. DGL's arguments keep their meanings (see `_assign_options`); the returned mapping is DGL's:
+`orig_nids[new per-type ID] = original per-type ID` (and the same for edges).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import tempfile
+import warnings
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign, partitioner_for
+from graphshard.assign.options import AssignOptions
+from graphshard.cluster import ClusterSpec, dask_client
+from graphshard.errors import GraphshardError
+from graphshard.formats.assignment import read_parts
+from graphshard.formats.partition_config import PartitionConfig
+from graphshard.fsutil import publish
+from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
+from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
+from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle.ids import Grouping
+
+log = logging.getLogger(__name__)
+BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
+TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
+PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
+
+
+def part_methods() -> list[str]:
+    """The `part_method` values: DGL's random and metis plus graphshard's other in-memory methods."""
+    return [m for m in PARTITIONERS if m != "file"]
+
+
+def _balance_classes(graph: InMemoryGraph, balance_ntypes: Any) -> dict[str, dict[str, np.ndarray]]:
+    """DGL's `balance_ntypes` (one class array, or {ntype: class array}) as per-type node features."""
+    if not isinstance(balance_ntypes, dict):
+        if len(graph.ntypes) != 1:
+            raise GraphshardError(f"balance_ntypes: expected a dict {{ntype: class array}} for a graph with node "
+                                  f"types {graph.ntypes}, found {type(balance_ntypes).__name__}")
+        balance_ntypes = {graph.ntypes[0]: balance_ntypes}
+    out = {}
+    for nt, arr in balance_ntypes.items():
+        if nt not in graph.num_nodes:
+            raise GraphshardError(f"balance_ntypes: expected keys among the node types {graph.ntypes}, found {nt!r}")
+        arr = as_numpy(arr, f"balance_ntypes[{nt!r}]")
+        if arr.shape != (graph.num_nodes[nt],) or arr.dtype.kind not in "biu":
+            raise GraphshardError(f"balance_ntypes[{nt!r}]: expected {graph.num_nodes[nt]} integer or bool class "
+                                  f"labels (one per node), found shape {arr.shape} dtype {arr.dtype}")
+        out[nt] = {BALANCE_FEAT: arr}
+    return out
+
+
+def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any, balance_edges: bool,
+                    num_trainers_per_machine: int, objtype: str, seed: int) -> tuple[AssignOptions, dict]:
+    """AssignOptions with DGL's meanings, and the balance classes to write as node features.
+
+    As in DGL: `random` ignores the balance and trainer arguments; a heterograph is balanced per node type by
+    default (for methods that take balance constraints), a dict of class arrays splits those types further.
+    """
+    if part_method not in part_methods():
+        raise GraphshardError(f"part_method: expected one of {', '.join(part_methods())}, found {part_method!r}")
+    if objtype not in ("cut", "vol"):
+        raise GraphshardError(f"objtype: expected 'cut' or 'vol', found {objtype!r}")
+    if not isinstance(num_trainers_per_machine, int) or num_trainers_per_machine < 1:
+        raise GraphshardError(f"num_trainers_per_machine: expected an integer >= 1, found {num_trainers_per_machine!r}")
+    if part_method == "random":
+        if balance_ntypes is not None or balance_edges or num_trainers_per_machine > 1:
+            warnings.warn("part_method='random' ignores balance_ntypes, balance_edges and num_trainers_per_machine "
+                          "(as DGL does)", stacklevel=3)
+        return AssignOptions(method="random", seed=seed), {}
+    classes = _balance_classes(graph, balance_ntypes) if balance_ntypes is not None else {}
+    entries = [f"{nt}/{BALANCE_FEAT}" for nt in classes]
+    if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in partitioner_for(part_method).supports):
+        entries.insert(0, "ntype")
+    try:
+        options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
+                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine)
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise GraphshardError(f"{first['loc'][0]}: {first['msg']}") from None
+    return options, classes
+
+
+def _dispatch_options(num_hops: int, graph_formats: Any) -> DispatchOptions:
+    """DGL's `num_hops` and `graph_formats` (None, a name or a list of names) as DispatchOptions."""
+    formats = ["coo"] if graph_formats is None else [graph_formats] if isinstance(graph_formats, str) \
+        else list(graph_formats)
+    try:
+        return DispatchOptions(halo_hops=num_hops, halo_mode="full", graph_formats=formats)
+    except ValidationError as err:
+        first = err.errors()[0]
+        name = {"halo_hops": "num_hops"}.get(str(first["loc"][0]), str(first["loc"][0]))
+        raise GraphshardError(f"{name}: {first['msg']}, found {first.get('input')!r}") from None
+
+
+def _check_out_path(out: Path) -> None:
+    """`out_path` is replaced as a whole: refuse a folder that holds anything but an earlier partition set."""
+    if out.exists() and not out.is_dir():
+        raise GraphshardError(f"out_path {out}: expected a folder, found a file")
+    if out.is_dir():
+        foreign = sorted(p.name for p in out.iterdir() if not PARTITION_SET_ENTRY.match(p.name))
+        if foreign:
+            raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
+                                  "partition_graph replaces the whole folder, so give it a new or empty one")
+
+
+def _trainer_features(graph: InMemoryGraph, assignment: Path, num_trainers: int) -> tuple[dict, dict]:
+    """DGL's `trainer_id` node feature per type and edge feature per edge type (the trainer of the edge's dst)."""
+    ids = {nt: read_parts(assignment / TRAINER_DIR, nt, n, num_trainers).astype(np.int64)
+           for nt, n in graph.num_nodes.items()}
+    edges = {etype_name(c): {TRAINER_FEAT: ids[c[2]][dst]} for c, (_, dst) in graph.edges.items()}
+    return {nt: {TRAINER_FEAT: a} for nt, a in ids.items()}, edges
+
+
+def _mapping(graph: InMemoryGraph, assignment: Path, num_parts: int) -> tuple[Any, Any]:
+    """DGL's (orig_nids, orig_eids): new IDs are partition-major then original order, so a stable grouping by owner."""
+    parts = {nt: read_parts(assignment, nt, n, num_parts) for nt, n in graph.num_nodes.items()}
+    nids = {nt: graph.to_output(Grouping.of(p, num_parts).order) for nt, p in parts.items()}
+    eids = {c: graph.to_output(Grouping.of(parts[c[2]][dst], num_parts).order) for c, (_, dst) in graph.edges.items()}
+    if graph.homogeneous:
+        return nids[graph.ntypes[0]], eids[graph.etypes[0]]
+    return nids, eids
+
+
+def _rename(config: Path, graph_name: str) -> Path:
+    """Give the partition config DGL's graph name when the chunked format needed a safer one."""
+    if config.stem == graph_name:
+        return config
+    cfg = PartitionConfig.load(config)
+    target = config.with_name(f"{graph_name}.json")
+    cfg.model_copy(update={"graph_name": graph_name}).save(target)
+    config.unlink()
+    return target
+
+
+def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path) -> None:
+    """graphshard's validation step on the staged set; a failed check stops before anything is published."""
+    from graphshard import validate as validation
+
+    report = validation.validate(config, input_metadata=metadata, client=client,
+                                 assignment_report=assignment / REPORT_FILE, scratch_dir=work)
+    if not report["ok"]:
+        _, html = validation.write_report(work / "failed-report", report)
+        raise GraphshardError(f"validation failed: {report['num_problems']} problem(s), first: "
+                              f"{validation.problem_lines(report)[0]} (report: {html}); nothing was published")
+    validation.write_report(config.parent, report)
+
+
+def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
+               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool) -> Path:
+    """Assign, dispatch (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
+    assign_input = add_features(metadata, "assign", classes) if classes else metadata
+    assignment = assign(assign_input, work / "assignment", num_parts, options, client=client)
+    trainers = options.num_trainers_per_machine
+    if trainers > 1:
+        node, edge = _trainer_features(graph, assignment, num_parts * trainers)
+        metadata = add_features(metadata, "dispatch", node, edge)
+    config = dispatch(metadata, assignment, work / "partitions", dispatch_options, client)
+    config = _rename(config, name)
+    if validate:
+        _validate(config, metadata, assignment, client, work)
+    return config
+
+
+def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Path, num_hops: int = 1,
+                    part_method: str = "metis", balance_ntypes: Any = None, balance_edges: bool = False,
+                    return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
+                    graph_formats: Any = None, use_graphbolt: bool = False, *, num_nodes: Any = None,
+                    node_feats: Any = None, edge_feats: Any = None, client: Any = None, validate: bool = False,
+                    seed: int = 0) -> tuple[Any, Any] | None:
+    """Partition an in-memory graph into `out_path` as `dgl.distributed.partition_graph` does (same arguments).
+
+    `g`: a DGLGraph/heterograph, a PyG Data/HeteroData, a scipy sparse matrix, or a dict
+    `{(src_type, rel, dst_type): (src, dst)}` (then `num_nodes`, `node_feats`, `edge_feats` describe the rest).
+    graphshard's additions (keyword-only): `client` (a `distributed.Client`; default a local 2-worker cluster),
+    `validate` (check every invariant and write report.json/report.html into `out_path`), `seed`. The chunks and
+    step folders go to a hidden work folder beside `out_path`, removed afterwards.
+    Returns `(orig_nids, orig_eids)` when `return_mapping`, as DGL does (tensors of the input's kind; dicts keyed by
+    node type and canonical edge type for a heterogeneous input).
+    """
+    if use_graphbolt:
+        raise GraphshardError("use_graphbolt: graphshard writes DGL's partition format only; convert afterwards "
+                              "with dgl.distributed.dgl_partition_to_graphbolt")
+    if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
+        raise GraphshardError(f"graph_name: expected a non-empty name without '/', found {graph_name!r}")
+    if not isinstance(num_parts, int) or num_parts < 1:
+        raise GraphshardError(f"num_parts: expected an integer >= 1, found {num_parts!r}")
+    graph = from_input(g, num_nodes, node_feats, edge_feats)
+    options, classes = _assign_options(graph, part_method, balance_ntypes, balance_edges, num_trainers_per_machine,
+                                       objtype, seed)
+    dispatch_options = _dispatch_options(num_hops, graph_formats)
+    out = Path(out_path).resolve()
+    _check_out_path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+    try:
+        metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
+        cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
+        with cluster as active:
+            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
+                                work, validate)
+        mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        publish(config.parent, out, overwrite=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log.info("partition_graph: %d partitions of '%s' in %s", num_parts, graph_name, out)
+    return mapping

@@ -1,0 +1,120 @@
+"""Where a command's messages go: one line per problem on the terminal, everything (tracebacks too) in a log file.
+
+Each command run logs to its own file, `<log dir>/<command>-<time>-<pid>.log` (log dir: `$GRAPHSHARD_LOG_DIR`,
+else `~/.graphshard/logs`, else a temporary folder); `graphshard run` moves it into its work folder. The terminal
+gets warnings without tracebacks; `--debug` (or `GRAPHSHARD_DEBUG=1`) prints everything, tracebacks included, and
+leaves Dask's own worker and nanny messages on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+KEEP = 50  # log files kept per folder; older ones are removed when a new one starts
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_state: dict = {"file": None, "handler": None, "terminal": None, "debug": False}
+_quiet: set[str] = set()  # libraries whose errors graphshard itself reports as one line (see quiet_on_terminal)
+
+
+class _NoTraceback(logging.Formatter):
+    """The terminal's format: the message alone, never the traceback (that is in the log file)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return f"{record.name.split('.')[0]}: {record.getMessage()}"
+
+
+def debug_enabled() -> bool:
+    """True when the user asked for tracebacks and Dask's own logs on the terminal."""
+    return _state["debug"] or os.environ.get("GRAPHSHARD_DEBUG", "") not in ("", "0")
+
+
+def log_file() -> Path | None:
+    """The file this process logs to, if `setup` was called."""
+    return _state["file"]
+
+
+def _default_dir() -> Path:
+    for candidate in (os.environ.get("GRAPHSHARD_LOG_DIR"), Path.home() / ".graphshard" / "logs",
+                      Path(tempfile.gettempdir()) / "graphshard-logs"):
+        if candidate:
+            try:
+                Path(candidate).mkdir(parents=True, exist_ok=True)
+                if os.access(candidate, os.W_OK):
+                    return Path(candidate)
+            except OSError:
+                continue
+    raise OSError("no writable folder for graphshard's log file")
+
+
+def quiet_on_terminal(library: str) -> None:
+    """Keep a library's messages (e.g. Prefect's task-failure tracebacks) off the terminal unless --debug: graphshard
+    reports the same failure as its one line. They still go to the log file."""
+    _quiet.add(library)
+
+
+def _for_terminal(record: logging.LogRecord) -> bool:
+    """graphshard's messages; other libraries' errors, except those of quieted libraries (all of them with --debug)."""
+    if record.name.startswith("graphshard"):
+        return True
+    return record.levelno >= logging.ERROR and (_state["debug"] or record.name.split(".")[0] not in _quiet)
+
+
+def setup(command: str, debug: bool = False) -> Path:
+    """Log to a fresh file for this command run and to the terminal (warnings only unless `debug`)."""
+    _state["debug"] = False  # an earlier command's --debug (tests run several in one process) does not carry over
+    _state["debug"] = debug or debug_enabled()
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)  # other libraries' INFO and up; graphshard's own DEBUG (tracebacks) too
+    if _state["terminal"] is not None:  # a second command in one process (tests): replace, don't stack
+        root.removeHandler(_state["terminal"])
+    terminal = logging.StreamHandler(sys.stderr)
+    terminal.setLevel(logging.DEBUG if _state["debug"] else logging.WARNING)
+    terminal.setFormatter(logging.Formatter(FORMAT) if _state["debug"] else _NoTraceback())
+    terminal.addFilter(_for_terminal)
+    root.addHandler(terminal)
+    _state["terminal"] = terminal
+    logging.getLogger("graphshard").setLevel(logging.DEBUG)
+    return move_to(_default_dir(), command)
+
+
+def move_to(folder: Path, command: str) -> Path:
+    """Continue logging in a new file in `folder` (e.g. the run's work folder); returns its path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _prune(folder)
+    path = folder / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter(FORMAT))
+    root = logging.getLogger()
+    old, old_file = _state["handler"], _state["file"]
+    if old is not None:
+        root.removeHandler(old)
+        old.close()
+        if old_file is not None and old_file.exists() and old_file.parent != folder:  # keep what was logged
+            path.write_bytes(old_file.read_bytes())
+            old_file.unlink()
+    root.addHandler(handler)
+    _state.update(file=path, handler=handler)
+    return path
+
+
+def _prune(folder: Path) -> None:
+    """Keep the newest KEEP log files of a folder."""
+    logs = sorted(folder.glob("*.log"), key=lambda p: p.stat().st_mtime)
+    for old in logs[:-KEEP] if len(logs) >= KEEP else []:
+        old.unlink(missing_ok=True)
+
+
+def record_failure(err: BaseException) -> Path | None:
+    """Write a failure with its traceback (and any Dask worker traceback it carries) to the log file."""
+    logging.getLogger("graphshard").debug("command failed: %s", err, exc_info=err)
+    handler = _state["handler"]
+    if handler is not None:
+        handler.flush()
+    return _state["file"]

@@ -1,0 +1,165 @@
+"""Cheap checks of a step's input before any work is submitted: file headers and footers, never the data.
+
+Per chunk file: it exists, its header reads (npy header and size, parquet footer and first row, csv first block),
+its row count matches the metadata, edge chunks hold exactly two integer ID columns, features are 1-D or 2-D of a
+dtype DGL files can hold, and a feature's files agree on row shape and dtype. Milliseconds per file whatever the
+graph's size; what needs the data itself (ID ranges, row counts of csv files above CSV_SCAN_LIMIT) is checked by
+`graphshard.ingest.check_graph` and by the steps' own readers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from graphshard.errors import GraphshardError, InputError, ProblemList
+from graphshard.formats.assignment import META_FILE, read_meta
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, load_metadata
+from graphshard.formats.readers import (CSV_SCAN_LIMIT, READERS, VALID_KINDS, Header, edge_field, edge_ids_problem,
+                                       not_numeric_problem, reader_for)
+
+
+
+@dataclass(frozen=True)
+class FileStat:
+    """What a feature file holds: its rows (None: not counted), the shape of one row, the dtype; or its problems."""
+
+    rows: int | None
+    row_shape: tuple[int, ...]
+    dtype: str
+    problems: tuple[GraphshardError, ...] = ()
+
+
+def with_field(err: InputError, field: str) -> InputError:
+    """A reader's error (which knows the file) completed with the metadata field that names the file."""
+    return err if err.field else InputError(err.file, field, err.expected, err.found)
+
+
+def file_stat(path: Path, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
+              dtype: np.dtype) -> FileStat:
+    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool."""
+    problems = []
+    if len(row_shape) > 1:
+        problems.append(InputError(path, field, "a 1-D or 2-D array",
+                                   f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
+    if dtype.kind not in VALID_KINDS:
+        problems.append(not_numeric_problem(path, fmt, field, dtype))
+    return FileStat(rows, row_shape, str(dtype), tuple(problems))
+
+
+def feature_specs(graph: ChunkedGraph) -> list[tuple[str, ChunkFileSpec, int]]:
+    """Every feature spec as (field path, spec, expected total rows)."""
+    out = [(f"node_data['{nt}']['{f}']", spec, graph.num_nodes(nt))
+           for nt, feats in graph.node_data.items() for f, spec in feats.items()]
+    out += [(f"edge_data['{et}']['{f}']", spec, graph.num_edges(et))
+            for et, feats in graph.edge_data.items() for f, spec in feats.items()]
+    return out
+
+
+def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats: list[FileStat],
+                     expected_rows: int) -> list[GraphshardError]:
+    """Problems across the files of one feature: total rows (when counted), the same row shape and dtype."""
+    problems = [p for s in stats for p in s.problems]
+    if problems:
+        return problems
+    rows = [s.rows for s in stats]
+    if None not in rows and sum(rows) != expected_rows:
+        problems.append(InputError(graph.path(spec.data[0]), field, f"{expected_rows} rows in all (the type's count)",
+                                   f"{sum(rows)} rows ({', '.join(map(str, rows))} per file)"))
+    for i, s in enumerate(stats[1:], start=1):
+        if (s.row_shape, s.dtype) != (stats[0].row_shape, stats[0].dtype):
+            problems.append(InputError(graph.path(spec.data[i]), f"{field}.data[{i}]",
+                                       f"rows of shape {stats[0].row_shape} and dtype {stats[0].dtype} as in file 0",
+                                       f"shape {s.row_shape}, dtype {s.dtype}"))
+    return problems
+
+
+def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> Header:
+    """One file's header, its errors naming the metadata field."""
+    try:
+        return reader_for(spec.format).header(graph.path(spec.data[chunk]), spec.format)
+    except InputError as err:
+        raise with_field(err, field) from None
+
+
+def edge_rows_problem(graph: ChunkedGraph, etype: str, chunk: int, rows: int | None) -> InputError | None:
+    """An edge chunk's row count against the metadata's num_edges_per_chunk; None when equal or not counted."""
+    expected = graph.num_edges_per_chunk[graph.etype_id(etype)][chunk]
+    if rows is None or rows == expected:
+        return None
+    return InputError(graph.path(graph.edges[etype].data[chunk]), edge_field(etype, chunk),
+                      f"{expected} rows (num_edges_per_chunk)", f"{rows} rows")
+
+
+def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError | None:
+    """One edge chunk from its header: the metadata's row count, exactly two integer ID columns."""
+    spec, field = graph.edges[etype], edge_field(etype, chunk)
+    try:
+        head = _header(graph, spec, chunk, field)
+    except InputError as err:
+        return err
+    if head.rows == 0 and graph.num_edges_per_chunk[graph.etype_id(etype)][chunk] == 0:
+        return None
+    problem = edge_ids_problem(graph.path(spec.data[chunk]), field, spec.format, head.row_shape, head.dtype)
+    return problem if problem is not None else edge_rows_problem(graph, etype, chunk, head.rows)
+
+
+def _feature_stat(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:
+    field = f"{field}.data[{chunk}]"
+    try:
+        head = _header(graph, spec, chunk, field)
+    except InputError as err:
+        return FileStat(0, (), "", (err,))
+    return file_stat(graph.path(spec.data[chunk]), spec.format, field, head.rows, head.row_shape, head.dtype)
+
+
+def precheck(graph: ChunkedGraph | str | Path) -> list[GraphshardError]:
+    """Every problem the chunk files' headers show (empty when they look sound); a bad metadata.json is the one."""
+    try:
+        graph = graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)
+    except GraphshardError as err:
+        return [err]
+    problems = [p for et in graph.edge_type for c in range(len(graph.edges[et].data))
+                if (p := _edge_file(graph, et, c)) is not None]
+    for field, spec, expected in feature_specs(graph):
+        stats = [_feature_stat(graph, spec, c, field) for c in range(len(spec.data))]
+        problems += feature_problems(graph, field, spec, stats, expected)
+    return problems
+
+
+def precheck_assignment(graph: ChunkedGraph, folder: str | Path) -> list[GraphshardError]:
+    """An assignment folder before use: partition_meta.json reads, every `<ntype>.txt` exists with a line per node."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return [InputError(folder, None, f"an assignment folder (<ntype>.txt files + {META_FILE})", "no such folder")]
+    try:
+        read_meta(folder)
+    except GraphshardError as err:
+        return [err]
+    problems: list[GraphshardError] = []
+    for nt in graph.node_type:
+        path, n = folder / f"{nt}.txt", graph.num_nodes(nt)
+        if not path.is_file():
+            problems.append(InputError(path, f"node type '{nt}'", f"an assignment file with {n} lines", "no such file"))
+        elif path.stat().st_size <= CSV_SCAN_LIMIT:
+            lines = READERS["csv"].num_rows(path, FileFormat(name="csv"))
+            if lines != n:
+                problems.append(InputError(path, "line count", f"{n} lines (one per '{nt}' node)", f"{lines} lines"))
+    return problems
+
+
+def refuse(problems: list[GraphshardError]) -> None:
+    """Raise the problems found: the one problem itself, or all of them together."""
+    if len(problems) == 1:
+        raise problems[0]
+    if problems:
+        raise ProblemList(problems)
+
+
+def checked_graph(metadata: str | Path | ChunkedGraph) -> ChunkedGraph:
+    """The parsed metadata.json once its chunk files' headers passed `precheck`; raises the problems otherwise."""
+    graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata)
+    refuse(precheck(graph))
+    return graph

@@ -1,0 +1,135 @@
+"""graphshard.partition_graph as a drop-in for dgl.distributed.partition_graph, checked by DGL 2.1 itself.
+
+Run inside the DGL venv (`bash bench/dgl_compat.sh test`). DGL_DIST_DEBUG=1 makes `load_partition` run DGL's own
+partition checks. The returned mappings are checked the same way for DGL's call and graphshard's: every inner node's
+and inner edge's feature row, as DGL's `load_partition` returns it, is the caller's row at the mapped original ID.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+os.environ["DGL_DIST_DEBUG"] = "1"
+dgl = pytest.importorskip("dgl")
+torch = pytest.importorskip("torch")
+pytest.importorskip("distributed")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (api_checks)
+
+import graphshard  # noqa: E402
+from api_checks import check_mapping  # noqa: E402
+
+pytestmark = pytest.mark.dgl
+
+SCRIPT = textwrap.dedent("""
+    # A user's partition script; the test swaps only the import line. No __main__ guard, as in many such scripts.
+    import sys
+    import numpy as np, torch, dgl
+    from dgl.distributed import partition_graph
+    out, method = sys.argv[1], sys.argv[2]
+    rng = np.random.default_rng(0)
+    n, m = 2000, 16000
+    g = dgl.graph((torch.from_numpy(rng.integers(0, n, m)), torch.from_numpy(rng.integers(0, n, m))), num_nodes=n)
+    g.ndata["feat"] = torch.from_numpy(rng.random((n, 8), dtype=np.float32))
+    g.ndata["label"] = torch.from_numpy(rng.integers(0, 10, n))
+    g.ndata["train_mask"] = torch.from_numpy(rng.random(n) < 0.2)
+    g.edata["w"] = torch.from_numpy(rng.random(m, dtype=np.float32))
+    orig_nids, orig_eids = partition_graph(g, "test-graph", 2, out, num_hops=1, part_method=method,
+                                           balance_ntypes=g.ndata["train_mask"], balance_edges=True,
+                                           return_mapping=True)
+    torch.save({"orig_nids": orig_nids, "orig_eids": orig_eids, "g": g}, out + "/../mapping.pt")
+""")
+
+
+def _per_type(g, mapping, key_of):
+    """DGL's mapping as {type: numpy} (a homogeneous graph's tensors keyed by its one type)."""
+    if isinstance(mapping, dict):
+        return {k: v.numpy() for k, v in mapping.items()}
+    return {key_of(g): mapping.numpy()}
+
+
+def check_with_dgl(config: Path, g, orig_nids, orig_eids) -> None:
+    """DGL loads every partition; its features are the caller's rows at the mapped IDs; graphshard's reader agrees."""
+    nids = _per_type(g, orig_nids, lambda g: g.ntypes[0])
+    eids = _per_type(g, orig_eids, lambda g: g.canonical_etypes[0])
+    num_parts = 0
+    while (config.parent / f"part{num_parts}").is_dir():
+        num_parts += 1
+    for p in range(num_parts):
+        _, nfeat, efeat, gpb, _, ntypes, etypes = dgl.distributed.load_partition(str(config), p)
+        for nt in g.ntypes:
+            rows = nids[nt][gpb.partid2nids(p, nt).numpy()]
+            for name, tensor in g.nodes[nt].data.items():
+                np.testing.assert_array_equal(nfeat[f"{nt}/{name}"].numpy(), tensor.numpy()[rows])
+        for can in g.canonical_etypes:
+            rows = eids[can][gpb.partid2eids(p, can).numpy()]
+            for name, tensor in g.edges[can].data.items():
+                np.testing.assert_array_equal(efeat[f"{':'.join(can)}/{name}"].numpy(), tensor.numpy()[rows])
+    edges = {can: tuple(t.numpy() for t in g.edges(etype=can, order="eid")) for can in g.canonical_etypes}
+    check_mapping(config, {nt: g.num_nodes(nt) for nt in g.ntypes}, edges, {}, {}, nids, eids)
+
+
+@pytest.mark.parametrize("method", ["random", "metis"])
+def test_script_switched_to_graphshard(tmp_path: Path, method: str) -> None:
+    runs = {}
+    for who, line in (("dgl", "from dgl.distributed import partition_graph"),
+                      ("graphshard", "from graphshard import partition_graph")):
+        (tmp_path / who).mkdir()
+        script = tmp_path / who / "partition.py"
+        script.write_text(SCRIPT.replace("from dgl.distributed import partition_graph", line))
+        result = subprocess.run([sys.executable, str(script), str(tmp_path / who / "out"), method],
+                                capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, result.stderr[-3000:]
+        runs[who] = torch.load(tmp_path / who / "mapping.pt")
+        assert isinstance(runs[who]["orig_nids"], torch.Tensor) and runs[who]["orig_nids"].dtype == torch.int64
+        assert isinstance(runs[who]["orig_eids"], torch.Tensor) and runs[who]["orig_eids"].dtype == torch.int64
+        check_with_dgl(tmp_path / who / "out" / "test-graph.json", runs[who]["g"], runs[who]["orig_nids"],
+                       runs[who]["orig_eids"])
+    names = {who: sorted(p.name for p in (tmp_path / who / "out").iterdir()) for who in runs}
+    assert names["graphshard"] == names["dgl"] == ["part0", "part1", "test-graph.json"]
+    for who in runs:  # the same feature names in the same places
+        _, nfeat, efeat, *_ = dgl.distributed.load_partition(str(tmp_path / who / "out" / "test-graph.json"), 0)
+        runs[who] = (sorted(nfeat), sorted(efeat))
+    assert runs["graphshard"] == runs["dgl"]
+
+
+def _heterograph(seed: int = 0):
+    """paper/author/field with a reverse relation (duplicate pairs) and features on several node and edge types."""
+    rng = np.random.default_rng(seed)
+    n = {"paper": 600, "author": 300, "field": 20}
+    t = lambda a: torch.from_numpy(a)  # noqa: E731
+    writes_src, writes_dst = rng.integers(0, 300, 2000), rng.integers(0, 600, 2000)
+    g = dgl.heterograph({
+        ("author", "writes", "paper"): (t(writes_src), t(writes_dst)),
+        ("paper", "written-by", "author"): (t(writes_dst.copy()), t(writes_src.copy())),
+        ("paper", "cites", "paper"): (t(rng.integers(0, 600, 3000)), t(rng.integers(0, 600, 3000))),
+        ("paper", "has_topic", "field"): (t(rng.integers(0, 600, 700)), t(rng.integers(0, 20, 700))),
+    }, num_nodes_dict=n)
+    g.nodes["paper"].data["feat"] = t(rng.random((600, 6), dtype=np.float32))
+    g.nodes["paper"].data["train_mask"] = t(rng.random(600) < 0.3)
+    g.nodes["author"].data["h"] = t(rng.integers(0, 50, (300, 2)))
+    g.edges["cites"].data["year"] = t(rng.integers(1990, 2024, 3000))
+    g.edges["writes"].data["order"] = t(rng.integers(0, 5, 2000).astype(np.int32))
+    return g
+
+
+def test_heterograph_mapping_matches_dgl_conventions(tmp_path: Path) -> None:
+    g = _heterograph()
+    theirs = dgl.distributed.partition_graph(g, "mag-like", 3, str(tmp_path / "dgl"), part_method="random",
+                                             return_mapping=True)
+    ours = graphshard.partition_graph(g, "mag-like", 3, tmp_path / "gs", part_method="metis",
+                                      balance_ntypes={"paper": g.nodes["paper"].data["train_mask"]},
+                                      return_mapping=True, validate=True)
+    for mine, dgls in zip(ours, theirs):  # dicts keyed by node type / canonical edge type, int64 torch tensors
+        assert list(mine) == list(dgls)
+        assert all(isinstance(v, torch.Tensor) and v.dtype == torch.int64 for v in mine.values())
+    check_with_dgl(tmp_path / "dgl" / "mag-like.json", g, *theirs)
+    check_with_dgl(tmp_path / "gs" / "mag-like.json", g, *ours)
+    assert (tmp_path / "gs" / "report.html").exists()

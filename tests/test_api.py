@@ -1,0 +1,150 @@
+"""graphshard.partition_graph / chunk_graph on in-memory graphs (dicts, scipy), read back by graphshard's readers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graphshard
+from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import load_metadata
+from graphshard.formats.partition_reader import load_partition
+from graphshard.formats.readers import read_chunk, read_edge_chunk
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_checks import check_mapping  # noqa: E402
+
+BUYS, BOUGHT, FOLLOWS = ("user", "buys", "item"), ("item", "bought-by", "user"), ("user", "follows", "user")
+
+
+def hetero(seed: int = 0) -> dict:
+    """Two node types, three edge types (one the reverse of another, so duplicate pairs), features on several types."""
+    rng = np.random.default_rng(seed)
+    num_nodes = {"user": 300, "item": 200}
+    src, dst = rng.integers(0, 300, 1500), rng.integers(0, 200, 1500)
+    edges = {BUYS: (src, dst), BOUGHT: (dst.copy(), src.copy()),
+             FOLLOWS: (rng.integers(0, 300, 900), rng.integers(0, 300, 900))}
+    node_feats = {"user": {"feat": rng.random((300, 4), dtype=np.float32), "mask": rng.random(300) < 0.3},
+                  "item": {"label": rng.integers(0, 5, 200)}}
+    edge_feats = {BUYS: {"w": rng.random(1500)}, FOLLOWS: {"since": rng.integers(0, 9, (900, 2))}}
+    return {"edges": edges, "num_nodes": num_nodes, "node_feats": node_feats, "edge_feats": edge_feats}
+
+
+def partition(g: dict, out: Path, num_parts: int, **kwargs):
+    return graphshard.partition_graph(g["edges"], "shop-graph", num_parts, out, num_nodes=g["num_nodes"],
+                                      node_feats=g["node_feats"], edge_feats=g["edge_feats"], **kwargs)
+
+
+def test_dict_heterograph_metis_balance_and_mapping(tmp_path, dask_cluster_client):
+    g = hetero()
+    nids, eids = partition(g, tmp_path / "out", 3, part_method="metis", return_mapping=True, validate=True,
+                           balance_ntypes={"user": g["node_feats"]["user"]["mask"]}, balance_edges=True,
+                           client=dask_cluster_client)
+    assert set(nids) == {"user", "item"} and set(eids) == {BUYS, BOUGHT, FOLLOWS}
+    config = tmp_path / "out" / "shop-graph.json"
+    meta = json.loads(config.read_text())
+    assert meta["graph_name"] == "shop-graph" and meta["part_method"] == "metis" and meta["num_parts"] == 3
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
+        ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.json"]
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["ok"]
+    check_mapping(config, g["num_nodes"], g["edges"], g["node_feats"], g["edge_feats"], nids, eids)
+    # the balance classes are the assignment's business only: no extra feature reaches the partitions
+    assert set(load_partition(config, 0).node_feats) == {"user/feat", "user/mask", "item/label"}
+    assert not list(tmp_path.glob(".*"))  # the work folder is gone
+
+
+def test_trainers_per_machine_write_dgl_trainer_ids(tmp_path, dask_cluster_client):
+    g = hetero(1)
+    partition(g, tmp_path / "out", 2, part_method="metis", num_trainers_per_machine=2, client=dask_cluster_client)
+    config = tmp_path / "out" / "shop-graph.json"
+    for p in range(2):
+        part = load_partition(config, p)
+        for nt in ("user", "item"):
+            assert set(part.node_feats[f"{nt}/trainer_id"] // 2) == {p}
+        for can in (BUYS, BOUGHT, FOLLOWS):  # an edge's trainer is its destination's
+            assert set(part.edge_feats[f"{':'.join(can)}/trainer_id"] // 2) <= {p}
+
+
+def test_scipy_homogeneous_random_returns_arrays_and_replaces_earlier_set(tmp_path):
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(2)
+    n = 400
+    m = sp.random(n, n, density=0.03, format="csr", random_state=3)
+    feat = rng.random((n, 3), dtype=np.float32)
+    coo = m.tocoo()
+    weight = np.arange(m.nnz, dtype=np.float64)
+    out = tmp_path / "parts"
+    graphshard.partition_graph(m, "g", 4, out, part_method="random")  # replaced by the next call
+    nids, eids = graphshard.partition_graph(m, "g", 2, out, part_method="random", node_feats={"feat": feat},
+                                            edge_feats={"w": weight}, return_mapping=True, graph_formats="csc")
+    assert isinstance(nids, np.ndarray) and isinstance(eids, np.ndarray)
+    assert sorted(p.name for p in out.iterdir()) == ["g.json", "part0", "part1"]
+    check_mapping(out / "g.json", {"_N": n}, {("_N", "_E", "_N"): (coo.row, coo.col)}, {"_N": {"feat": feat}},
+                  {("_N", "_E", "_N"): {"w": weight}}, {"_N": nids}, {("_N", "_E", "_N"): eids})
+
+
+def test_chunk_graph_round_trip_through_inspect(tmp_path):
+    g = hetero(3)
+    meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 3, "mixed", "shop", num_nodes=g["num_nodes"],
+                                  node_feats=g["node_feats"], edge_feats=g["edge_feats"])
+    result = subprocess.run([sys.executable, "-m", "graphshard.cli", "inspect", str(meta), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    chunked = load_metadata(meta)
+    for can, (src, dst) in g["edges"].items():
+        et = ":".join(can)
+        got = [read_edge_chunk(chunked, et, i) for i in range(3)]
+        np.testing.assert_array_equal(np.concatenate([s for s, _ in got]), src)
+        np.testing.assert_array_equal(np.concatenate([d for _, d in got]), dst)
+    for nt, feats in g["node_feats"].items():
+        for name, arr in feats.items():  # csv chunks keep float32 to ~7 digits
+            spec = chunked.node_data[nt][name]
+            np.testing.assert_allclose(np.concatenate([read_chunk(chunked, spec, i) for i in range(3)]), arr,
+                                       rtol=1e-6)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"g": [1, 2]}, "expected a DGLGraph, a PyG Data/HeteroData, a scipy sparse matrix or a dict"),
+    ({"part_method": "fennel"}, "part_method: expected one of random, metis"),
+    ({"objtype": "size"}, "objtype: expected 'cut' or 'vol'"),
+    ({"use_graphbolt": True}, "use_graphbolt"),
+    ({"num_hops": -1}, "num_hops"),
+    ({"graph_formats": ["dense"]}, "graph_formats"),
+    ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),
+    ({"balance_ntypes": np.zeros(500, dtype=np.int64)}, "balance_ntypes: expected a dict {ntype: class array}"),
+    ({"balance_ntypes": {"user": np.zeros(5)}}, "balance_ntypes['user']: expected 300 integer or bool class labels"),
+    ({"node_feats": {"item": {"label": np.zeros(7)}}}, "node feature 'label' of 'item': expected a 1-D or 2-D array "
+                                                       "of 200 rows"),
+    ({"edges": {BUYS: (np.array([0, 300]), np.array([0, 1]))}},
+     "edges ('user', 'buys', 'item'): expected source IDs in [0, 300)"),
+])
+def test_bad_input_is_one_clear_error_and_nothing_is_written(tmp_path, change, message):
+    g = hetero()
+    args = {"g": g["edges"], "num_nodes": g["num_nodes"], "node_feats": g["node_feats"],
+            "edge_feats": g["edge_feats"], **change}
+    if "edges" in change:
+        args["g"], args["node_feats"], args["edge_feats"] = args.pop("edges"), None, None
+    with pytest.raises(GraphshardError) as err:
+        graphshard.partition_graph(args.pop("g"), "shop", 2, tmp_path / "out", **args)
+    assert message in str(err.value) and "\n" not in str(err.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_out_path_with_other_files_is_refused(tmp_path):
+    (tmp_path / "dataset.bin").write_text("keep me")
+    g = hetero()
+    with pytest.raises(GraphshardError, match="not part of a partition set"):
+        partition(g, tmp_path, 2, part_method="random")
+    assert (tmp_path / "dataset.bin").read_text() == "keep me"
+
+
+def test_import_graphshard_stays_cheap():
+    code = ("import sys, graphshard; heavy = [m for m in ('distributed', 'dask', 'prefect', 'pydantic') "
+            "if m in sys.modules]; print(heavy); assert not heavy; assert callable(graphshard.partition_graph)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -1,0 +1,75 @@
+"""A failing command prints one line naming its log file; the traceback (a Dask worker's too) is only in that file,
+or on the terminal with --debug."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphshard import cli
+from graphshard.assign import AssignOptions, assign
+
+
+def _graph_with_a_bad_id(make_graph, tmp_path: Path) -> tuple[Path, Path]:
+    src = make_graph("rmat", nodes=300, edges=3000, chunks=2, seed=5).parent
+    graph = tmp_path / "graph"
+    shutil.copytree(src, graph)
+    asg = assign(graph / "metadata.json", tmp_path / "asg", 2, AssignOptions())
+    chunk = next(iter(sorted((graph / "edges").iterdir())))
+    edges = np.load(chunk)
+    edges[5, 1] = 300  # headers are sound: found only when a dispatch task reads the chunk
+    np.save(chunk, edges)
+    return graph, asg
+
+
+def _dispatch(graph: Path, asg: Path, out: Path, logs: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, GRAPHSHARD_LOG_DIR=str(logs))
+    return subprocess.run([sys.executable, "-m", "graphshard.cli", "dispatch", "--in", str(graph / "metadata.json"),
+                           "--partitions", str(asg), "--out", str(out), *extra],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_task_failure_is_one_line_with_the_traceback_in_the_log(make_graph, tmp_path):
+    graph, asg = _graph_with_a_bad_id(make_graph, tmp_path)
+    proc = _dispatch(graph, asg, tmp_path / "out", tmp_path / "logs")
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert re.match(r"graphshard dispatch: error: .*_N___E___N-0\.npy: field 'edges\['_N:_E:_N'\]\.data\[0\] dst': "
+                    r"expected _N IDs in \[0, 300\), found 1 out of range, first 300 at row 5 \(details: (.+\.log)\)$",
+                    lines[0])
+    log = Path(re.search(r"details: (.+\.log)\)$", lines[0]).group(1))
+    assert log.parent == tmp_path / "logs"
+    text = log.read_text()
+    assert "Traceback" in text and "route_edge_chunk" in text  # the worker-side frames
+    assert not (tmp_path / "out").exists()
+
+
+def test_debug_prints_the_traceback(make_graph, tmp_path):
+    graph, asg = _graph_with_a_bad_id(make_graph, tmp_path)
+    proc = _dispatch(graph, asg, tmp_path / "out", tmp_path / "logs", "--debug")
+    assert proc.returncode != 0
+    assert "Traceback" in proc.stderr and "InputError" in proc.stderr
+
+
+def test_unexpected_error_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
+    from graphshard.commands import inspect
+
+    def boom(args):
+        raise RuntimeError("something unforeseen")
+
+    monkeypatch.setattr(inspect, "run", boom)
+    assert cli.main(["inspect", str(tmp_path / "metadata.json")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("graphshard inspect: internal error: RuntimeError: something unforeseen")
+    log = Path(re.search(r"traceback in (.+\.log);", err[0]).group(1))
+    assert "Traceback" in log.read_text()
+    with pytest.raises(RuntimeError):
+        cli.main(["inspect", "--debug", str(tmp_path / "metadata.json")])

@@ -1,0 +1,164 @@
+"""The Dask dashboard a run links to works: headless Chromium opens the logged link while the pipeline runs and
+finds graphshard's task names (`<step>-<what>`, e.g. dispatch-route-edge-chunks) in the page's plots."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+         "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage"]
+# Every string in the data of the page's Bokeh plots (task stream, progress): what the plots draw and their hover shows.
+PLOT_STRINGS = """(() => {
+  const out = new Set();
+  for (const doc of (window.Bokeh ? window.Bokeh.documents : [])) {
+    for (const model of doc.all_models) {
+      let data = model.data;
+      if (!data) continue;
+      if (data instanceof Map) data = Object.fromEntries(data);
+      for (const column of Object.values(data)) {
+        if (Array.isArray(column)) for (const v of column) if (typeof v === "string") out.add(v);
+      }
+    }
+  }
+  return [...out];
+})()"""
+STEP_PREFIX = re.compile(r"^(ingest|assign|dispatch|validate)-[a-z]+(-[a-z]+)*$")
+
+
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (a page to open, JavaScript to run, a screenshot)."""
+
+    def __init__(self, exe: str, profile: Path, size: tuple[int, int] = (1400, 2400)):
+        from websockets.sync.client import connect
+
+        log = profile.with_suffix(".log")
+        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
+                                      "--remote-debugging-port=0", "about:blank"],
+                                     stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+        port = None
+        for _ in range(300):
+            found = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", log.read_text())
+            if found:
+                port = int(found.group(1))
+                break
+            time.sleep(0.1)
+        assert port, log.read_text()[-2000:]
+        page = next(t for t in json.load(urlopen(f"http://127.0.0.1:{port}/json/list")) if t["type"] == "page")
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None)
+        self.calls = 0
+
+    def call(self, method: str, **params) -> dict:
+        self.calls += 1
+        self.ws.send(json.dumps({"id": self.calls, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv(timeout=60))
+            if msg.get("id") == self.calls:
+                assert "error" not in msg, msg
+                return msg["result"]
+
+    def evaluate(self, expression: str):
+        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
+
+    def close(self) -> None:
+        self.ws.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def _dashboard_link(logs: list[Path], proc: subprocess.Popen, timeout: float = 300) -> str:
+    """The link the run logs ('Dask dashboard: http://...'), read from its log file as soon as it is there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        for log in (f for folder in logs for f in folder.glob("*.log")):
+            found = re.search(r"Dask dashboard: (http\S+)", log.read_text(errors="replace"))
+            if found:
+                return found.group(1)
+        time.sleep(0.2)
+    raise AssertionError(f"no dashboard link logged (run exit status {proc.poll()})")
+
+
+@pytest.mark.slow
+def test_dashboard_shows_graphshard_task_names(make_graph, tmp_path):
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        pytest.skip("chromium is not installed (scripts/setup-system.sh as root installs it)")
+    metadata = make_graph("rmat", nodes=20000, edges=400000, chunks=8)
+    config = tmp_path / "run.yaml"
+    config.write_text(json.dumps({"input": {"metadata": str(metadata)}, "output": {"dir": str(tmp_path / "out")},
+                                  "work_dir": str(tmp_path / "work"), "num_parts": 4,
+                                  "cluster": {"workers": 2, "threads_per_worker": 1}}))
+    env = dict(os.environ, GRAPHSHARD_LOG_DIR=str(tmp_path / "logs"), DO_NOT_TRACK="1",
+               PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    with open(tmp_path / "run.out", "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)], stdout=out,
+                                stderr=subprocess.STDOUT, env=env)
+    try:
+        link = _dashboard_link([tmp_path / "logs", tmp_path / "work"], proc)
+        browser = Browser(exe, tmp_path / "chromium")
+        try:
+            browser.call("Page.enable")
+            browser.call("Page.navigate", url=link)
+            names: set[str] = set()
+            while proc.poll() is None and "dispatch-route-edge-chunks" not in names:
+                names |= set(browser.evaluate(PLOT_STRINGS) or [])
+                time.sleep(0.5)
+            shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        finally:
+            browser.close()
+        assert proc.wait(timeout=600) == 0, (tmp_path / "run.out").read_text()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "dashboard.png").write_bytes(shot)
+    ours = {n for n in names if STEP_PREFIX.match(n)}
+    assert "dispatch-route-edge-chunks" in ours, sorted(names)[:50]
+    assert len(shot) > 50_000
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(0.3)
+    return x * x
+
+
+def test_progress_names_the_step_what_and_item(dask_cluster_client):
+    """The step's progress sinks (terminal bar, Prefect artifact) get what a running task does to which item."""
+    from graphshard.dasktasks import describe_key, run_tasks, task_key
+    from graphshard.flows.progress import StepProgress, TerminalBar, install
+
+    assert describe_key(task_key("dispatch", "route-edge-chunks", "paper:cites:paper/chunk3", "0a1b2c3d")) == \
+        "route-edge-chunks paper:cites:paper/chunk3"
+    assert install(dask_cluster_client)
+    seen: list[tuple[int, int, str]] = []
+    lines: list[str] = []
+
+    class Lines:
+        def write(self, text: str) -> None:
+            lines.append(text)
+
+        def flush(self) -> None:
+            pass
+
+        def isatty(self) -> bool:
+            return False
+
+    bar = TerminalBar("square", stream=Lines(), every=0.0)
+    with StepProgress(dask_cluster_client, [lambda *a: seen.append(a), bar], interval=0.1):
+        assert run_tasks(dask_cluster_client, "demo", "square-number", _slow_square, range(6),
+                         label=lambda x: f"item{x}") == [x * x for x in range(6)]
+    doing = {d for _, _, d in seen if d}
+    assert doing and all(re.fullmatch(r"square-number item[0-5]", d) for d in doing), seen
+    assert seen[-1][:2] == (6, 6)
+    assert any(re.search(r"\] [0-5]/6 dask tasks: square-number item[0-5]$", line.strip()) for line in lines), lines

@@ -1,0 +1,124 @@
+"""graphshard's background Prefect server: which API a run uses (explicit URL, ephemeral opt-out, background server),
+and, end to end (slow), a run that starts the server, later runs that reuse it, runs visible through Prefect's API,
+two concurrent starts making one server, and `graphshard server status|stop`."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flow_helpers import http_json, subprocess_env, write_config
+from graphshard.cli import main
+from graphshard.errors import GraphshardError
+from graphshard.flows import env as prefect_env
+from graphshard.flows import server
+
+GRAPHSHARD = [sys.executable, "-m", "graphshard.cli"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    """Prefect/graphshard variables of this test only (restored after it); a private graphshard home."""
+    for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH", "GRAPHSHARD_PREFECT",
+                 "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    monkeypatch.setenv("GRAPHSHARD_HOME", str(tmp_path / "gs-home"))
+    return monkeypatch
+
+
+def test_explicit_api_url_wins_and_is_checked(clean_env):
+    clean_env.setenv("PREFECT_API_URL", f"http://127.0.0.1:{_closed_port()}/api")
+    with pytest.raises(GraphshardError, match="no Prefect server answers"):
+        prefect_env.connect()
+    assert server.recorded() is None and not server.server_home().exists()  # no background server started
+
+
+def test_api_url_of_the_active_profile_counts_as_explicit(clean_env, tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}/api"
+    home = tmp_path / "prefect-home"
+    home.mkdir()
+    (home / "profiles.toml").write_text(f'active = "mine"\n[profiles.mine]\nPREFECT_API_URL = "{url}"\n')
+    assert prefect_env.profile_api_url() == url
+    with pytest.raises(GraphshardError, match=re.escape(url)):
+        prefect_env.connect()
+    assert not server.server_home().exists()
+
+
+def test_ephemeral_opt_out_and_bad_mode(clean_env, tmp_path):
+    clean_env.setenv("GRAPHSHARD_PREFECT", "ephemeral")
+    assert prefect_env.connect(tmp_path / "work") is None
+    assert os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] == "true" and "PREFECT_API_URL" not in os.environ
+    assert not server.server_home().exists()
+    with pytest.raises(GraphshardError, match="outlives"):
+        prefect_env.connect(ephemeral_ok=False)  # `graphshard serve` needs a real server
+    clean_env.setenv("GRAPHSHARD_PREFECT", "temporary")
+    with pytest.raises(GraphshardError, match=r"GRAPHSHARD_PREFECT='temporary': expected one of server, ephemeral"):
+        prefect_env.connect()
+
+
+def test_status_when_no_server_runs(clean_env, capsys):
+    assert main(["server", "status"]) == 3
+    assert "no Prefect server running" in capsys.readouterr().out
+    assert main(["server", "stop"]) == 0
+    assert "no Prefect server was running" in capsys.readouterr().out
+
+
+def _cli(args: list[str], env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([*GRAPHSHARD, *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def own_home(tmp_path, monkeypatch):
+    """A graphshard home of this test; its server is stopped afterwards, whatever happened."""
+    home = tmp_path / "gs-home"
+    monkeypatch.setenv("GRAPHSHARD_HOME", str(home))
+    yield subprocess_env(GRAPHSHARD_HOME=str(home))
+    server.stop()
+
+
+@pytest.mark.slow
+def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small, own_home):
+    starts = [subprocess.Popen([*GRAPHSHARD, "server", "start"], env=own_home, stdout=subprocess.PIPE, text=True)
+              for _ in range(2)]  # concurrent first uses: the lock lets one of them start the server
+    outs = [p.communicate(timeout=300)[0] for p in starts]
+    assert all(p.returncode == 0 for p in starts), outs
+    pids = {re.search(r"pid (\d+)", o).group(1) for o in outs}
+    assert len(pids) == 1 and sorted("already running" in o for o in outs) == [False, True], outs
+    srv = server.recorded()
+    assert srv is not None and str(srv.pid) == pids.pop()
+
+    config = write_config(tmp_path, rmat_small)
+    first = _cli(["run", str(config)], own_home)
+    assert first.returncode == 0, first.stderr[-3000:]
+    again = _cli(["run", str(config)], own_home)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "cached: ingest, assign, shuffle, validate, publish" in again.stdout
+    assert server.recorded() == srv  # the same server served both runs
+    assert "Traceback" not in first.stderr + again.stderr
+
+    runs = http_json(f"{srv.api_url}/flow_runs/filter", {"sort": "EXPECTED_START_TIME_ASC"})
+    assert [r["state"]["type"] for r in runs] == ["COMPLETED", "COMPLETED"]
+    assert f"prefect:    {srv.url}/runs/flow-run/{runs[0]['id']}\n" in first.stdout  # the run's page in the UI
+    tasks = http_json(f"{srv.api_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [runs[1]["id"]]}}})
+    assert sorted(t["state"]["name"] for t in tasks) == ["Cached"] * 5
+
+    status = _cli(["server", "status"], own_home)
+    assert status.returncode == 0 and f"pid {srv.pid}" in status.stdout and srv.url in status.stdout
+    stop = _cli(["server", "stop"], own_home)
+    assert stop.returncode == 0 and f"stopped (pid {srv.pid}" in stop.stdout
+    assert not srv.alive() and not srv.healthy()
+    assert _cli(["server", "status"], own_home).returncode == 3
+    assert server.log_path().parent == Path(own_home["GRAPHSHARD_HOME"]) / "prefect" and server.log_path().exists()
