@@ -17,6 +17,11 @@ from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
 from graphshard.shuffle.scratch import read_bucket, write_bucket
 
+# Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
+# cut 81.9% -> 75.6% at k=16 (METIS 66.4%), 46.0% -> 39.3% at k=4 (METIS 44.6%); exact degree order: 76.3%, 43.4%,
+# and it cost 22% on the small grid test. Coarser levels keep the ID order (on a mesh their degrees pass 8).
+DEGREE_BUCKET = 8
+
 
 def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     """(block labels, neighbour labels, cluster weight source) at the start of round `rnd` (round 0: singletons)."""
@@ -36,8 +41,9 @@ def cluster_block(b: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray
     cw = np.array(weights[cand])
     vw = np.array(open_ro(level.vwgt)[lo:hi])
     salt = salt_of(seed, level.index, rnd)
+    order = np.arange(hi - lo) if level.index else np.argsort(np.diff(indptr) // DEGREE_BUCKET, kind="stable")
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, twohop, cand)
+                          half(salt, lo, hi), salt, twohop, cand, order)
     write_range(level.labels(rnd + 1), lo, cand[own_l])
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])

@@ -72,8 +72,9 @@ def compact_labels(own, nbr):
 
 
 @njit(cache=True)
-def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop, names):
-    """One size-constrained LP sweep over the block; labels are indices into the round's candidate clusters.
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop, names, order):
+    """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
+    so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
 
     `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place;
     `names` are the clusters' global labels (ties are broken on them). A node
@@ -86,7 +87,7 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop,
     touched = np.empty(cw.shape[0], dtype=np.int64)
     favourite = np.full(n, -1, dtype=np.int64)
     moves = 0
-    for u in range(n):
+    for u in order:
         nt = 0
         for e in range(indptr[u], indptr[u + 1]):
             lab = _label_of(e, loc, nbr, own)
