@@ -13,6 +13,13 @@ from graphshard import logs
 from graphshard.errors import GraphshardError
 
 
+# graphshard's tasks keep no data in worker memory for later (results are small, data goes to files), so a worker
+# near its limit has nothing to spill and pausing it would only hang the step: the nanny's restart at 95% of the
+# limit stays, and its task fails with graphshard's one line.
+WORKER_CONFIG = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
+                 "distributed.worker.memory.pause": False}
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     """Where the Dask work runs: `address` of a scheduler, else a local cluster of this size."""
@@ -55,6 +62,7 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         # workers' "Compute Failed" blocks and the nanny's restarts stay off the terminal: the failing task
         # reaches the user as graphshard's one line, its traceback in the log file (--debug shows them)
         silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL,
+        config=WORKER_CONFIG,
     ) as cluster, Client(cluster) as client:
         yield client
 
@@ -65,7 +73,8 @@ def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
     from distributed.deploy.subprocess import SubprocessWorker
 
     options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1"}
-    worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny", "worker_kwargs": options}}
+    worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny",
+                                                   "worker_kwargs": {**options, "config": WORKER_CONFIG}}}
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
                                                                   "dashboard": spec.dashboard_address is not None,
                                                                   "host": "127.0.0.1"}},

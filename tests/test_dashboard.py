@@ -77,11 +77,11 @@ class Browser:
         self.proc.wait(timeout=30)
 
 
-def _dashboard_link(logs: list[Path], proc: subprocess.Popen, timeout: float = 300) -> str:
-    """The link the run logs ('Dask dashboard: http://...'), read from its log file as soon as it is there."""
+def _dashboard_link(outputs: list[Path], proc: subprocess.Popen, timeout: float = 300) -> str:
+    """The link the run prints and logs ('Dask dashboard: http://...'), read as soon as it is there."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
-        for log in (f for folder in logs for f in folder.glob("*.log")):
+        for log in (f for out in outputs for f in ([out] if out.is_file() else out.rglob("*.log"))):
             found = re.search(r"Dask dashboard: (http\S+)", log.read_text(errors="replace"))
             if found:
                 return found.group(1)
@@ -105,7 +105,7 @@ def test_dashboard_shows_graphshard_task_names(make_graph, tmp_path):
         proc = subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)], stdout=out,
                                 stderr=subprocess.STDOUT, env=env)
     try:
-        link = _dashboard_link([tmp_path / "logs", tmp_path / "work"], proc)
+        link = _dashboard_link([tmp_path / "run.out", tmp_path / "logs", tmp_path / "work"], proc)
         browser = Browser(exe, tmp_path / "chromium")
         try:
             browser.call("Page.enable")

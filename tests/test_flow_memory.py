@@ -15,8 +15,8 @@ from flow_helpers import subprocess_env, write_config
 
 pytestmark = pytest.mark.slow
 GRAPHSHARD = [sys.executable, "-m", "graphshard.cli"]
-# A worker process alone holds ~110-140 MB; writing one of these partitions (100,000 nodes, ~1.5M edges, COO + CSC,
-# orig-ID files) needs well over 250 MB more, while routing one of the 6 chunks (500,000 edges) fits.
+# A worker process alone holds ~110-140 MB; writing one of these partitions (100,000 nodes, ~3M owned edges + halo,
+# COO + CSC, orig-ID files) needs several hundred MB more, while routing one of the 12 chunks (500,000 edges) fits.
 SMALL, LARGE = "250MB", "2GB"
 ONE_LINE = re.compile(r"graphshard run: error: dispatch: write-partitions part(\d) \(100,000 owned nodes, "
                       r"[\d,]+ owned edges\): Dask workers died repeatedly running this task \(likely above the "
@@ -30,7 +30,7 @@ def _run(config: Path, memory_limit: str) -> subprocess.CompletedProcess:
 
 
 def test_partition_above_the_memory_limit_then_raised(tmp_path, make_graph):
-    graph = make_graph("rmat", nodes=200_000, edges=3_000_000, chunks=6)
+    graph = make_graph("rmat", nodes=200_000, edges=6_000_000, chunks=12)
     config = write_config(tmp_path, graph, num_parts=2)
 
     failed = _run(config, SMALL)
