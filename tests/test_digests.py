@@ -40,3 +40,28 @@ def test_hashed_read_matches_and_is_remembered(tmp_path, monkeypatch):
     digests.remember([got])
     monkeypatch.setattr(digests, "read_digest", lambda p: "read")
     assert digests.hash_file(f) == got.blake2b
+
+
+def test_check_and_hash_finds_what_check_graph_finds_and_every_files_hash(mag_small, tmp_path, monkeypatch):
+    import shutil
+
+    from graphshard import ingest
+    from graphshard.flows.manifest import graph_files
+    from graphshard.formats.chunked import load_metadata
+
+    graph = load_metadata(mag_small)
+    problems, found = ingest.check_and_hash(graph)
+    assert problems == [] and ingest.check_graph(graph) == []
+    data_files = {p for name, p in graph_files(graph).items() if name != "metadata.json"}
+    by_identity = {d.identity: d.blake2b for d in found}
+    assert {digests.identity(os.stat(p)): digests.read_digest(p) for p in data_files} == by_identity
+    digests.remember(found)
+    monkeypatch.setattr(digests, "read_digest", lambda p: "read")  # the fingerprint reads no chunk again
+    assert all(f["blake2b"] != "read" for f in ingest.fingerprint(graph)["files"])
+
+    copy = tmp_path / "g"
+    shutil.copytree(mag_small.parent, copy)
+    broken = load_metadata(copy / "metadata.json")
+    (copy / next(iter(broken.edges.values())).data[0]).write_bytes(b"not a chunk")
+    problems, _ = ingest.check_and_hash(broken)
+    assert [str(p) for p in problems] == [str(p) for p in ingest.check_graph(broken)] and problems
