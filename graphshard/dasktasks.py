@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from dask.utils import key_split
+from dask.sizeof import sizeof
 from distributed import Client, Future
 from distributed.scheduler import KilledWorker
 
 from graphshard.errors import GraphshardError
 
 log = logging.getLogger(__name__)
+LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
 SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
 
@@ -36,6 +38,7 @@ class TaskGroup:
     what: str
     labels: list[str]
     futures: list[Future] = field(default_factory=list)
+    shared: list[Future] = field(default_factory=list)  # large constants scattered once, kept until gathered
     results: list[Any] | None = None  # client=None: computed at submit time
     detail: Callable[[int], str] | None = None
     memory_limit: int | None = None  # the workers' largest memory limit (bytes) when the tasks were submitted
@@ -89,8 +92,20 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
     group.memory_limit = _memory_limit(client)
     token = uuid.uuid4().hex[:8]
     keys = [task_key(step, what, lb, token) for lb in labels]
+    constants = _scatter_large(client, constants, group)
     group.futures = client.map(fn, items, key=keys, **constants) if items else []
     return group
+
+
+def _scatter_large(client: Client, constants: dict, group: TaskGroup) -> dict:
+    """Large constants as scattered futures with unique keys: `Client.map` would key them by argument name alone,
+    so two steps in flight with a large `plan` (say) would collide on the scheduler."""
+    out = dict(constants)
+    for name, value in constants.items():
+        if not isinstance(value, Future) and sizeof(value) > LARGE:
+            out[name] = client.scatter(value, hash=False)
+            group.shared.append(out[name])
+    return out
 
 
 def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
@@ -107,7 +122,7 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
             raise
         raise _one_line(failed[0], failed[1], err) from err
     finally:
-        client.cancel(futures)
+        client.cancel(futures + [f for g in groups for f in g.shared])
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
     return results

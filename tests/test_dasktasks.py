@@ -95,3 +95,19 @@ def test_killed_worker_names_the_item_and_the_memory_limit():
 
 def test_key_is_safe_for_any_label():
     assert task_key("validate", "scan", "a b/c\n", "0123abcd") == "validate-scan-a_b/c_-0123abcd"
+
+
+def _sum_with(i: int, *, table) -> int:
+    return int(table[i]) + int(table.sum())
+
+
+def test_large_constants_of_the_same_name_do_not_collide(dask_cluster_client):
+    """Client.map keys a large keyword argument by its name: two groups in flight with different large `table`s
+    must still each see their own."""
+    import numpy as np
+
+    a, b = np.arange(100_000), np.arange(100_000) * 2
+    ga = submit_tasks(dask_cluster_client, "t", "a", _sum_with, range(3), table=a)
+    gb = submit_tasks(dask_cluster_client, "t", "b", _sum_with, range(3), table=b)
+    ra, rb = gather_tasks(dask_cluster_client, ga, gb)
+    assert ra == [i + int(a.sum()) for i in range(3)] and rb == [2 * i + int(b.sum()) for i in range(3)]

@@ -114,3 +114,15 @@ def test_mag_config_heterogeneous_metis_balanced(tmp_path, mag_small, dask_addre
     assert max(summary["imbalance"].values()) <= 1.05
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["ok"] and len(report["quality"]["ntypes"]) == 4
+
+
+def test_multilevel_config_on_a_cluster_address(tmp_path, mag_small, dask_address):
+    """configs/multilevel.yaml as shipped runs the whole pipeline with the multilevel method on the cluster."""
+    summary = run(REPO / "configs" / "multilevel.yaml", [
+        f"input.metadata={mag_small}", f"output.dir={tmp_path / 'out'}", f"work_dir={tmp_path / 'work'}",
+        f"cluster.address={dask_address}", "assign.multilevel_coarse_nodes=500", "assign.multilevel_block_edges=5000"])
+    assert summary["method"] == "multilevel"
+    assert {"paper/train_mask=0", "paper/train_mask=1"} <= set(summary["imbalance"])
+    assert max(summary["imbalance"].values()) <= 1.03
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["ok"]

@@ -142,3 +142,21 @@ def test_help(command, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])
     assert exit_.value.code == 0 and f"graphshard {command}" in capsys.readouterr().out
+
+
+def test_grid_mesh_edges_and_scattered_ids(tmp_path):
+    from graphshard.formats.chunked import load_metadata
+    from graphshard.formats.readers import read_edge_chunk
+    from graphshard.generate import generate_grid
+
+    md = generate_grid(tmp_path / "g", nodes=100, dims=2, chunks=3, seed=1)
+    g = load_metadata(md)
+    assert g.total_nodes == 100 and g.total_edges == 2 * 10 * 9
+    src, dst = map(np.concatenate, zip(*(read_edge_chunk(g, g.edge_type[0], i) for i in range(3))))
+    degree = np.bincount(np.concatenate([src, dst]), minlength=100)
+    assert sorted(np.bincount(degree).nonzero()[0].tolist()) == [2, 3, 4]  # corners, sides, inside
+    assert np.bincount(degree)[2] == 4
+    assert (generate_grid(tmp_path / "h", nodes=100, dims=2, chunks=3, seed=1).parent / "edges").exists()
+    same = {p.name: p.read_bytes() for p in (tmp_path / "g" / "edges").iterdir()}
+    assert same == {p.name: p.read_bytes() for p in (tmp_path / "h" / "edges").iterdir()}
+    assert load_metadata(generate_grid(tmp_path / "c", nodes=30, dims=3, chunks=1)).total_edges == 3 * 9 * 2

@@ -34,6 +34,7 @@ PARTITIONERS = {  # method -> (module, class); imported on use, so that e.g. kam
     "metis": ("graphshard.assign.metis", "MetisPartitioner"),
     "parmetis": ("graphshard.assign.parmetis", "ParmetisPartitioner"),
     "kaminpar": ("graphshard.assign.kaminpar", "KaminparPartitioner"),
+    "multilevel": ("graphshard.assign.multilevel", "MultilevelPartitioner"),
     "file": ("graphshard.assign.file", "FilePartitioner"),
 }
 

@@ -57,8 +57,10 @@ class MetisLibrary:
     layout: dict[str, int]
 
     def part_kway(self, indptr: np.ndarray, indices: np.ndarray, nparts: int, vwgt: np.ndarray | None = None,
-                  seed: int = 0, ufactor: int = 30, objtype: str = "cut") -> tuple[int, np.ndarray]:
-        """(objective value, part per node) of a k-way partition; `vwgt` is (n, ncon) or None for unit weights."""
+                  seed: int = 0, ufactor: int = 30, objtype: str = "cut",
+                  adjwgt: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+        """(objective value, part per node) of a k-way partition; `vwgt` is (n, ncon) or None for unit weights,
+        `adjwgt` one weight per adjacency entry or None for unit edge weights."""
         n = len(indptr) - 1
         if nparts == 1 or n == 0:
             return 0, np.zeros(n, dtype=np.int64)
@@ -79,6 +81,9 @@ class MetisLibrary:
                 raise GraphshardError(f"{self.path}: vertex weights exceed idx_t range")
             ncon = vwgt.shape[1]
             vw = np.ascontiguousarray(vwgt, dtype=idx)
+        ew = None if adjwgt is None else np.ascontiguousarray(adjwgt, dtype=idx)
+        if ew is not None and len(ew) and int(ew.max()) > limit:
+            raise GraphshardError(f"{self.path}: edge weights exceed idx_t range")
         options = np.full(NOPTIONS, -1, dtype=idx)
         self.lib.METIS_SetDefaultOptions(pointer(options))
         options[self.layout["objtype"]] = OBJTYPES[objtype]
@@ -88,7 +93,7 @@ class MetisLibrary:
         part = np.zeros(n, dtype=idx)
         scalars = np.array([n, ncon, nparts, 0], dtype=idx)  # nvtxs, ncon, nparts, objval (passed by pointer)
         ret = self.lib.METIS_PartGraphKway(
-            pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None, None,
+            pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None, pointer(ew),
             pointer(scalars[2:]), None, None, pointer(options), pointer(scalars[3:]), pointer(part))
         if ret != METIS_OK:
             raise GraphshardError(f"{self.path}: METIS_PartGraphKway failed with {RETURN_CODES.get(ret, ret)} "

@@ -13,7 +13,8 @@ from graphshard.assign.options import METHODS
 from graphshard.errors import GraphshardError
 
 NAME = "assign"
-HELP = "Assign every node to a partition (random, metis, parmetis, kaminpar or a user's file); write <ntype>.txt."
+HELP = ("Assign every node to a partition (random, metis, parmetis, kaminpar, multilevel or a user's file); write "
+        "<ntype>.txt.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,11 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--balanced", action="store_true",
                         help="random: exactly balanced node counts per node type")
     parser.add_argument("--balance-ntypes", nargs="+", default=[], metavar="X",
-                        help="metis/parmetis: balance classes: 'ntype' (one per node type) or '<ntype>/<feature>' "
+                        help="metis/parmetis/multilevel: balance classes: 'ntype' (one per node type) or '<ntype>/<feature>' "
                              "(an integer/bool node feature, e.g. paper/train_mask); entries combine into product "
                              "classes, one constraint each")
     parser.add_argument("--balance-edges", action="store_true",
-                        help="metis/parmetis: balance in-degrees (per class when --balance-ntypes is given)")
+                        help="metis/parmetis/multilevel: balance in-degrees (per class when --balance-ntypes is given)")
     parser.add_argument("--objtype", choices=["cut", "vol"], default="cut",
                         help="metis: minimise the edge cut or the communication volume (default cut)")
     parser.add_argument("--num-trainers-per-machine", type=int, default=1,
@@ -46,6 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kaminpar-preset", default="default", help="kaminpar: preset (default, fast, eco, strong...)")
     parser.add_argument("--kaminpar-threads", type=int, default=1,
                         help="kaminpar: threads (default 1, reproducible; more is faster but differs per run)")
+    parser.add_argument("--multilevel-coarse-nodes", type=int, default=100_000,
+                        help="multilevel: coarsen until at most this many nodes, then METIS in one task (default 100000)")
+    parser.add_argument("--multilevel-block-edges", type=int, default=4_000_000,
+                        help="multilevel: input edges per block task (default 4000000)")
+    parser.add_argument("--multilevel-lp-rounds", type=int, default=6,
+                        help="multilevel: label propagation rounds per coarsening level (default 6)")
+    parser.add_argument("--multilevel-refine-rounds", type=int, default=8,
+                        help="multilevel: refinement rounds per level at most (default 8)")
     parser.add_argument("--workers", type=int, default=0,
                         help="run the data-parallel work on a local Dask cluster of this many workers (default 0: "
                              "in this process)")
@@ -65,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
             balance_edges=args.balance_edges, objtype=args.objtype,
             num_trainers_per_machine=args.num_trainers_per_machine, ufactor=args.ufactor, dir=args.dir,
             mpi_ranks=args.mpi_ranks, parmetis_lib=args.parmetis_lib, parmetis_idx_bits=args.parmetis_idx_bits,
-            metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads)
+            metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads,
+            multilevel_coarse_nodes=args.multilevel_coarse_nodes, multilevel_block_edges=args.multilevel_block_edges,
+            multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds)
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None

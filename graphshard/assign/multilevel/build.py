@@ -1,0 +1,73 @@
+"""Level 0: the input as blocks of the symmetric, loop- and duplicate-free homogeneous graph (graph_build's rules),
+built by an exchange: each edge-chunk task sends the packed keys of both directions of its edges to the block owning
+the row (one bucket per block), and each block task turns its buckets into its CSR and its node weights.
+
+With `balance_edges` a key carries a flag bit on the entry (v, u) made from an input edge u -> v, so the block
+owning v counts v's in-degree (duplicates and self-loops included, as in the input) before dropping them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graphshard.assign.constraints import class_codes, graph_constraints, parse_entries
+from graphshard.assign.graph_build import csr_from_keys, edge_chunks, homogeneous_chunk, key_bits, symmetric_keys
+from graphshard.assign.multilevel.store import Level, write_range
+from graphshard.assign.options import AssignOptions
+from graphshard.formats.chunked import ChunkedGraph
+from graphshard.shuffle.scratch import read_bucket, write_bucket
+
+
+def route_chunk(job: int, *, graph: ChunkedGraph, level: Level, flagged: bool) -> int:
+    """Keys of one edge chunk (both directions) into one bucket per block; returns the chunk's edge count."""
+    etype, chunk = edge_chunks(graph)[job]
+    src, dst = homogeneous_chunk(graph, etype, chunk)
+    bits = key_bits(graph.total_nodes)
+    keys = symmetric_keys(src, dst, bits)
+    if flagged:
+        keys <<= 1
+        keys[len(src):] |= 1
+    owner = np.searchsorted(np.asarray(level.bounds), keys >> (bits + flagged), side="right") - 1
+    order = np.argsort(owner, kind="stable")
+    cuts = np.searchsorted(owner[order], np.arange(len(level.bounds)))
+    keys = keys[order]
+    for b in level.blocks:
+        write_bucket(level.root / "in" / str(job) / f"{b}.bkt", [keys[cuts[b]:cuts[b + 1]]])
+    return len(src)
+
+
+def block_classes(b: int, *, graph: ChunkedGraph, level: Level, balance_ntypes: list[str]) -> np.ndarray:
+    """Balance class codes present in one block (the union over blocks gives every constraint column)."""
+    lo, hi = level.span(b)
+    return np.unique(class_codes(graph, parse_entries(graph, balance_ntypes), lo, hi))
+
+
+def build_block(b: int, *, graph: ChunkedGraph, level: Level, jobs: int, options: AssignOptions,
+                classes: np.ndarray | None) -> dict:
+    """CSR of block b from its buckets, and its node weights (count, then constraint columns) into `vwgt`."""
+    lo, hi = level.span(b)
+    bits = key_bits(graph.total_nodes)
+    flagged = options.balance_edges
+    keys = np.concatenate([read_bucket(level.root / "in" / str(j) / f"{b}.bkt")[0] for j in range(jobs)])
+    in_deg = None
+    if flagged:
+        flags = (keys & 1).astype(bool)
+        keys >>= 1
+        in_deg = np.bincount((keys[flags] >> bits) - lo, minlength=hi - lo)
+        del flags
+    indptr, indices = csr_from_keys(keys, bits, row_offset=lo, rows=hi - lo)
+    del keys
+    cons = graph_constraints(graph, options.balance_ntypes, in_deg, lo, hi, classes)
+    vw = np.ones((hi - lo, level.columns), dtype=np.int64)
+    if cons.weights is not None:
+        vw[:, 1:] = cons.weights
+    write_range(level.vwgt, lo, vw)
+    write_bucket(level.block(b), [indptr, indices, np.zeros(0, dtype=np.int64)])
+    return {"entries": int(indptr[-1]), "sums": vw.sum(axis=0), "max": vw.max(axis=0, initial=0)}
+
+
+def input_paths(level: Level) -> Path:
+    """The folder of the routed key buckets (removed once the blocks are built)."""
+    return level.root / "in"

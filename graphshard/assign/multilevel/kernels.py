@@ -1,0 +1,227 @@
+"""The compiled inner loops of the multilevel partitioner (numba): label propagation for clustering and for
+refinement, and the overweight fix. Each works on one block of nodes in ascending order (Gauss-Seidel inside the
+block: a node sees the block's earlier moves), with the other blocks' labels frozen at the round's start.
+
+Conventions: `indptr` is the block's CSR row pointer; per adjacency entry, `loc[e]` is the neighbour's row in the
+block (or -1) and `nbr[e]` its label (or part) at the round's start; `ew` holds edge weights (empty = all 1);
+`vw` is (rows, columns) of int64 node weights. Ties are broken by `mix(salt, label)`, a splitmix64 hash, so that
+results depend on the seed only, never on scheduling.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+MASK64 = 0xFFFFFFFFFFFFFFFF
+
+
+@njit(cache=True)
+def mix(salt: np.uint64, value: np.int64) -> np.uint64:
+    """splitmix64 of (salt, value): a seeded, well-spread tie-break key."""
+    z = salt + np.uint64(value) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def _weight(ew: np.ndarray, e: int) -> np.int64:
+    return np.int64(1) if len(ew) == 0 else ew[e]
+
+
+@njit(cache=True)
+def _fits(load: np.ndarray, row: int, w: np.ndarray, limit: np.ndarray) -> bool:
+    for c in range(len(w)):
+        if load[row, c] + w[c] > limit[c]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _label_of(e: int, loc: np.ndarray, nbr: np.ndarray, own: np.ndarray) -> np.int64:
+    return own[loc[e]] if loc[e] >= 0 else nbr[e]
+
+
+@njit(cache=True)
+def compact_labels(own, nbr):
+    """Number the distinct labels of a block (its own, then its neighbours') in first-seen order with an open
+    addressing table, O(entries) where a sort would be O(entries log entries). Returns (labels by local index, own
+    as local indices, neighbours as local indices)."""
+    total = len(own) + len(nbr)
+    size = 1
+    while size < 2 * total + 2:
+        size *= 2
+    keys = np.full(size, -1, dtype=np.int64)
+    slots = np.empty(size, dtype=np.int64)
+    found = np.empty(total, dtype=np.int64)
+    local = np.empty(total, dtype=np.int64)
+    count = 0
+    for i in range(total):
+        lab = own[i] if i < len(own) else nbr[i - len(own)]
+        h = np.int64(mix(np.uint64(0), lab) & np.uint64(size - 1))
+        while keys[h] != -1 and keys[h] != lab:
+            h = (h + 1) & (size - 1)
+        if keys[h] == -1:
+            keys[h] = lab
+            slots[h] = count
+            found[count] = lab
+            count += 1
+        local[i] = slots[h]
+    return found[:count].copy(), local[:len(own)].copy(), local[len(own):].copy()
+
+
+@njit(cache=True)
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop, names, order):
+    """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
+    so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
+
+    `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place;
+    `names` are the clusters' global labels (ties are broken on them). A node
+    joins the neighbouring cluster of highest connection that stays within `maxw` in every column (staying on
+    ties). With `twohop`, nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
+    isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types). Returns moves.
+    """
+    n = len(own)
+    rating = np.zeros(cw.shape[0], dtype=np.int64)
+    touched = np.empty(cw.shape[0], dtype=np.int64)
+    favourite = np.full(n, -1, dtype=np.int64)
+    moves = 0
+    for u in order:
+        nt = 0
+        for e in range(indptr[u], indptr[u + 1]):
+            lab = _label_of(e, loc, nbr, own)
+            if rating[lab] == 0:
+                touched[nt] = lab
+                nt += 1
+            rating[lab] += _weight(ew, e)
+        cur = own[u]
+        best, best_r, best_h = cur, rating[cur], np.uint64(0)
+        fav, fav_r = np.int64(-1), np.int64(0)
+        for i in range(nt):
+            lab = touched[i]
+            r = rating[lab]
+            if lab != cur and r > fav_r:
+                fav, fav_r = lab, r
+            if not active[u] or lab == cur or r < best_r:
+                continue
+            h = mix(salt, names[lab])
+            if r == best_r and (best == cur or h >= best_h):
+                continue
+            if _fits(cw, lab, vw[u], maxw):
+                best, best_r, best_h = lab, r, h
+        for i in range(nt):
+            rating[touched[i]] = 0
+        favourite[u] = fav
+        if best != cur:
+            cw[cur] -= vw[u]
+            cw[best] += vw[u]
+            own[u] = best
+            moves += 1
+    if twohop:
+        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite)
+    return moves
+
+
+@njit(cache=True)
+def _group_singletons(indptr, own, cw, vw, maxw, favourite):
+    """Nodes still alone in their cluster join the first such node with the same favourite cluster (isolated
+    nodes: the previous isolated one), while it fits."""
+    leader = np.full(cw.shape[0] + 1, -1, dtype=np.int64)  # last slot: isolated nodes
+    moves = 0
+    for u in range(len(own)):
+        if cw[own[u], 0] != 1:
+            continue
+        key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0]
+        if key < 0:
+            continue
+        lead = leader[key]
+        if lead >= 0 and _fits(cw, own[lead], vw[u], maxw):
+            cw[own[u]] -= vw[u]
+            cw[own[lead]] += vw[u]
+            own[u] = own[lead]
+            moves += 1
+        else:
+            leader[key] = u
+    return moves
+
+
+@njit(cache=True)
+def _connections(u, indptr, loc, nbr, ew, parts, conn, touched):
+    nt = 0
+    for e in range(indptr[u], indptr[u + 1]):
+        q = _label_of(e, loc, nbr, parts)
+        if conn[q] == 0:
+            touched[nt] = q
+            nt += 1
+        conn[q] += _weight(ew, e)
+    return nt
+
+
+@njit(cache=True)
+def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
+    """One LP refinement sweep: move an active node to the part it has most edge weight to, if that beats its
+    own part and the block's net weight gain of the target stays within `budget` (rows parts, columns constraints).
+    Updates `parts`; returns (net weight change per part, moves)."""
+    conn = np.zeros(nparts, dtype=np.int64)
+    touched = np.empty(nparts, dtype=np.int64)
+    delta = np.zeros(budget.shape, dtype=np.int64)
+    moves = 0
+    for u in range(len(parts)):
+        if not active[u]:
+            continue
+        nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
+        p = parts[u]
+        best, best_c, best_h = p, conn[p], np.uint64(0)
+        for i in range(nt):
+            q = touched[i]
+            c = conn[q]
+            if q == p or c < best_c:
+                continue
+            h = mix(salt, u * nparts + q)
+            if c == best_c and (best == p or h >= best_h):
+                continue
+            if _fits(delta, q, vw[u], budget[q]):
+                best, best_c, best_h = q, c, h
+        for i in range(nt):
+            conn[touched[i]] = 0
+        if best != p:
+            delta[p] -= vw[u]
+            delta[best] += vw[u]
+            parts[u] = best
+            moves += 1
+    return delta, moves
+
+
+@njit(cache=True)
+def rebalance_candidates(indptr, loc, nbr, ew, parts, vw, excess, room, load, nparts):
+    """For every node of a part above its bound (`excess` > 0 per column) that carries weight in such a column: the
+    part to move it to (one with `room` for all its weights; most connected first, then the lightest by `load`)
+    and the connection lost; (loss, target), target -1 for nodes that cannot help."""
+    n = len(parts)
+    conn = np.zeros(nparts, dtype=np.int64)
+    touched = np.empty(nparts, dtype=np.int64)
+    none = np.zeros(room.shape, dtype=np.int64)
+    loss = np.zeros(n, dtype=np.int64)
+    target = np.full(n, -1, dtype=np.int64)
+    for u in range(n):
+        p = parts[u]
+        helps = False
+        for c in range(excess.shape[1]):
+            if excess[p, c] > 0 and vw[u, c] > 0:
+                helps = True
+        if not helps:
+            continue
+        nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
+        best, best_c, best_l = -1, np.int64(-1), np.int64(0)
+        for q in range(nparts):
+            if q == p or not _fits(none, q, vw[u], room[q]):
+                continue
+            if conn[q] > best_c or (conn[q] == best_c and load[q, 0] < best_l):
+                best, best_c, best_l = q, conn[q], load[q, 0]
+        if best >= 0:
+            loss[u] = conn[p] - best_c
+            target[u] = best
+        for i in range(nt):
+            conn[touched[i]] = 0
+    return loss, target

@@ -1,0 +1,87 @@
+"""Uncoarsening one level: project the coarse parts onto the fine nodes, fix overweight parts, then refine by
+size-constrained label propagation. Each round is one task per block over a parts map per round; part weights
+stay exact because every task returns its net change, and a block may add to a part at most its share (1/blocks)
+of the room the part had at the round's start, so no round can push a part over its bound.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphshard.assign.multilevel.hashing import half, mix_ids, salt_of
+from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
+from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
+
+
+def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
+    """Parts of fine block b = parts of their coarse nodes (the coarse level's last round)."""
+    lo, _ = fine.span(b)
+    f2c = np.load(fine.fine_to_coarse(b))
+    write_range(fine.parts(0), lo, open_ro(coarse.parts(rnd))[f2c])
+
+
+def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
+    lo, hi = level.span(b)
+    indptr, indices, ew = read_block(level, b)
+    parts = open_ro(level.parts(rnd))
+    own = np.asarray(parts[lo:hi], dtype=np.int64)
+    nbr = np.asarray(parts[indices], dtype=np.int64)
+    vw = np.ascontiguousarray(open_ro(level.vwgt)[lo:hi][:, balance])
+    return lo, hi, indptr, local_rows(indices, lo, hi), nbr, ew, own, vw
+
+
+def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
+                 budget: np.ndarray) -> tuple[np.ndarray, int]:
+    """One refinement round over block b into parts map rnd+1; returns (net weight change per part, moves)."""
+    lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
+    salt = salt_of(seed, level.index, 1000 + rnd)
+    delta, moves = refine_round(indptr, loc, nbr, ew, own, vw, budget, half(salt, lo, hi), salt, nparts)
+    write_range(level.parts(rnd + 1), lo, own.astype(np.int32))
+    return delta, int(moves)
+
+
+def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
+                               excess: np.ndarray, room: np.ndarray, load: np.ndarray) -> dict:
+    """Block b's cheapest moves out of overweight parts, enough to cover each part's whole excess: global node ids,
+    source and target parts, connection lost, a seeded tie-break key and the weights moved."""
+    lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
+    loss, target = rebalance_candidates(indptr, loc, nbr, ew, own, vw, excess, room, load, nparts)
+    tie = mix_ids(salt_of(seed, level.index, 2000 + rnd), lo, hi)
+    rows = np.flatnonzero(target >= 0)
+    rows = rows[np.lexsort((tie[rows], loss[rows]))]
+    keep = np.zeros(len(rows), dtype=bool)
+    for p in np.unique(own[rows]):
+        mine = np.flatnonzero(own[rows] == p)
+        before = np.cumsum(vw[rows[mine]], axis=0) - vw[rows[mine]]
+        keep[mine] = ((before < excess[p]) & (excess[p] > 0)).any(axis=1)
+    rows = rows[keep]
+    return {"node": rows + lo, "source": own[rows], "target": target[rows], "loss": loss[rows], "tie": tie[rows],
+            "weight": vw[rows]}
+
+
+def choose_moves(found: list[dict], excess: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Accept candidate moves cheapest first (ties by the seeded key) while their part still sheds weight in a
+    column where they carry some and the target keeps within its room; returns ((node, target) rows, net weight
+    change per part)."""
+    cand = {k: np.concatenate([f[k] for f in found]) for k in found[0]}
+    order = np.lexsort((cand["tie"], cand["loss"]))
+    excess, room = excess.copy(), room.copy()
+    delta = np.zeros_like(room)
+    chosen: list[tuple[int, int]] = []
+    for i in order:
+        p, q, w = int(cand["source"][i]), int(cand["target"][i]), cand["weight"][i]
+        if ((excess[p] > 0) & (w > 0)).any() and (w <= room[q]).all():
+            excess[p] -= w
+            room[q] -= w
+            delta[p] -= w
+            delta[q] += w
+            chosen.append((int(cand["node"][i]), q))
+    return np.array(chosen, dtype=np.int64).reshape(-1, 2), delta
+
+
+def apply_moves(b: int, moves: np.ndarray, *, level: Level, rnd: int) -> None:
+    """Parts map rnd+1 of block b: map rnd with the block's chosen (node, target) moves applied."""
+    lo, hi = level.span(b)
+    own = np.array(open_ro(level.parts(rnd))[lo:hi])
+    own[moves[:, 0] - lo] = moves[:, 1]
+    write_range(level.parts(rnd + 1), lo, own)
