@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -62,15 +61,6 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def hash_file(path: str | Path, block: int = 4 << 20) -> str:
-    """blake2b (128-bit) of a file's bytes, read in blocks (hashlib releases the GIL, so threads overlap)."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(block):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_json_object(path: str | Path, what: str) -> dict:

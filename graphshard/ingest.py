@@ -14,7 +14,7 @@ from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
-from graphshard.fsutil import hash_file
+from graphshard.digests import FileDigest, hash_file, hashed_read
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
 
 
@@ -54,32 +54,47 @@ def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[Graphshar
     With a `distributed.Client`, each file is checked by one task on the cluster. A metadata.json that does not load
     is returned as the single problem.
     """
+    return _check(graph, client, hash_files=False)[0]
+
+
+def check_and_hash(graph: ChunkedGraph | str | Path, client=None) -> tuple[list[GraphshardError], list[FileDigest]]:
+    """`check_graph` plus each file's content digest, taken by the same task right after it read the file (one
+    pass per file, the bytes in page cache); `digests.remember` them and `fingerprint` reads no file again."""
+    return _check(graph, client, hash_files=True)
+
+
+def _check(graph: ChunkedGraph | str | Path, client, hash_files: bool
+           ) -> tuple[list[GraphshardError], list[FileDigest]]:
     try:
         graph = _graph(graph)
     except GraphshardError as err:
-        return [err]
+        return [err], []
     edge_jobs = [(check_edge_chunk, et, i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
     feature_jobs = [(check_feature_file, spec, i, field)
                     for field, spec, _ in feature_specs(graph) for i in range(len(spec.data))]
-    results = _run(graph, edge_jobs + feature_jobs, client)
-    problems = [p for r in results[:len(edge_jobs)] for p in r]
-    stats = iter(results[len(edge_jobs):])
+    results = _run(graph, edge_jobs + feature_jobs, client, hash_files)
+    found = [d for _, d in results if d is not None]
+    problems = [p for r, _ in results[:len(edge_jobs)] for p in r]
+    stats = iter(r for r, _ in results[len(edge_jobs):])
     for field, spec, expected in feature_specs(graph):
         problems += feature_problems(graph, field, spec, [next(stats) for _ in spec.data], expected)
-    return problems
+    return problems, found
 
 
-def _call(job: tuple, *, graph: ChunkedGraph):
-    """One check job `(fn, *args)` as fn(graph, *args)."""
+def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object, FileDigest | None]:
+    """One check job `(fn, *args)` as fn(graph, *args), and the digest of the file it read (when asked and it
+    exists: a missing file is a problem the check reports)."""
     fn, *args = job
-    return fn(graph, *args)
+    result = fn(graph, *args)
+    path = graph.path(_job_file(graph, job))
+    return result, (hashed_read(path) if hash_files and path.is_file() else None)
 
 
-def _run(graph: ChunkedGraph, jobs: list[tuple], client) -> list:
+def _run(graph: ChunkedGraph, jobs: list[tuple], client, hash_files: bool) -> list:
     """Every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each named by its file (graph sent once)."""
     shared = client.scatter(graph, broadcast=True) if client is not None else graph
     return run_tasks(client, "ingest", "check-file", _call, jobs, label=lambda job: _job_file(graph, job),
-                     graph=shared)
+                     graph=shared, hash_files=hash_files)
 
 
 def _job_file(graph: ChunkedGraph, job: tuple) -> str:

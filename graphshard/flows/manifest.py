@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.fsutil import hash_file, write_text_atomic
+from graphshard.digests import hash_file
+from graphshard.fsutil import write_text_atomic
 
 MANIFEST = "manifest.json"
 
@@ -73,14 +74,20 @@ class HashCache:
         except (OSError, ValueError):
             self.entries = {}
 
-    def manifest(self, files: dict[str, Path]) -> Manifest:
-        """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
-        stats = {name: os.stat(p) for name, p in files.items()}
+    def unknown(self, files: dict[str, Path], stats: dict[str, os.stat_result] | None = None) -> list[str]:
+        """The names among `files` with no remembered hash for their current stat (new or changed files)."""
+        stats = stats or {name: os.stat(p) for name, p in files.items()}
         todo = []
         for name, p in files.items():
             st, entry = stats[name], self.entries.get(str(p))
             if not entry or entry[:3] != [st.st_size, st.st_mtime_ns, st.st_ino]:
                 todo.append(name)
+        return todo
+
+    def manifest(self, files: dict[str, Path]) -> Manifest:
+        """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
+        stats = {name: os.stat(p) for name, p in files.items()}
+        todo = self.unknown(files, stats)
         for name, h in zip(todo, _hash_all([files[n] for n in todo])):
             st = stats[name]
             self.entries[str(files[name])] = [st.st_size, st.st_mtime_ns, st.st_ino, h]

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from distributed import Client
 
 _prestarted: dict[ClusterSpec, Future] = {}
+_closing: list[Future] = []
 
 
 def _open(spec: ClusterSpec) -> tuple[Callable[[], None], "Client"]:
@@ -73,8 +74,20 @@ class ClusterOnDemand:
         self._client = None
         self._stack.close()
 
+    def close_in_background(self) -> None:
+        """`close()` in a thread: the workers shut down while the run publishes and reports; `wait_closed` joins."""
+        pool = ThreadPoolExecutor(1, thread_name_prefix="graphshard-close")
+        _closing.append(pool.submit(self.close))
+        pool.shutdown(wait=False)
+
     def __enter__(self) -> "ClusterOnDemand":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def wait_closed() -> None:
+    """Wait until every cluster closed in the background by this process is shut down (its errors raised here)."""
+    while _closing:
+        _closing.pop().result()

@@ -13,7 +13,9 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
+import importlib
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +28,7 @@ from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
 from graphshard.flows import progress, report
 from graphshard.flows.cache import StepStore
-from graphshard.flows.ondemand import ClusterOnDemand
+from graphshard.flows.ondemand import ClusterOnDemand, wait_closed
 from graphshard.flows.publish import published_by
 from graphshard.tasks.assign import assign_task
 from graphshard.tasks.ingest import ingest_task
@@ -48,8 +50,13 @@ def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
     return forced | set(force or [])
 
 
-def _cluster_started(client) -> None:
-    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks."""
+def _cluster_started(client, validating: bool) -> None:
+    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks.
+    A run that starts its cluster builds something: the validation's report module (matplotlib, ~0.7 s) is
+    imported in the background meanwhile, while this process mostly waits for the workers."""
+    if validating:
+        threading.Thread(target=importlib.import_module, args=("graphshard.validate",), daemon=True,
+                         name="graphshard-import-validate").start()
     progress.install(client)
     link = client.dashboard_link
     get_run_logger().info("Dask dashboard: %s", link)
@@ -87,12 +94,16 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         states[name] = state
         return state.result()
 
-    with ClusterOnDemand(cfg.cluster.spec(), on_start=_cluster_started) as cluster:  # none if every step is cached
+    # no cluster if every step is cached
+    cluster = ClusterOnDemand(cfg.cluster.spec(), on_start=lambda c: _cluster_started(c, cfg.validate_.enabled))
+    try:
         ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
         assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
         shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
         validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
                      if cfg.validate_.enabled else None)
+    finally:
+        cluster.close_in_background()  # overlaps publishing, the report and Prefect's end of run; run_pipeline waits
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
     out = Path(state.result())
@@ -107,7 +118,10 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
                  force: list[str] | None = None) -> dict:
     """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
     the failing step's message."""
-    state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
+    try:
+        state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
+    finally:
+        wait_closed()
     if state.is_completed():
         return {**state.result(), "flow_run_id": str(state.state_details.flow_run_id)}
     err = state.result(raise_on_failure=False)

@@ -15,6 +15,7 @@ from typing import BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from graphshard.digests import FileDigest, HashingWriter
 from graphshard.errors import InputError
 
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
@@ -130,31 +131,46 @@ def compressed(rows: np.ndarray, cols: np.ndarray, num_rows: int, tags: np.ndarr
     return indptr, cols[order], order.astype(np.int64, copy=False)
 
 
+class _Written:
+    """What `_atomic_binary` yields: the file to write through (hashing what passes), then the file's digest."""
+
+    def __init__(self, f: BinaryIO):
+        self.file = HashingWriter(f)
+        self.digest: FileDigest | None = None
+
+
 @contextmanager
-def _atomic_binary(path: str | Path) -> Iterator[BinaryIO]:
-    """Open a temporary sibling of `path` for writing; rename it into place only when complete."""
+def _atomic_binary(path: str | Path) -> Iterator[_Written]:
+    """Open a temporary sibling of `path` for writing; rename it into place only when complete, then note its
+    content digest (hashed on the way out, so that a cache manifest need not read the file again)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with open(tmp, "wb") as f:
-            yield f
+            written = _Written(f)
+            yield written
         os.replace(tmp, path)
+        written.digest = FileDigest.of(path, written.file.hexdigest())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> None:
-    """Write {name: array} as DGL's tensor-dict file (`dgl.data.save_tensors`); bool is stored as uint8."""
-    with _atomic_binary(path) as f:
+def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> FileDigest:
+    """Write {name: array} as DGL's tensor-dict file (`dgl.data.save_tensors`); bool is stored as uint8.
+    Returns the file's content digest (`graphshard.digests`)."""
+    with _atomic_binary(path) as out:
+        f = out.file
         f.write(_U64.pack(TENSOR_DICT_MAGIC) + _U64.pack(len(tensors)))
         _write_named_tensors(f, tensors)
+    return out.digest
 
 
 def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarray,
                ndata: Mapping[str, np.ndarray] | None = None, edata: Mapping[str, np.ndarray] | None = None,
-               formats: Sequence[str] = ("coo",)) -> None:
+               formats: Sequence[str] = ("coo",)) -> FileDigest:
     """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl`; COO always, CSR/CSC when asked.
+    Returns the file's content digest (`graphshard.digests`).
 
     CSR/CSC rows are sorted by `edata["_TYPE"]` when present, as DGL's partitioner saves heterogeneous partitions.
     """
@@ -173,7 +189,8 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
     saved = {"coo", *formats}
     saved_code = sum(FORMAT_CODES[name] for name in saved)
 
-    with _atomic_binary(path) as f:
+    with _atomic_binary(path) as out:
+        f = out.file
         header = _U64.pack(GRAPH_FILE_MAGIC) + _U64.pack(GRAPH_FILE_VERSION)
         header += _U64.pack(HETERO_GRAPH_TYPE) + _U64.pack(1)
         f.write(header.ljust(HEADER_SIZE, b"\0"))
@@ -206,6 +223,7 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
                 _write_string(f, name)
         offsets = _U64.pack(1) + _U64.pack(graph_start)
         f.write(_U64.pack(len(offsets)) + offsets + _U64.pack(len(offsets)))
+    return out.digest
 
 
 # ---------------------------------------------------------------- reading

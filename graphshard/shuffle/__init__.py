@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 from distributed import Client
 
+from graphshard import digests
 from graphshard.dasktasks import run_tasks
 from graphshard.errors import InputError
 from graphshard.formats.assignment import read_meta
@@ -93,7 +94,9 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
                         for et in range(plan.num_etypes)])
 
     owned = [np.diff(nodes.part_starts()), np.diff(edges.part_starts())]
-    _run(client, "write-partitions", write_partition, [(p,) for p in range(num_parts)], lambda it: f"part{it[0]}",
-         lambda it: f"{owned[0][it[0]]:,} owned nodes, {owned[1][it[0]]:,} owned edges",
-         plan=plan, nodes=nodes, edges=edges, out_dir=stage)
+    written = _run(client, "write-partitions", write_partition, [(p,) for p in range(num_parts)],
+                   lambda it: f"part{it[0]}",
+                   lambda it: f"{owned[0][it[0]]:,} owned nodes, {owned[1][it[0]]:,} owned edges",
+                   plan=plan, nodes=nodes, edges=edges, out_dir=stage)
+    digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
     return write_config(plan, nodes, edges, part_method, stage)

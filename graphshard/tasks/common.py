@@ -46,10 +46,17 @@ class ArtifactProgress:
             update_progress_artifact(self.id, 100.0)
 
 
+def step_progress(step: str, client: Client | None) -> StepProgress | nullcontext:
+    """The step's Dask tasks counted on the terminal and in a Prefect progress artifact while the block runs."""
+    return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)]) if client is not None else nullcontext()
+
+
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path, Client], dict],
-             cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = ()) -> StepResult | State:
+             cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = (),
+             progress: bool = True) -> StepResult | State:
     """The artifact for `key` if it is complete (and not forced): a Cached state; else build it with
-    `make(stage, client)` (the run's cluster is started here, on the first step that needs it), with progress."""
+    `make(stage, client)` (the run's cluster is started here, on the first step that needs it), with progress
+    (`progress=False`: the build submits no Dask tasks, its work was done while computing the key)."""
     logger = get_run_logger()
     if not force:
         hit = store.lookup(step, key)
@@ -58,8 +65,7 @@ def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make
             return Completed(data=hit, name="Cached", message=f"{step} artifact {key[:12]} reused")
     logger.info("%s: building %s%s", step, store.folder(step, key), " (forced)" if force else "")
     client = cluster.get() if cluster is not None else None
-    sinks = [TerminalBar(step), ArtifactProgress(step)]
-    with StepProgress(client, sinks) if client is not None else nullcontext():
+    with step_progress(step, client if progress else None):
         result = store.build(step, key, lambda stage: make(stage, client), inputs, volatile)
     logger.info("%s: done in %.1f s", step, result.summary["seconds"])
     return result

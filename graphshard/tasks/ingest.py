@@ -1,6 +1,9 @@
 """The ingest step as a Prefect task: open and check every input file, record the graph's fingerprint.
 
 Key: the content manifest of the input files (sizes + blake2b, remembered per stat in `<work>/input-hashes.json`).
+A new or changed input file means one Dask task per file that checks it and hashes it (the bytes just read, in page
+cache) before the key is known: one read per file, in parallel, instead of a hash pass in this process, a check pass
+on the workers and the fingerprint's hash pass.
 Artifact: `fingerprint.json` (graphshard.ingest.fingerprint) and `summary.json` (types, counts, features).
 """
 
@@ -13,19 +16,22 @@ from distributed import Client
 from prefect import task
 from prefect.states import State
 
-from graphshard import ingest
+from graphshard import digests, ingest
 from graphshard.config import PipelineConfig
+from graphshard.errors import GraphshardError
 from graphshard.flows.cache import StepResult, StepStore, step_key
 from graphshard.flows.manifest import HashCache, graph_files
 from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.precheck import refuse
-from graphshard.tasks.common import TASK_OPTIONS, run_step
+from graphshard.tasks.common import TASK_OPTIONS, run_step, step_progress
 
 
-def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
-    """Check the graph (all problems at once) and write its fingerprint and summary into `stage`."""
-    refuse(ingest.check_graph(graph, client))
+def build(graph: ChunkedGraph, client: Client | None, stage: Path,
+          problems: list[GraphshardError] | None = None) -> dict:
+    """Check the graph (all problems at once; `problems`: already checked) and write its fingerprint and summary
+    into `stage`."""
+    refuse(ingest.check_graph(graph, client) if problems is None else problems)
     fp = ingest.fingerprint(graph)
     (stage / "fingerprint.json").write_text(json.dumps(fp, indent=1, sort_keys=True))
     info = ingest.summary(graph)
@@ -35,12 +41,28 @@ def build(graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
             "input_bytes": info["bytes"]}
 
 
+def check_new_files(graph: ChunkedGraph, files: dict[str, Path], hashes: HashCache,
+                    cluster: ClusterOnDemand | None) -> list[GraphshardError] | None:
+    """When an input file is new or changed (its hash unknown), check every file and hash it in the same Dask task
+    (one pass per file, in parallel) before the key is known: the problems, and the digests remembered for the
+    manifest and the fingerprint. None when every file is unchanged (a build, if any, checks then)."""
+    if not hashes.unknown(files):
+        return None
+    client = cluster.get() if cluster is not None else None
+    with step_progress("ingest", client):
+        problems, found = ingest.check_and_hash(graph, client)
+    digests.remember(found)
+    return problems
+
+
 @task(name="ingest", **TASK_OPTIONS)
 def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, cluster: ClusterOnDemand | None,
                 force: bool = False) -> StepResult | State:
     """Check the input graph once per distinct content (Cached when the input files are unchanged)."""
-    manifest = HashCache(store.root / "input-hashes.json").manifest(graph_files(graph))
-    inputs = {"graph_files": manifest.digest}
+    files = graph_files(graph)
+    hashes = HashCache(store.root / "input-hashes.json")
+    problems = check_new_files(graph, files, hashes, cluster)
+    inputs = {"graph_files": hashes.manifest(files).digest}
     key = step_key("ingest", inputs)
-    return run_step(store, "ingest", key, inputs, lambda stage, client: build(graph, client, stage), cluster,
-                    force)
+    return run_step(store, "ingest", key, inputs, lambda stage, client: build(graph, client, stage, problems),
+                    cluster, force, progress=problems is None)

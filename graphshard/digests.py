@@ -1,0 +1,86 @@
+"""Content hashes of files (blake2b, 128-bit), taken where the bytes already pass: while a file is written, or by the
+task that reads it anyway, instead of reading it again later.
+
+A digest taken elsewhere (a Dask worker writing a partition) is handed to this process as a `FileDigest` and
+remembered by the file's stat identity (device, inode, size, mtime, ctime): `hash_file` of a file whose identity is
+unchanged returns the remembered digest without reading the file. Writing to a file (or replacing it) changes its
+mtime/ctime, so a file changed since it was hashed is read again. Renaming the folders above it changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Iterable
+
+BLOCK = 4 << 20
+
+
+def _new() -> "hashlib._Hash":
+    return hashlib.blake2b(digest_size=16)
+
+
+def identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What identifies one state of one file: device, inode, size, mtime and ctime (ns)."""
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+@dataclass(frozen=True)
+class FileDigest:
+    """A file's blake2b as taken where its bytes were, with the identity it had then."""
+
+    identity: tuple[int, int, int, int, int]
+    blake2b: str
+
+    @classmethod
+    def of(cls, path: str | Path, blake2b: str) -> "FileDigest":
+        return cls(identity(os.stat(path)), blake2b)
+
+
+_remembered: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def remember(digests: Iterable[FileDigest]) -> None:
+    """Let `hash_file` answer for these files (as long as they are unchanged) without reading them."""
+    _remembered.update((d.identity, d.blake2b) for d in digests)
+
+
+def read_digest(path: str | Path) -> str:
+    """blake2b of a file's bytes, read in blocks (hashlib releases the GIL, so threads overlap)."""
+    h = _new()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(BLOCK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hash_file(path: str | Path) -> str:
+    """blake2b of a file's bytes: the remembered digest when the file is unchanged since it was taken, else read."""
+    known = _remembered.get(identity(os.stat(path)))
+    return known if known is not None else read_digest(path)
+
+
+def hashed_read(path: str | Path) -> FileDigest:
+    """Read a file to hash it, on the worker that has just read (or is about to read) it; its identity with it."""
+    before = os.stat(path)
+    digest = read_digest(path)
+    return FileDigest(identity(before), digest)
+
+
+class HashingWriter:
+    """A binary file that hashes what is written through it (`write`, `tell`), so its digest needs no re-read."""
+
+    def __init__(self, f: BinaryIO):
+        self._f, self._h = f, _new()
+
+    def write(self, data) -> int:
+        self._h.update(data)
+        return self._f.write(data)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def hexdigest(self) -> str:
+        return self._h.hexdigest()
