@@ -10,7 +10,7 @@ import numpy as np
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
 from graphshard.generate.common import check_format, chunk_bounds, chunk_rng, positive, scatter_ids, spec_format
-from graphshard.generate.rmat import ETYPE, NTYPE, node_features
+from graphshard.generate.rmat import ETYPE, NTYPE, add_node_features
 
 
 def grid_side(nodes: int, dims: int) -> int:
@@ -51,9 +51,5 @@ def generate_grid(out_dir: str | Path, nodes: int = 1 << 14, dims: int = 2, chun
         for i in range(chunks):
             lo, hi = edge_bounds[i], edge_bounds[i + 1]
             writer.add_edges(ETYPE, src[lo:hi], dst[lo:hi], formats["edges"])
-        writer.set_node_chunks(NTYPE, np.diff(node_bounds).tolist())
-        for i in range(chunks):
-            feats = node_features(chunk_rng(seed, "grid:nodes", i), node_bounds[i + 1] - node_bounds[i], feat_dim)
-            for name, arr in feats.items():
-                writer.add_node_feature(NTYPE, name, arr, formats[name])
+        add_node_features(writer, node_bounds, seed, "grid:nodes", feat_dim, formats)
         return writer.finish()

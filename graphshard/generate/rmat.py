@@ -60,6 +60,16 @@ def node_features(rng: np.random.Generator, count: int, feat_dim: int) -> dict[s
     }
 
 
+def add_node_features(writer: ChunkedGraphWriter, node_bounds: list[int], seed: int, stream: str, feat_dim: int,
+                      formats: dict[str, str]) -> None:
+    """Node chunks and their seeded features (`node_features`, one generator per chunk of `stream`)."""
+    writer.set_node_chunks(NTYPE, np.diff(node_bounds).tolist())
+    for i in range(len(node_bounds) - 1):
+        feats = node_features(chunk_rng(seed, stream, i), node_bounds[i + 1] - node_bounds[i], feat_dim)
+        for name, arr in feats.items():
+            writer.add_node_feature(NTYPE, name, arr, formats[name])
+
+
 def edge_chunk(seed: int, chunk: int, count: int, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Edge chunk `chunk`: (src, dst) with hubs scattered over the ID range, and the float32 `weight` feature."""
     rng = chunk_rng(seed, "rmat:edges", chunk)
@@ -88,9 +98,5 @@ def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 1
             writer.add_edges(ETYPE, src, dst, formats["edges"])
             writer.add_edge_feature(ETYPE, "weight", weight, formats["weight"])
             del src, dst, weight
-        writer.set_node_chunks(NTYPE, np.diff(node_bounds).tolist())
-        for i in range(chunks):
-            feats = node_features(chunk_rng(seed, "rmat:nodes", i), node_bounds[i + 1] - node_bounds[i], feat_dim)
-            for name, arr in feats.items():
-                writer.add_node_feature(NTYPE, name, arr, formats[name])
+        add_node_features(writer, node_bounds, seed, "rmat:nodes", feat_dim, formats)
         return writer.finish()

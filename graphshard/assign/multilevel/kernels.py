@@ -88,13 +88,7 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop,
     favourite = np.full(n, -1, dtype=np.int64)
     moves = 0
     for u in order:
-        nt = 0
-        for e in range(indptr[u], indptr[u + 1]):
-            lab = _label_of(e, loc, nbr, own)
-            if rating[lab] == 0:
-                touched[nt] = lab
-                nt += 1
-            rating[lab] += _weight(ew, e)
+        nt = _connections(u, indptr, loc, nbr, ew, own, rating, touched)
         cur = own[u]
         best, best_r, best_h = cur, rating[cur], np.uint64(0)
         fav, fav_r = np.int64(-1), np.int64(0)
