@@ -75,7 +75,9 @@ def run_method(meta: Path, k: int, method: str, seed: int, ranks: int, args: arg
 
     extra = {}
     if method == "multilevel":
-        extra = {"multilevel_coarse_nodes": args.coarse_nodes, "multilevel_block_edges": args.block_edges}
+        extra = {"multilevel_block_edges": args.block_edges}
+        if args.coarse_nodes:
+            extra["multilevel_coarse_nodes"] = args.coarse_nodes
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
                            dashboard_address=":0") if method == "multilevel" else nullcontext()
     with cluster as c, (Client(c) if c is not None else nullcontext()) as client, \
@@ -164,7 +166,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     parser.add_argument("--workers", type=int, default=2, help="multilevel: Dask workers (default 2)")
     parser.add_argument("--memory-limit", default="auto", help="multilevel: memory limit per worker (e.g. 2GB)")
-    parser.add_argument("--coarse-nodes", type=int, default=100_000, help="multilevel_coarse_nodes")
+    parser.add_argument("--coarse-nodes", type=int, default=0, help="multilevel_coarse_nodes (0: graphshard's default)")
     parser.add_argument("--block-edges", type=int, default=4_000_000, help="multilevel_block_edges")
     parser.add_argument("--tmp", default="/tmp", help="folder for the assignment output (and multilevel scratch)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)

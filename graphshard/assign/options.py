@@ -57,7 +57,7 @@ class AssignOptions(BaseModel):
     kaminpar_preset: str = "default"
     kaminpar_threads: int = Field(default=1, ge=1)
     metis_lib: str | None = None
-    multilevel_coarse_nodes: int = Field(default=100_000, ge=1)
+    multilevel_coarse_nodes: int = Field(default=250_000, ge=1)
     multilevel_block_edges: int = Field(default=4_000_000, ge=1)
     multilevel_lp_rounds: int = Field(default=6, ge=1)
     multilevel_refine_rounds: int = Field(default=8, ge=0)

@@ -47,8 +47,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kaminpar-preset", default="default", help="kaminpar: preset (default, fast, eco, strong...)")
     parser.add_argument("--kaminpar-threads", type=int, default=1,
                         help="kaminpar: threads (default 1, reproducible; more is faster but differs per run)")
-    parser.add_argument("--multilevel-coarse-nodes", type=int, default=100_000,
-                        help="multilevel: coarsen until at most this many nodes, then METIS in one task (default 100000)")
+    parser.add_argument("--multilevel-coarse-nodes", type=int, default=250_000,
+                        help="multilevel: coarsen until at most this many nodes, then METIS in one task (default 250000)")
     parser.add_argument("--multilevel-block-edges", type=int, default=4_000_000,
                         help="multilevel: input edges per block task (default 4000000)")
     parser.add_argument("--multilevel-lp-rounds", type=int, default=6,
