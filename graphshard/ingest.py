@@ -14,7 +14,7 @@ from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
-from graphshard.digests import FileDigest, hash_file, hashed_read
+from graphshard.digests import INPUT, FileDigest, hash_file, hashed_read
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
 
 
@@ -87,7 +87,7 @@ def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object,
     fn, *args = job
     result = fn(graph, *args)
     path = graph.path(_job_file(graph, job))
-    return result, (hashed_read(path) if hash_files and path.is_file() else None)
+    return result, (hashed_read(path, INPUT) if hash_files and path.is_file() else None)
 
 
 def _run(graph: ChunkedGraph, jobs: list[tuple], client, hash_files: bool) -> list:
@@ -132,7 +132,7 @@ def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
         path = graph.path(p)
         if not path.exists():
             raise InputError(path, "data", "an existing chunk file", "no such file")
-        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, "blake2b": hash_file(path)})
+        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, INPUT: hash_file(path, INPUT)})
     metadata = json.dumps(graph.to_json_dict(), sort_keys=True)
     body = {
         "graph_name": graph.graph_name,

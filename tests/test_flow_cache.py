@@ -48,7 +48,7 @@ def test_hash_cache_reuses_unchanged_files(tmp_path, monkeypatch):
     cache = HashCache(tmp_path / "h.json")
     cache.manifest({"a.bin": f})
     calls = []
-    monkeypatch.setattr("graphshard.flows.manifest.hash_file", lambda p: calls.append(p) or "h")
+    monkeypatch.setattr("graphshard.flows.manifest.hash_file", lambda p, algorithm: calls.append(p) or "h")
     HashCache(tmp_path / "h.json").manifest({"a.bin": f})
     assert calls == []
     f.write_bytes(b"y" * 100)

@@ -1,4 +1,4 @@
-"""Manifests: sizes and content hashes (blake2b) of a set of files, and one digest over them.
+"""Manifests: sizes and content hashes of a set of files, and one digest over them.
 
 Cache keys are built from digests, so they follow file contents, not paths or timestamps. Hashing a large input
 again on every run would cost a full read, so input hashes are remembered per (path, size, mtime, inode) like git's
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.digests import hash_file
+from graphshard.digests import FAST, INPUT, hash_file
 from graphshard.fsutil import write_text_atomic
 
 MANIFEST = "manifest.json"
@@ -29,7 +29,7 @@ def digest_of(obj: object) -> str:
 
 @dataclass
 class Manifest:
-    """File name (relative, '/'-separated) -> {"size", "blake2b"}; `digest` covers names, sizes and hashes."""
+    """File name (relative, '/'-separated) -> {"size", <algorithm>: hash}; `digest` covers names, sizes and hashes."""
 
     files: dict[str, dict] = field(default_factory=dict)
 
@@ -38,17 +38,17 @@ class Manifest:
         return digest_of(self.files)
 
 
-def _hash_all(paths: list[Path], threads: int = 2) -> list[str]:
+def _hash_all(paths: list[Path], algorithm: str, threads: int = 2) -> list[str]:
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        return list(pool.map(hash_file, paths))
+        return list(pool.map(hash_file, paths, [algorithm] * len(paths)))
 
 
 def folder_manifest(folder: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> Manifest:
     """The manifest of every file under `folder` (names relative to it), sorted by name."""
     folder = Path(folder)
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in exclude)
-    hashes = _hash_all(paths)
-    return Manifest({p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "blake2b": h}
+    hashes = _hash_all(paths, FAST)
+    return Manifest({p.relative_to(folder).as_posix(): {"size": p.stat().st_size, FAST: h}
                      for p, h in zip(paths, hashes)})
 
 
@@ -65,7 +65,8 @@ def graph_files(graph: ChunkedGraph) -> dict[str, Path]:
 
 
 class HashCache:
-    """Remembered hashes keyed by absolute path + (size, mtime_ns, inode); stored as JSON in the work folder."""
+    """Remembered hashes of input files (the fingerprint's algorithm) keyed by absolute path + (size, mtime_ns,
+    inode); stored as JSON in the work folder."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
@@ -88,11 +89,11 @@ class HashCache:
         """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
         stats = {name: os.stat(p) for name, p in files.items()}
         todo = self.unknown(files, stats)
-        for name, h in zip(todo, _hash_all([files[n] for n in todo])):
+        for name, h in zip(todo, _hash_all([files[n] for n in todo], INPUT)):
             st = stats[name]
             self.entries[str(files[name])] = [st.st_size, st.st_mtime_ns, st.st_ino, h]
         if todo:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             write_text_atomic(self.path, json.dumps(self.entries))
-        return Manifest({name: {"size": stats[name].st_size, "blake2b": self.entries[str(p)][3]}
+        return Manifest({name: {"size": stats[name].st_size, INPUT: self.entries[str(p)][3]}
                          for name, p in sorted(files.items())})

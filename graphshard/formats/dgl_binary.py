@@ -150,7 +150,7 @@ def _atomic_binary(path: str | Path) -> Iterator[_Written]:
             written = _Written(f)
             yield written
         os.replace(tmp, path)
-        written.digest = FileDigest.of(path, written.file.hexdigest())
+        written.digest = FileDigest.of(path, written.file.algorithm, written.file.hexdigest())
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
