@@ -15,14 +15,15 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from dask.utils import key_split
 from dask.sizeof import sizeof
-from distributed import Client, Future
-from distributed.scheduler import KilledWorker
 
 from graphshard.errors import GraphshardError
+
+if TYPE_CHECKING:
+    from distributed import Client, Future
 
 log = logging.getLogger(__name__)
 LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
@@ -100,6 +101,8 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
 def _scatter_large(client: Client, constants: dict, group: TaskGroup) -> dict:
     """Large constants as scattered futures with unique keys: `Client.map` would key them by argument name alone,
     so two steps in flight with a large `plan` (say) would collide on the scheduler."""
+    from distributed import Future
+
     out = dict(constants)
     for name, value in constants.items():
         if not isinstance(value, Future) and sizeof(value) > LARGE:
@@ -138,6 +141,8 @@ def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: 
 
 def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup, int] | None:
     """The group and item whose task failed: the first erred future (or the key a KilledWorker names)."""
+    from distributed.scheduler import KilledWorker
+
     key = getattr(err, "task", None) if isinstance(err, KilledWorker) else None
     for g in groups:
         for i, f in enumerate(g.futures):
@@ -148,6 +153,8 @@ def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup,
 
 def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
     """A task's failure as the one line a user reads; the traceback is logged (the log file keeps it)."""
+    from distributed.scheduler import KilledWorker
+
     where = f"{group.step}: {group.describe(i)}"
     log.debug("%s failed", where, exc_info=err)
     if isinstance(err, GraphshardError):  # already names the file and the field

@@ -3,94 +3,25 @@
 Folder (reference formats.md §2): `<ntype>.txt` (line i = partition of per-type node i), `partition_meta.json`,
 `assignment_report.json` (see report.py) and, when `num_trainers_per_machine` T > 1, `trainer_ids/<ntype>.txt`
 (line i = trainer id in [0, num_parts * T) of per-type node i; partition = trainer_id // T).
-The folder is built in a hidden staging sibling and renamed into place only when complete.
+
+The public names load on first use (step.py imports Dask and the formats), so that importing the options (as the
+config does in every command) stays cheap.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
-import shutil
-import time
-from pathlib import Path
-
-import numpy as np
-from distributed import Client
-
-from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
-from graphshard.assign.options import METHODS, AssignOptions
-from graphshard.assign.report import build_report, load_parts, peak_memory
-from graphshard.errors import GraphshardError
-from graphshard.formats.assignment import write_meta
-from graphshard.formats.chunked import ChunkedGraph, load_metadata
-from graphshard.fsutil import staged_output
 
 REPORT_FILE = "assignment_report.json"
 TRAINER_DIR = "trainer_ids"
+_PUBLIC = {"AssignOptions": "graphshard.assign.options", "assign": "graphshard.assign.step",
+           "partitioner_for": "graphshard.assign.step", "PARTITIONERS": "graphshard.assign.step"}
 
 
-PARTITIONERS = {  # method -> (module, class); imported on use, so that e.g. kaminpar loads only when asked for
-    "random": ("graphshard.assign.random", "RandomPartitioner"),
-    "metis": ("graphshard.assign.metis", "MetisPartitioner"),
-    "parmetis": ("graphshard.assign.parmetis", "ParmetisPartitioner"),
-    "kaminpar": ("graphshard.assign.kaminpar", "KaminparPartitioner"),
-    "multilevel": ("graphshard.assign.multilevel", "MultilevelPartitioner"),
-    "file": ("graphshard.assign.file", "FilePartitioner"),
-}
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'graphshard.assign' has no attribute '{name}'")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
 
 
-def partitioner_for(method: str) -> Partitioner:
-    """The partitioner object of a method name."""
-    if method not in PARTITIONERS:
-        raise GraphshardError(f"unknown assignment method '{method}': expected one of {', '.join(METHODS)}")
-    module, cls = PARTITIONERS[method]
-    return getattr(importlib.import_module(module), cls)()
-
-
-def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainers: int, out: Path) -> None:
-    """Write `<ntype>.txt` = trainer_id // trainers, streamed block by block."""
-    for nt in graph.node_type:
-        ids = np.load(trainer_files[nt], mmap_mode="r")
-        write_blocks(out / f"{nt}.txt", (ids[i:i + TEXT_BLOCK] // trainers for i in range(0, len(ids), TEXT_BLOCK)))
-
-
-def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options: AssignOptions,
-           client: Client | None = None, overwrite: bool = False) -> Path:
-    """Write the assignment folder for `num_parts` partitions at `out_dir`; returns `out_dir`."""
-    start = time.perf_counter()
-    graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata)
-    if not 1 <= num_parts <= graph.total_nodes:
-        raise GraphshardError(f"num_parts: expected an integer in [1, {graph.total_nodes}] (the graph's node count), "
-                              f"found {num_parts}")
-    trainers = options.num_trainers_per_machine
-    partitioner = partitioner_for(options.method)
-    partitioner.check(graph, num_parts * trainers, options)
-    with staged_output(out_dir, overwrite) as stage:
-        target = stage / TRAINER_DIR if trainers > 1 else stage
-        target.mkdir(exist_ok=True)
-        info = partitioner.assign(graph, num_parts * trainers, options, target, client)
-        scratch = stage / ".scratch"
-        trainer_report = None
-        if trainers > 1:
-            trainer_files = load_parts(graph, target, num_parts * trainers, scratch / "trainers")
-            _merge_trainers(graph, trainer_files, trainers, stage)
-            trainer_report = {"trainers_per_machine": trainers,
-                              "nodes_per_trainer": {nt: np.bincount(np.load(p), minlength=num_parts * trainers).tolist()
-                                                    for nt, p in trainer_files.items()}}
-        write_meta(stage, num_parts, options.method)
-        part_files = load_parts(graph, stage, num_parts, scratch / "parts")
-        report = build_report(graph, part_files, num_parts, options, client)
-        shutil.rmtree(scratch)
-        report.update({
-            "method": options.method,
-            "options": options.model_dump(mode="json"),
-            "partitioner": info,
-            "trainers": trainer_report,
-            "seconds": round(time.perf_counter() - start, 3),
-            "memory": peak_memory(),
-        })
-        (stage / REPORT_FILE).write_text(json.dumps(report, indent=2))
-    return Path(out_dir)
-
-
-__all__ = ["AssignOptions", "assign", "partitioner_for", "REPORT_FILE", "TRAINER_DIR"]
+__all__ = ["REPORT_FILE", "TRAINER_DIR", *_PUBLIC]

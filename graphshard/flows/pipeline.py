@@ -26,7 +26,7 @@ from prefect.states import State
 from graphshard import logs
 from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
-from graphshard.flows import progress, report
+from graphshard.flows import report
 from graphshard.flows.cache import StepStore
 from graphshard.flows.ondemand import ClusterOnDemand, wait_closed
 from graphshard.flows.publish import published_by
@@ -57,6 +57,8 @@ def _cluster_started(client, validating: bool) -> None:
     if validating:
         threading.Thread(target=importlib.import_module, args=("graphshard.validate",), daemon=True,
                          name="graphshard-import-validate").start()
+    from graphshard.flows import progress  # imports distributed: only once a cluster runs
+
     progress.install(client)
     link = client.dashboard_link
     get_run_logger().info("Dask dashboard: %s", link)

@@ -7,10 +7,11 @@ so it is left out of the digest: re-running an assignment that comes out the sam
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 from pathlib import Path
 
-from distributed import Client
 from prefect import task
 
 from graphshard import assign
@@ -20,6 +21,9 @@ from graphshard.flows.manifest import folder_manifest
 from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.tasks.common import TASK_OPTIONS, run_step
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 OUTPUT = PRODUCT["assign"]
 

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from distributed import Client
 
 from prefect import get_run_logger
 from prefect.cache_policies import NO_CACHE
@@ -20,7 +19,11 @@ from prefect.states import Completed, State
 
 from graphshard.flows.cache import StepResult, StepStore
 from graphshard.flows.ondemand import ClusterOnDemand
-from graphshard.flows.progress import StepProgress, TerminalBar
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from graphshard.flows.progress import StepProgress
 
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -48,7 +51,11 @@ class ArtifactProgress:
 
 def step_progress(step: str, client: Client | None) -> StepProgress | nullcontext:
     """The step's Dask tasks counted on the terminal and in a Prefect progress artifact while the block runs."""
-    return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)]) if client is not None else nullcontext()
+    if client is None:
+        return nullcontext()
+    from graphshard.flows.progress import StepProgress, TerminalBar  # imports distributed: only with a cluster
+
+    return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)])
 
 
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path, Client], dict],

@@ -9,10 +9,11 @@ Artifact: `fingerprint.json` (graphshard.ingest.fingerprint) and `summary.json` 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import json
 from pathlib import Path
 
-from distributed import Client
 from prefect import task
 from prefect.states import State
 
@@ -25,6 +26,9 @@ from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.precheck import refuse
 from graphshard.tasks.common import TASK_OPTIONS, run_step, step_progress
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 
 def build(graph: ChunkedGraph, client: Client | None, stage: Path,

@@ -6,9 +6,10 @@ Key: the digests of the input content and of the assignment folder, and the `shu
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
-from distributed import Client
 from prefect import task
 
 from graphshard import shuffle
@@ -17,6 +18,9 @@ from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.tasks.common import TASK_OPTIONS, run_step
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 OUTPUT = PRODUCT["shuffle"]
 

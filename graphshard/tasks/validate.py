@@ -5,9 +5,10 @@ Key: the digests of the input content and of the partition set, and the `validat
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pathlib import Path
 
-from distributed import Client
 from prefect import task
 
 from graphshard import assign
@@ -16,6 +17,9 @@ from graphshard.errors import GraphshardError
 from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.tasks.common import TASK_OPTIONS, run_step
+
+if TYPE_CHECKING:
+    from distributed import Client
 
 OUTPUT = PRODUCT["validate"]
 
