@@ -1,23 +1,16 @@
-"""`report.json` and a self-contained `report.html`: matplotlib (Agg) figures embedded as base64 PNG, inline CSS,
+"""`report.json` and a self-contained `report.html`: inline SVG figures (graphshard.validate.svgchart), inline CSS,
 no scripts and no external resources, so the page opens offline and anywhere.
 """
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from graphshard.fsutil import write_text_atomic  # noqa: E402
-from graphshard.validate.problems import problem_lines  # noqa: E402
+from graphshard.fsutil import write_text_atomic
+from graphshard.validate.problems import problem_lines
+from graphshard.validate.svgchart import Series, hbars, heatmap, stacked_bars
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974",
            "#64B5CD"]
@@ -33,7 +26,7 @@ main{padding:20px 32px;max-width:1320px}
 section{background:#fff;border-radius:8px;padding:14px 18px;margin-bottom:18px;box-shadow:0 1px 3px rgba(0,0,0,.12)}
 h2{font-size:17px;margin:0 0 10px}
 .grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
-figure{margin:0} figure img{width:100%;height:auto} figcaption{font-size:12px;color:#667;margin-top:2px}
+figure{margin:0} figure svg{display:block;width:100%;height:auto} figcaption{font-size:12px;color:#667;margin-top:2px}
 table{border-collapse:collapse;font-size:13px;width:100%} th,td{padding:4px 8px;border-bottom:1px solid #e3e5ea;
 text-align:right} th{background:#f0f2f6} td.l,th.l{text-align:left}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
@@ -44,128 +37,78 @@ code{font-size:12px;background:#f0f2f6;padding:1px 4px;border-radius:3px}
 
 
 def _label(name: str) -> str:
-    """Matplotlib hides legend labels that start with '_': name DGL's homogeneous types plainly."""
+    """Name DGL's homogeneous types plainly in legends ('_N' -> 'nodes')."""
     return {"_N": "nodes", "_N:_E:_N": "edges"}.get(name, name.lstrip("_") or name)
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _stacked(ax, labels: list[str], series: list[tuple[str, list[float], str, bool]]) -> None:
-    """Stacked bars per partition from (label, values, color, hatched) series; hatched ones are halo."""
-    bottom = np.zeros(len(labels))
-    for name, values, color, hatched in series:
-        vals = np.asarray(values, dtype=float)
-        ax.bar(labels, vals, bottom=bottom, label=_label(name), color=color, alpha=0.45 if hatched else 0.95,
-               hatch="//" if hatched else None, edgecolor="white", linewidth=0.6)
-        bottom += vals
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.figure.legend(fontsize=7, frameon=False, loc="outside right upper")
 
 
 def _color(i: int) -> str:
     return PALETTE[i % len(PALETTE)]
 
 
-def _fig(width: float = 6.4, height: float = 3.6):
-    """Every plot the same size (constrained layout keeps legends inside), so the grid lines up."""
-    return plt.subplots(figsize=(width, height), layout="constrained")
+def _count(v: float) -> str:
+    return f"{int(v):,}"
 
 
-def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str, str]]:
-    """(title, caption, base64 PNG) of every plot."""
+def _mib(v: float) -> str:
+    return f"{v:,.2f} MiB"
+
+
+def _type_figures(q: dict, labels: list[str]) -> list[tuple[str, str]]:
+    """Nodes and edges per partition and type, inner solid and halo hatched."""
+    parts = q["partitions"]
+    nodes = [Series(f"{_label(t)} inner", [r["inner_nodes"][t] for r in parts], _color(i))
+             for i, t in enumerate(q["ntypes"])] + \
+        [Series(f"{_label(t)} halo", [r["halo_nodes"][t] for r in parts], _color(i), True)
+         for i, t in enumerate(q["ntypes"])]
+    edges = [Series(_label(t), [r["inner_edges"][t] for r in parts], _color(i)) for i, t in enumerate(q["etypes"])]
+    halo = [sum(r["halo_edges"].values()) for r in parts]
+    if any(halo):
+        edges.append(Series("halo edges (all types)", halo, "#8C8C8C", True))
+    return [("Inner nodes are owned by the partition; halo nodes are copies of other partitions' nodes.",
+             stacked_bars("fig-nodes", "Nodes per partition and type (hatched: halo)", labels, nodes, "nodes",
+                          _count)),
+            ("An edge is owned by its destination's partition; halo edges are kept for halo nodes.",
+             stacked_bars("fig-edges", "Edges per partition and type (hatched: halo)", labels, edges, "edges",
+                          _count))]
+
+
+def _imbalance_figure(q: dict) -> tuple[str, str]:
+    """max/mean per node type, edge type and balance constraint, against the 1.0 of perfect balance."""
+    groups = [("nodes", q["imbalance"]["nodes"], PALETTE[0]), ("edges", q["imbalance"]["edges"], PALETTE[1]),
+              ("constraint", q["balance_constraints"], PALETTE[2])]
+    rows = [(f"{g}: {name}", v, color) for g, values, color in groups for name, v in values.items()]
+    values = [v for _, v, _ in rows]
+    svg = hbars("fig-imbalance", "Imbalance per type and balance constraint", [r[0] for r in rows], values,
+                [r[2] for r in rows], "max / mean over partitions (1.0 = perfect)", lambda v: f"{v:.3f}",
+                lo=min(0.9, min(values, default=1.0) - 0.05), ref=1.0)
+    return "Constraints come from assignment_report.json when it is present.", svg
+
+
+def _figures(q: dict, times: dict[str, float]) -> list[tuple[str, str]]:
+    """(caption, inline SVG) of every plot."""
     P = q["num_parts"]
     labels = [f"p{p}" for p in range(P)]
     parts = q["partitions"]
-    out = []
-
-    fig, ax = _fig()
-    _stacked(ax, labels, [(f"{_label(t)} inner", [r["inner_nodes"][t] for r in parts], _color(i), False)
-                          for i, t in enumerate(q["ntypes"])] +
-             [(f"{_label(t)} halo", [r["halo_nodes"][t] for r in parts], _color(i), True)
-              for i, t in enumerate(q["ntypes"])])
-    ax.set_ylabel("nodes")
-    ax.set_title("Nodes per partition and type (hatched: halo)")
-    out.append(("Nodes", "Inner nodes are owned by the partition; halo nodes are copies of other partitions' nodes.",
-                _png(fig)))
-
-    fig, ax = _fig()
-    series = [(t, [r["inner_edges"][t] for r in parts], _color(i), False) for i, t in enumerate(q["etypes"])]
-    halo = [sum(r["halo_edges"].values()) for r in parts]
-    _stacked(ax, labels, series + ([("halo edges (all types)", halo, "#8C8C8C", True)] if any(halo) else []))
-    ax.set_ylabel("edges")
-    ax.set_title("Edges per partition and type (hatched: halo)")
-    out.append(("Edges", "An edge is owned by its destination's partition; halo edges are kept for halo nodes.",
-                _png(fig)))
-
-    m = np.asarray(q["edge_matrix"], dtype=float)
-    fig, ax = _fig()
-    im = ax.imshow(m, cmap="viridis")
-    ax.set_xticks(range(P), labels)
-    ax.set_yticks(range(P), labels)
-    ax.set_xlabel("into partition (destination owner)")
-    ax.set_ylabel("from partition (source owner)")
-    if P <= 12:
-        top = m.max() if m.size else 0
-        for i in range(P):
-            for j in range(P):
-                ax.text(j, i, f"{int(m[i, j]):,}", ha="center", va="center", fontsize=8,
-                        color="black" if m[i, j] > 0.6 * top else "white")
-    fig.colorbar(im, ax=ax, shrink=0.9, label="edges")
-    ax.set_title(f"Partition-to-partition edges (cut {q['edge_cut']['share']:.1%})")
-    out.append(("Edge matrix", "Diagonal: edges inside a partition; off-diagonal: cut edges.", _png(fig)))
-
-    fig, ax = _fig()
-    names = [f"nodes: {t}" for t in q["ntypes"]] + [f"edges: {t}" for t in q["etypes"]] + \
-        [f"constraint: {c}" for c in q["balance_constraints"]]
-    values = list(q["imbalance"]["nodes"].values()) + list(q["imbalance"]["edges"].values()) + \
-        list(q["balance_constraints"].values())
-    colors = [PALETTE[0]] * len(q["ntypes"]) + [PALETTE[1]] * len(q["etypes"]) + \
-        [PALETTE[2]] * len(q["balance_constraints"])
-    y = np.arange(len(names))
-    ax.barh(y, values, color=colors)
-    ax.set_yticks(y, names, fontsize=7)
-    ax.invert_yaxis()
-    ax.axvline(1.0, color="#333", lw=0.8, ls="--")
-    ax.set_xlim(left=min(0.9, min(values, default=1.0) - 0.05))
-    ax.set_xlabel("max / mean over partitions (1.0 = perfect)")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title("Imbalance per type and balance constraint")
-    out.append(("Imbalance", "Constraints come from assignment_report.json when it is present.", _png(fig)))
-
-    fig, ax = _fig()
-    shares = [100 * r["halo_share"] for r in parts]
-    ax.bar(labels, shares, color=PALETTE[4])
-    for i, s in enumerate(shares):
-        ax.text(i, s, f"{s:.1f}%", ha="center", va="bottom", fontsize=7)
-    ax.set_ylabel("halo nodes / all nodes (%)")
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"Halo share per partition (replication factor {q['replication_factor']:.2f})")
-    out.append(("Halo share", "Replication factor: nodes stored over all partitions / nodes of the graph.", _png(fig)))
-
-    fig, ax = _fig()
+    out = _type_figures(q, labels)
+    out.append(("Diagonal: edges inside a partition; off-diagonal: cut edges.",
+                heatmap("fig-matrix", f"Partition-to-partition edges (cut {q['edge_cut']['share']:.1%})", labels,
+                        q["edge_matrix"], "into partition (destination owner)", "from partition (source owner)",
+                        "edges", annotate=P <= 12)))
+    out.append(_imbalance_figure(q))
+    shares = Series("halo share", [100 * r["halo_share"] for r in parts], PALETTE[4])
+    out.append(("Replication factor: nodes stored over all partitions / nodes of the graph.",
+                stacked_bars("fig-halo", f"Halo share per partition (replication factor {q['replication_factor']:.2f})",
+                             labels, [shares], "halo nodes / all nodes (%)", lambda v: f"{v:.1f}%", legend=False,
+                             totals=True)))
     files = sorted({f for r in parts for f in r["file_bytes"]})
-    _stacked(ax, labels, [(f, [r["file_bytes"].get(f, 0) / 2**20 for r in parts], _color(i), False)
-                          for i, f in enumerate(files)])
-    ax.set_ylabel("MiB")
-    ax.set_title("Bytes on disk per partition")
-    out.append(("Bytes on disk", "Every file in each partition folder.", _png(fig)))
-
+    out.append(("Every file in each partition folder.",
+                stacked_bars("fig-bytes", "Bytes on disk per partition", labels,
+                             [Series(f, [r["file_bytes"].get(f, 0) / 2**20 for r in parts], _color(i))
+                              for i, f in enumerate(files)], "MiB", _mib)))
     if times:
-        fig, ax = _fig()
-        names = list(times)
-        ax.barh(names, [times[n] for n in names], color=PALETTE[5])
-        for i, n in enumerate(names):
-            ax.text(times[n], i, f" {times[n]:.2f} s", va="center", fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xlabel("seconds")
-        ax.spines[["top", "right"]].set_visible(False)
-        ax.set_title("Time of each step")
-        out.append(("Step times", "As measured by the pipeline (validate: this validation).", _png(fig)))
+        out.append(("As measured by the pipeline (validate: this validation).",
+                    hbars("fig-times", "Time of each step", list(times), list(times.values()),
+                          [PALETTE[5]] * len(times), "seconds", lambda v: f"{v:.2f} s")))
     return out
 
 
@@ -191,8 +134,8 @@ def render_html(report: dict) -> str:
              ("on disk", f"{q['bytes_total'] / 2**20:,.1f} MiB"), ("problems", report["num_problems"])]
     cards_html = "".join(f"<div class='card'><div class='v'>{v}</div><div class='k'>{_e(k)}</div></div>"
                          for k, v in cards)
-    figs = "".join(f"<figure><img alt='{_e(t)}' src='data:image/png;base64,{b}'><figcaption>{_e(c)}</figcaption>"
-                   f"</figure>" for t, c, b in _figures(q, report.get("step_times") or {}))
+    figs = "".join(f"<figure>{svg}<figcaption>{_e(c)}</figcaption></figure>"
+                   for c, svg in _figures(q, report.get("step_times") or {}))
     checks = _table(["check", "status", "problems", "invariant / note"], [
         [f"<code>{_e(c['name'])}</code>", f"<span class='badge {c['status']}'>{c['status']}</span>", c["problems"],
          f"<span style='text-align:left;display:block'>{_e(c['invariant'])}"
