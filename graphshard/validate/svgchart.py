@@ -160,6 +160,7 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
     slot = (box.right - box.left) / max(len(categories), 1)
     scale = (box.bottom - box.top) / ticks[-1]
     body = _value_axis_y(box, ticks, ylabel)
+    size = _label_size([fmt(v) for v in sums], slot, (9, 8, 7))  # 0: too crowded, the hover titles have them
     for i, cat in enumerate(categories):
         x, y = box.left + slot * (i + 0.1), box.bottom
         for s, fill in zip(series, fills):
@@ -170,8 +171,8 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
                 body.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(slot * 0.8)}" height="{_n(h)}" '
                             f'fill="{fill}" stroke="#fff" stroke-width="0.6"><title>{_e(cat)} · {_e(s.name)}: '
                             f'{_e(fmt(v))}</title></rect>')
-        if totals:
-            body.append(_text(x + slot * 0.4, y - 3, fmt(sums[i]), 9, "middle"))
+        if totals and size:
+            body.append(_text(x + slot * 0.4, y - 3, fmt(sums[i]), size, "middle"))
     body += _category_labels(categories, [box.left + slot * (i + 0.5) for i in range(len(categories))],
                              slot, box.bottom + 13)
     body.append(_spines(box))
@@ -180,11 +181,16 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
     return _frame(uid, title, body, height, defs)
 
 
+def _label_size(labels: list[str], slot: float, sizes: tuple[float, ...]) -> float:
+    """The largest of `sizes` at which every label fits its `slot` beside its neighbours; 0 if none does."""
+    widest = max(labels, key=len, default="")
+    return next((z for z in sizes if _every(text_width(widest, z), slot) == 1), 0)
+
+
 def _category_labels(labels: list[str], centers: list[float], slot: float, y: float) -> list[str]:
     """Category tick labels centred under their bars: smaller when crowded, then thinned so they never overlap."""
-    widest = max(labels, key=len, default="")
-    size = next((z for z in (FONT, 9, 8) if _every(text_width(widest, z), slot) == 1), 8)
-    k = _every(text_width(widest, size), slot)
+    size = _label_size(labels, slot, (FONT, 9, 8)) or 8
+    k = _every(text_width(max(labels, key=len, default=""), size), slot)
     return [_text(c, y, s, size, "middle") for i, (s, c) in enumerate(zip(labels, centers)) if i % k == 0]
 
 
@@ -198,8 +204,8 @@ def hbars(uid: str, title: str, names: list[str], values: list[float], colors: l
           fmt: Callable[[float], str], lo: float = 0.0, ref: float | None = None) -> str:
     """One horizontal bar per name from `lo` to its value, the value printed at its end and in a hover title;
     `ref` draws a dashed reference line (e.g. 1.0 = perfect balance)."""
-    ticks = [t for t in nice_ticks(lo, max(values + ([ref] if ref is not None else []), default=lo + 1)) if t >= lo]
-    lo, hi = min(lo, ticks[0]), ticks[-1]
+    ticks = nice_ticks(lo, max(values + ([ref] if ref is not None else []), default=lo + 1))
+    lo, hi = ticks[0], ticks[-1]  # the axis starts at the round tick at or below the asked `lo`
     height = max(H, 74 + 18 * len(names))
     left = min(W * 0.45, max((text_width(n, 9) for n in names), default=0) + 10)
     box = Box(left, 30, W - 12 - max((text_width(fmt(v), 9) for v in values), default=0), height - 40)
