@@ -41,6 +41,7 @@ class Box:
 
 
 def _e(x: object) -> str:
+    """`x` as SVG/HTML text, quotes escaped too (names and titles land in attributes)."""
     return escape(str(x), quote=True)
 
 
@@ -56,6 +57,7 @@ def text_width(s: str, size: float = FONT) -> float:
 
 
 def _text(x: float, y: float, s: str, size: float = FONT, anchor: str = "start", extra: str = "") -> str:
+    """A <text> element at (x, y) (baseline), anchored start/middle/end; `extra` adds attributes."""
     return (f'<text x="{_n(x)}" y="{_n(y)}" font-size="{size:g}" text-anchor="{anchor}"{extra}>'
             f'{_e(s)}</text>')
 
