@@ -31,7 +31,7 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
     Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads).
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
-    from graphshard import validate  # imported here: its report writer loads matplotlib, which a cached run skips
+    from graphshard import validate  # imported here: a cached run skips the validator's imports
 
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
