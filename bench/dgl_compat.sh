@@ -40,7 +40,7 @@ setup() {
     "$pip" install --no-deps -e "$REPO"
     # graphshard's other dependencies, each only if it resolves under numpy<2 (dask runs the dispatch; prefect is optional).
     local dep
-    for dep in "dask[dataframe,distributed]" pymetis cmeel-metis kaminpar matplotlib \
+    for dep in "dask[dataframe,distributed]" pymetis cmeel-metis kaminpar \
                "prefect==3.8.8 prefect-dask==0.3.7 fastapi<0.151"; do
         # shellcheck disable=SC2086  # the prefect group is three requirements installed together
         "$pip" install -c "$constraints" $dep || echo "dgl_compat: optional dependency $dep not installed" >&2
