@@ -14,7 +14,8 @@ from html import escape
 from typing import Callable
 
 W, H = 640, 360  # every chart's size in CSS pixels (the page scales it to its column)
-FONT = 10  # tick labels, legend, value labels
+FONT = 11  # tick and axis labels
+SMALL = 10  # legends, value labels, bar names
 CHAR = 0.6  # average glyph width over font size of a sans-serif face: margins are sized from it
 GRID, AXIS, MUTED = "#e3e5ea", "#555", "#333"
 # matplotlib's viridis at 0, 0.1, ..., 1 (interpolated linearly in between)
@@ -90,7 +91,7 @@ def _frame(uid: str, title: str, body: list[str], height: float = H, defs: str =
     """The <svg> element: title on top, `body` elements, text in the page's font."""
     return (f'<svg xmlns="http://www.w3.org/2000/svg" id="{_e(uid)}" viewBox="0 0 {W} {_n(height)}" width="{W}" '
             f'height="{_n(height)}" role="img" aria-label="{_e(title)}" font-family="inherit" fill="#222">'
-            + (f"<defs>{defs}</defs>" if defs else "") + _text(W / 2, 18, title, 13, "middle") + "".join(body)
+            + (f"<defs>{defs}</defs>" if defs else "") + _text(W / 2, 18, title, 14, "middle") + "".join(body)
             + "</svg>")
 
 
@@ -111,9 +112,9 @@ def _legend(x: float, y: float, entries: list[tuple[str, str]]) -> list[str]:
     """Swatch and name per (name, fill), one a line, from (x, y) down."""
     out = []
     for i, (name, fill) in enumerate(entries):
-        top = y + i * 14
+        top = y + i * 15
         out.append(f'<rect x="{_n(x)}" y="{_n(top)}" width="10" height="10" fill="{fill}"/>')
-        out.append(_text(x + 14, top + 9, name, 9))
+        out.append(_text(x + 14, top + 9, name, SMALL))
     return out
 
 
@@ -155,14 +156,14 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
     fills, defs = _fills(uid, series)
     sums = [sum(s.values[i] for s in series) for i in range(len(categories))]
     ticks = nice_ticks(0.0, max(sums, default=0.0) or 1.0)
-    legend_w = max((text_width(s.name, 9) for s in series), default=0) + 24 if legend else 0
-    height = max(H, 40 + 14 * len(series)) if legend else H
+    legend_w = max((text_width(s.name, SMALL) for s in series), default=0) + 24 if legend else 0
+    height = max(H, 40 + 15 * len(series)) if legend else H
     left = 22 + text_width(tick_format(ticks)(ticks[-1]))
     box = Box(left, 30, W - legend_w - 12, height - 24)
     slot = (box.right - box.left) / max(len(categories), 1)
     scale = (box.bottom - box.top) / ticks[-1]
     body = _value_axis_y(box, ticks, ylabel)
-    size = _label_size([fmt(v) for v in sums], slot, (9, 8, 7))  # 0: too crowded, the hover titles have them
+    size = _label_size([fmt(v) for v in sums], slot, (SMALL, 9, 8, 7))  # 0: too crowded, the hover titles have them
     for i, cat in enumerate(categories):
         x, y = box.left + slot * (i + 0.1), box.bottom
         for s, fill in zip(series, fills):
@@ -191,7 +192,7 @@ def _label_size(labels: list[str], slot: float, sizes: tuple[float, ...]) -> flo
 
 def _category_labels(labels: list[str], centers: list[float], slot: float, y: float) -> list[str]:
     """Category tick labels centred under their bars: smaller when crowded, then thinned so they never overlap."""
-    size = _label_size(labels, slot, (FONT, 9, 8)) or 8
+    size = _label_size(labels, slot, (FONT, SMALL, 9, 8)) or 8
     k = _every(text_width(max(labels, key=len, default=""), size), slot)
     return [_text(c, y, s, size, "middle") for i, (s, c) in enumerate(zip(labels, centers)) if i % k == 0]
 
@@ -209,8 +210,8 @@ def hbars(uid: str, title: str, names: list[str], values: list[float], colors: l
     ticks = nice_ticks(lo, max(values + ([ref] if ref is not None else []), default=lo + 1))
     lo, hi = ticks[0], ticks[-1]  # the axis starts at the round tick at or below the asked `lo`
     height = max(H, 74 + 18 * len(names))
-    left = min(W * 0.45, max((text_width(n, 9) for n in names), default=0) + 10)
-    box = Box(left, 30, W - 12 - max((text_width(fmt(v), 9) for v in values), default=0), height - 40)
+    left = min(W * 0.45, max((text_width(n, SMALL) for n in names), default=0) + 10)
+    box = Box(left, 30, W - 12 - max((text_width(fmt(v), SMALL) for v in values), default=0), height - 40)
     row = (box.bottom - box.top) / max(len(names), 1)
     sx = (box.right - box.left) / (hi - lo)
     body = _value_axis_x(box, ticks, xlabel)
@@ -219,8 +220,8 @@ def hbars(uid: str, title: str, names: list[str], values: list[float], colors: l
         y, w, mid = box.top + row * (i + 0.5) - bar / 2, max(v - lo, 0.0) * sx, box.top + row * (i + 0.5) + 3.5
         body.append(f'<rect x="{_n(box.left)}" y="{_n(y)}" width="{_n(w)}" height="{_n(bar)}" fill="{color}">'
                     f'<title>{_e(name)}: {_e(fmt(v))}</title></rect>')
-        body.append(_text(box.left + w + 3, mid, fmt(v), 9))
-        body.append(_text(box.left - 5, mid, _fit(name, box.left - 10, 9), 9, "end"))
+        body.append(_text(box.left + w + 3, mid, fmt(v), SMALL))
+        body.append(_text(box.left - 5, mid, _fit(name, box.left - 10, SMALL), SMALL, "end"))
     if ref is not None:
         x = box.left + (ref - lo) * sx
         body.append(f'<line x1="{_n(x)}" x2="{_n(x)}" y1="{_n(box.top)}" y2="{_n(box.bottom)}" stroke="{MUTED}" '
@@ -252,7 +253,7 @@ def heatmap(uid: str, title: str, labels: list[str], matrix: list[list[float]], 
             x, y, t = box.left + j * cell, box.top + i * cell, (v - vmin) / (vmax - vmin) if vmax > vmin else 0.5
             body.append(f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(cell)}" height="{_n(cell)}" fill="{viridis(t)}">'
                         f'<title>{_e(labels[i])} → {_e(labels[j])}: {int(v):,} {_e(unit)}</title></rect>')
-            size = min(9.0, cell / (max(len(f"{int(v):,}"), 1) * CHAR + 0.8))
+            size = min(10.0, cell / (max(len(f"{int(v):,}"), 1) * CHAR + 0.8))
             if annotate and size >= 6:
                 color = "#000" if t > 0.6 else "#fff"  # dark text on viridis' light end
                 body.append(_text(x + cell / 2, y + cell / 2 + size * 0.35, f"{int(v):,}", round(size, 1), "middle",
