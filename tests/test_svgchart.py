@@ -86,3 +86,14 @@ def test_charts_escape_names_and_are_byte_stable():
     assert "<a&b>" in [t.text for t in root.iter(f"{SVG}text")] and root.get("aria-label") == "t <x>"
     empty = stacked_bars("z", "t", ["p0"], [Series("a", [0.0], "#111")], "y", str)
     assert "<title>" not in empty and "NaN" not in empty  # zero values draw no bar; an all-zero axis still scales
+
+
+def test_long_legend_names_are_cut_to_keep_the_plot_wide():
+    name = "a_very_long_source_type:rev_of_a_very_long_relation_name:a_very_long_destination_type"
+    svg = stacked_bars("l", "t", ["p0", "p1"], [Series(name, [1.0, 2.0], "#111"), Series("b", [1.0, 1.0], "#222")],
+                       "y", str)
+    root = ET.fromstring(svg)
+    legend = [t for t in root.iter(f"{SVG}text") if t.text and t.text.startswith("a_very")]
+    assert len(legend) == 1 and legend[0].text.endswith("…") and legend[0].find(f"{SVG}title").text == name
+    assert "b" in [t.text for t in root.iter(f"{SVG}text")]
+    assert float(legend[0].get("x")) + text_width(legend[0].text, 10) <= 640

@@ -108,13 +108,15 @@ def _fills(uid: str, series: list[Series]) -> tuple[list[str], str]:
     return fills, "".join(_hatch(uid, i, s.color) for i, s in enumerate(series) if s.hatched)
 
 
-def _legend(x: float, y: float, entries: list[tuple[str, str]]) -> list[str]:
-    """Swatch and name per (name, fill), one a line, from (x, y) down."""
+def _legend(x: float, y: float, entries: list[tuple[str, str]], width: float) -> list[str]:
+    """Swatch and name per (name, fill), one a line, from (x, y) down; a name wider than `width` is cut, its hover
+    title keeps it whole."""
     out = []
     for i, (name, fill) in enumerate(entries):
-        top = y + i * 15
+        top, shown = y + i * 15, _fit(name, width - 14, SMALL)
         out.append(f'<rect x="{_n(x)}" y="{_n(top)}" width="10" height="10" fill="{fill}"/>')
-        out.append(_text(x + 14, top + 9, name, SMALL))
+        out.append(_text(x + 14, top + 9, shown, SMALL) if shown == name else
+                   _text(x + 14, top + 9, shown, SMALL).replace("</text>", f"<title>{_e(name)}</title></text>"))
     return out
 
 
@@ -156,7 +158,7 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
     fills, defs = _fills(uid, series)
     sums = [sum(s.values[i] for s in series) for i in range(len(categories))]
     ticks = nice_ticks(0.0, max(sums, default=0.0) or 1.0)
-    legend_w = max((text_width(s.name, SMALL) for s in series), default=0) + 24 if legend else 0
+    legend_w = min(max((text_width(s.name, SMALL) for s in series), default=0) + 24, 0.4 * W) if legend else 0
     height = max(H, 40 + 15 * len(series)) if legend else H
     left = 22 + text_width(tick_format(ticks)(ticks[-1]))
     box = Box(left, 30, W - legend_w - 12, height - 24)
@@ -180,7 +182,7 @@ def stacked_bars(uid: str, title: str, categories: list[str], series: list[Serie
                              slot, box.bottom + 13)
     body.append(_spines(box))
     if legend:
-        body += _legend(box.right + 12, box.top, [(s.name, f) for s, f in zip(series, fills)])
+        body += _legend(box.right + 12, box.top, [(s.name, f) for s, f in zip(series, fills)], legend_w)
     return _frame(uid, title, body, height, defs)
 
 
