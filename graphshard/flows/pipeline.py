@@ -13,9 +13,7 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
-import importlib
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -50,13 +48,8 @@ def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
     return forced | set(force or [])
 
 
-def _cluster_started(client, validating: bool) -> None:
-    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks.
-    A run that starts its cluster builds something: the validation's report module (matplotlib, ~0.7 s) is
-    imported in the background meanwhile, while this process mostly waits for the workers."""
-    if validating:
-        threading.Thread(target=importlib.import_module, args=("graphshard.validate",), daemon=True,
-                         name="graphshard-import-validate").start()
+def _cluster_started(client) -> None:
+    """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks."""
     from graphshard.flows import progress  # imports distributed: only once a cluster runs
 
     progress.install(client)
@@ -97,7 +90,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         return state.result()
 
     # no cluster if every step is cached
-    cluster = ClusterOnDemand(cfg.cluster.spec(), on_start=lambda c: _cluster_started(c, cfg.validate_.enabled))
+    cluster = ClusterOnDemand(cfg.cluster.spec(), on_start=_cluster_started)
     try:
         ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
         assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
