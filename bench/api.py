@@ -15,47 +15,18 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-import psutil
+from measure import RssSampler  # bench/measure.py
 
 HERE = Path(__file__).resolve().parent
-
-
-class TreeRss:
-    """Peak of the summed RSS of this process and its descendants, sampled in a background thread."""
-
-    def __init__(self, period: float = 0.05):
-        self.period, self.peak, self._stop = period, 0, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            total = 0
-            for proc in [me, *me.children(recursive=True)]:
-                try:
-                    total += proc.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(self.period)
-
-    def __enter__(self) -> "TreeRss":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def one_run(graph: Path, side: str, method: str, parts: int, out: Path) -> dict:
     """Load the graph, partition it with one side; the figures of this process."""
     start = time.perf_counter()
-    with TreeRss() as rss:
+    with RssSampler(tree_of=os.getpid()) as rss:
         os.environ.setdefault("DGLBACKEND", "pytorch")
         sys.path.insert(0, str(HERE))
         from dgl_partition import load_dgl_graph  # the DGL venv's dgl, imported here
@@ -73,7 +44,7 @@ def one_run(graph: Path, side: str, method: str, parts: int, out: Path) -> dict:
         call = time.perf_counter() - loaded
     return {"side": side, "method": method, "num_parts": parts, "nodes": g.num_nodes(), "edges": g.num_edges(),
             "load_s": round(loaded - start, 2), "call_s": round(call, 2),
-            "process_s": round(time.perf_counter() - start, 2), "peak_tree_rss_gib": round(rss.peak / 2**30, 3),
+            "process_s": round(time.perf_counter() - start, 2), "peak_tree_rss_gib": round(rss.total / 2**30, 3),
             "mapping_types": [type(nids).__name__, type(eids).__name__]}
 
 

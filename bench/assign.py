@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -23,6 +22,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from measure import own_peak  # bench/measure.py
 
 METHODS = ["pymetis", "metis", "kaminpar", "parmetis", "multilevel", "random"]
 
@@ -58,11 +59,6 @@ def run_pymetis(meta: Path, k: int, seed: int) -> dict:
     return {"build_graph_s": t1 - t0, "partition_call_s": t2 - t1, "total_s": t2 - t0, "cut": cut, "edges": total}
 
 
-def worker_peak_rss(dask_worker) -> int:
-    """Peak RSS of a Dask worker process (bytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def run_method(meta: Path, k: int, method: str, seed: int, ranks: int, args: argparse.Namespace) -> dict:
     """The full assignment step (graphshard.assign.assign) of one method, in this process; `multilevel` on a local
     Dask cluster of `args.workers` workers (started before the clock)."""
@@ -89,7 +85,7 @@ def run_method(meta: Path, k: int, method: str, seed: int, ranks: int, args: arg
                      client=client)
         total = time.perf_counter() - t0
         report = json.loads((out / REPORT_FILE).read_text())
-        workers_rss = sorted(client.run(worker_peak_rss).values()) if client is not None else None
+        workers_rss = sorted(client.run(own_peak).values()) if client is not None else None
     secs = report["partitioner"].get("seconds", {})
     result = {"total_s": total, "cut": report["edge_cut"]["count"], "edges": report["num_edges"],
               "imbalance": report["imbalance"]["nodes"], "partition_call_s": secs.get("partition_call"),
@@ -110,8 +106,7 @@ def child(args: argparse.Namespace) -> None:
         result = run_pymetis(args.graph, args.k, args.seed)
     else:
         result = run_method(args.graph, args.k, args.one, args.seed, args.ranks, args)
-    self_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    result["peak_rss_bytes"] = self_rss + sum(result.get("rank_peak_rss_bytes", []))
+    result["peak_rss_bytes"] = own_peak() + sum(result.get("rank_peak_rss_bytes", []))
     print(json.dumps({"method": args.one, "k": args.k, **result}))
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from graphshard.formats.dgl_binary import load_graph, save_tensor_dict  # noqa: 
 from graphshard.formats.partition_book import PartitionBook  # noqa: E402
 from graphshard.formats.readers import read_chunk, read_edge_chunk  # noqa: E402
 from graphshard.fsutil import staged_output  # noqa: E402
+from measure import own_peak  # noqa: E402  (bench/measure.py)
 
 HOMO_ETYPE = "_N:_E:_N"
 
@@ -80,11 +80,6 @@ def edge_cut(config: Path) -> int:
     return cut
 
 
-def peak_rss() -> int:
-    """Peak resident set size of this process in bytes (Linux reports KiB)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--in", dest="metadata", required=True, type=Path, help="chunked graph metadata.json")
@@ -117,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         "graph": str(args.metadata), "num_nodes": g.num_nodes(), "num_edges": g.num_edges(),
         "method": args.method, "num_parts": args.parts, "hops": args.hops,
         "load_s": round(loaded - start, 2), "partition_s": round(partitioned - loaded, 2),
-        "wall_s": round(done - start, 2), "peak_rss_bytes": peak_rss(), "config": str(config),
+        "wall_s": round(done - start, 2), "peak_rss_bytes": own_peak(), "config": str(config),
     }
     if args.cut:
         result["edge_cut"] = edge_cut(config)

@@ -3,7 +3,7 @@
 Same graph, same run: a seeded random assignment into k parts, then
   * floor: one process with plain numpy doing the same work (new IDs, route + relabel, full 1-hop halo, write COO and
     features as .npy), the lower bound a distributed version competes with;
-  * graphshard: `dispatch` on a LocalCluster (W workers x 1 thread), peak RSS of every worker sampled with psutil;
+  * graphshard: `dispatch` on a LocalCluster (W workers x 1 thread), every worker's peak RSS sampled (measure.py);
   * DGL: `bench/dgl_partition.py` (in-memory `partition_graph`, random) in /work/dgl-venv, when present.
 Prints one JSON line. Run heavy: `flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/dispatch.py`.
 """
@@ -14,20 +14,18 @@ import argparse
 import json
 import logging
 import os
-import resource
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 
 from graphshard.formats.assignment import read_parts, write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.readers import read_edge_chunk, read_rows
+from measure import machine, on_workers, own_peak  # bench/measure.py
 
 DGL_PYTHON = Path("/work/dgl-venv/bin/python")
 HERE = Path(__file__).resolve().parent
@@ -95,34 +93,7 @@ def numpy_floor(metadata: Path, assignment: Path, out: Path) -> dict:
     t_write = time.perf_counter()
     return {"wall_s": round(t_write - t0, 2), "load_s": round(t_load - t0, 2), "route_s": round(t_route - t_load, 2),
             "build_write_s": round(t_write - t_route, 2),
-            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
-
-
-class RssSampler:
-    """Peak RSS per process of a set of pids, sampled every `period` seconds in a background thread."""
-
-    def __init__(self, pids: list[int], period: float = 0.05):
-        self.procs = {pid: psutil.Process(pid) for pid in pids}
-        self.peak = {pid: 0 for pid in pids}
-        self.period, self._stop = period, threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            for pid, proc in self.procs.items():
-                try:
-                    self.peak[pid] = max(self.peak[pid], proc.memory_info().rss)
-                except psutil.Error:
-                    pass
-            time.sleep(self.period)
-
-    def __enter__(self) -> "RssSampler":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
+            "peak_rss_bytes": own_peak()}
 
 
 class StepLog(logging.Handler):
@@ -162,15 +133,12 @@ def run_graphshard(metadata: Path, assignment: Path, out: Path, workers: int, me
     with LocalCluster(n_workers=workers, threads_per_worker=1, memory_limit=memory_limit, dashboard_address=":0",
                       processes=True) as cluster, Client(cluster) as client:
         started = time.perf_counter()
-        pids = list(client.run(os.getpid).values())
-        with RssSampler(pids) as sampler, get_task_stream(client) as stream:
-            t1 = time.perf_counter()
-            dispatch(metadata, assignment, out, DispatchOptions(**options), client, overwrite=True)
-            t2 = time.perf_counter()
-    return {"dispatch_s": round(t2 - t1, 2), "cluster_start_s": round(started - t0, 2), "steps_s": steps.steps,
-            "task_compute_s": task_compute(stream.data),
-            "worker_peak_rss_bytes": sorted(sampler.peak.values(), reverse=True),
-            "client_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+        with get_task_stream(client) as stream:
+            _, seconds, peaks = on_workers(client, dispatch, metadata, assignment, out, DispatchOptions(**options),
+                                           client, overwrite=True)
+    return {"dispatch_s": round(seconds, 2), "cluster_start_s": round(started - t0, 2), "steps_s": steps.steps,
+            "task_compute_s": task_compute(stream.data), "worker_peak_rss_bytes": peaks,
+            "client_peak_rss_bytes": own_peak()}
 
 
 def run_dgl(metadata: Path, out: Path, num_parts: int) -> dict | None:
@@ -206,9 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     random_assignment(args.graph, assignment, args.parts, args.seed)
     result = {"graph": str(args.graph), "parts": args.parts, "workers": args.workers,
-              "memory_limit": args.memory_limit, "halo_hops": args.halo_hops,
-              "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-              "ram_gib": round(psutil.virtual_memory().total / 2**30, 1)}
+              "memory_limit": args.memory_limit, "halo_hops": args.halo_hops, **machine()}
     if not args.no_floor:
         proc = subprocess.run([sys.executable, __file__, "--floor-only", "--graph", str(args.graph), "--work",
                                str(args.work)], capture_output=True, text=True, check=True)

@@ -21,54 +21,26 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import psutil
 import yaml
 
+import measure  # bench/measure.py
+
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 DGL_PY = Path("/work/dgl-venv/bin/python")
 
 
-def _hwm(proc: psutil.Process) -> int:
-    """A process's peak resident set size so far (bytes), 0 if it is gone."""
-    try:
-        with open(f"/proc/{proc.pid}/status") as f:
-            return next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
-        return 0
-
-
 def timed(args: list[str], env: dict, log: Path) -> dict:
-    """Run a command to completion; its wall time and the largest peak RSS among it and its descendants."""
-    peaks: dict[int, int] = {}
-    start = time.perf_counter()
+    """Run a command to completion (output to `log`); its wall time and the largest peak RSS in its process tree."""
     with open(log, "w") as out:
-        proc = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-        root = psutil.Process(proc.pid)
-        done = threading.Event()
-
-        def poll() -> None:
-            while not done.wait(0.1):
-                try:
-                    tree = [root, *root.children(recursive=True)]
-                except psutil.Error:
-                    continue
-                for p in tree:
-                    peaks[p.pid] = max(peaks.get(p.pid, 0), _hwm(p))
-
-        watcher = threading.Thread(target=poll, daemon=True)
-        watcher.start()
-        code = proc.wait()
-        wall = time.perf_counter() - start
-        done.set()
-        watcher.join()
-    if code != 0:
-        raise SystemExit(f"{' '.join(args)} failed ({code}); see {log}:\n{log.read_text()[-3000:]}")
-    return {"wall": wall, "peak": max(peaks.values(), default=0)}
+        run = measure.run(args, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    if run.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({run.returncode}); see {log}:\n{log.read_text()[-3000:]}")
+    return {"wall": run.wall, "peak": run.peak}
 
 
 def write_config(folder: Path, metadata: Path, parts: int) -> Path:
@@ -93,7 +65,7 @@ library_run(Path({metadata!r}), Path({out!r}), cfg)
 """
 
 
-def measure(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict]:
+def measure_graphshard(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict]:
     """Every graphshard variant, in a fixed order; returns name -> {wall, peak}."""
     gs = [PY, "-m", "graphshard.cli"]
     results: dict[str, dict] = {}
@@ -108,7 +80,7 @@ def measure(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict
     results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
     results["run_cached_ephemeral"] = timed([*gs, "run", str(warm)], {**env, "GRAPHSHARD_PREFECT": "ephemeral"},
                                             root / "run_cached_ephemeral.log")  # the design replaced: per-run server
-    results["server"] = {"wall": 0.0, "peak": _hwm(server)}
+    results["server"] = {"wall": 0.0, "peak": measure.hwm(server.pid)}
     shutil.rmtree(root / "cold"), shutil.rmtree(root / "warm")
 
     steps = root / "steps"
@@ -187,7 +159,7 @@ def main() -> None:
         timed([PY, "-m", "graphshard.cli", "generate", "rmat", "--out", str(args.graph), "--nodes", str(args.nodes),
                "--edges", str(args.edges), "--chunks", str(args.chunks)], env, root / "generate.log")
     try:
-        results = measure(root, metadata, args.parts, env)
+        results = measure_graphshard(root, metadata, args.parts, env)
         dgl = None if args.no_dgl else dgl_run(root, metadata, args.parts)
         if dgl:
             results["dgl"] = dgl

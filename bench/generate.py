@@ -1,4 +1,4 @@
-"""Benchmark `graphshard generate rmat`: wall time and peak RSS (from /usr/bin/time -v) against a write floor.
+"""Benchmark `graphshard generate rmat`: wall time and peak RSS (bench/measure.py) against a write floor.
 
 The floor, measured in the same run, is a process that only writes the same number of bytes as .npy chunk files
 (zeros, same chunk sizes): the ratio says what generating the values costs beyond the I/O.
@@ -10,7 +10,6 @@ The floor, measured in the same run, is a process that only writes the same numb
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import subprocess
 import sys
@@ -18,7 +17,8 @@ import textwrap
 from datetime import date
 from pathlib import Path
 
-TIME = "/usr/bin/time"
+import measure  # bench/measure.py
+
 GRAPHSHARD = str(Path(sys.executable).with_name("graphshard"))
 
 FLOOR = textwrap.dedent("""
@@ -32,14 +32,9 @@ FINGERPRINT = "import sys; from graphshard.ingest import fingerprint; fingerprin
 
 
 def timed(cmd: list[str]) -> dict:
-    """Run a command under /usr/bin/time -v; wall seconds and peak RSS in MiB."""
-    proc = subprocess.run([TIME, "-v", *cmd], capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr}")
-    wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", proc.stderr).group(1)
-    seconds = sum(float(x) * 60**i for i, x in enumerate(reversed(wall.split(":"))))
-    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr).group(1))
-    return {"wall_s": seconds, "peak_rss_mib": rss_kb / 1024}
+    """Run a command; wall seconds and the largest peak RSS in its process tree, in MiB."""
+    run = measure.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return {"wall_s": run.wall, "peak_rss_mib": run.peak / 2**20}
 
 
 def folder_file_sizes(folder: Path) -> list[int]:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import yaml
 
+import measure  # bench/measure.py
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -99,10 +101,8 @@ def main() -> None:
     config = write_config(cold_dir, metadata)
     env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL")}
     env["GRAPHSHARD_PREFECT"] = "ephemeral"  # this row measures the temporary server; bench/flow.py the background one
-    start = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).with_name("graphshard")), "run", str(config)], env=env, check=True,
-                   capture_output=True)
-    cold = time.perf_counter() - start
+    cold = measure.run([str(Path(sys.executable).with_name("graphshard")), "run", str(config)], check=True, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True).wall
 
     lib = statistics.median(times["library"])
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores; graph: R-MAT {args.nodes:,} nodes, "

@@ -4,9 +4,9 @@ Same cluster (LocalCluster, W workers x 1 thread), same graph: a seeded random a
   * write: `dispatch` with original-ID files (the baseline validation must beat);
   * validate without the input (output-only checks), with the input (sampled rows + checksums over every row), and
     with the input and --full (every row compared);
-each with its wall time and the peak RSS of every worker (psutil, sampled every 50 ms), and the ratios of validation
-to the write (wall, largest worker peak). `--memory-limit` gives the workers a limit (the nanny kills a worker above
-it), as `cluster.memory_limit` does in the flow. Prints one JSON line.
+each with its wall time and the peak RSS of every worker (sampled every 50 ms, bench/measure.py), and the ratios of
+validation to the write (wall, largest worker peak). `--memory-limit` gives the workers a limit (the nanny kills a
+worker above it), as `cluster.memory_limit` does in the flow. Prints one JSON line.
 Run heavy: `flock /tmp/graphshard-heavy.lock /work/venv/bin/python bench/validate.py`.
 """
 
@@ -14,28 +14,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-import time
 from pathlib import Path
-
-import psutil
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from dispatch import RssSampler, random_assignment  # noqa: E402  (bench/dispatch.py)
+from dispatch import random_assignment  # noqa: E402  (bench/dispatch.py)
+from measure import machine, on_workers  # noqa: E402  (bench/measure.py)
 
 
 def timed(cluster_client, fn, *args, **kwargs) -> tuple[object, dict]:
     """Run fn with every worker's RSS sampled; (result, {seconds, worker peak RSS})."""
-    pids = list(cluster_client.run(os.getpid).values())
-    with RssSampler(pids) as sampler:
-        t0 = time.perf_counter()
-        result = fn(*args, **kwargs)
-        seconds = time.perf_counter() - t0
-    return result, {"s": round(seconds, 2), "worker_peak_rss_bytes": sorted(sampler.peak.values(), reverse=True)}
+    result, seconds, peaks = on_workers(cluster_client, fn, *args, **kwargs)
+    return result, {"s": round(seconds, 2), "worker_peak_rss_bytes": peaks}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -60,9 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     assignment = random_assignment(args.graph, args.work / "assignment", args.parts, args.seed)
     out = args.work / "out"
     result = {"graph": str(args.graph), "parts": args.parts, "workers": args.workers, "halo_hops": 1,
-              "memory_limit": args.memory_limit,
-              "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(),
-              "ram_gib": round(psutil.virtual_memory().total / 2**30, 1)}
+              "memory_limit": args.memory_limit, **machine()}
     try:
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0", processes=True,
                           memory_limit=args.memory_limit) as cluster, Client(cluster) as client:
