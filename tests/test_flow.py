@@ -126,3 +126,21 @@ def test_multilevel_config_on_a_cluster_address(tmp_path, mag_small, dask_addres
     assert max(summary["imbalance"].values()) <= 1.03
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["ok"]
+
+
+@pytest.mark.parametrize("configured", [None, "45"])
+def test_run_has_no_heartbeat_thread_unless_configured(monkeypatch, configured):
+    """The CLI's in-process run drops Prefect's flow heartbeats (up to 1 s at the end of every run) unless the user
+    set a frequency, which then stays."""
+    from prefect.settings import get_current_settings
+
+    from graphshard.flows.pipeline import _heartbeats_as_configured
+
+    if configured is None:
+        monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)
+    else:
+        monkeypatch.setenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", configured)
+    before = get_current_settings().flows.heartbeat_frequency
+    with _heartbeats_as_configured():
+        got = get_current_settings().flows.heartbeat_frequency
+    assert before is not None and got == (None if configured is None else before)

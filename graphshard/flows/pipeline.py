@@ -13,8 +13,10 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -109,12 +111,26 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     return summary
 
 
+def _heartbeats_as_configured():
+    """No flow-run heartbeats unless the user configured them (PREFECT_FLOWS_HEARTBEAT_FREQUENCY in the environment or
+    the active profile). Prefect's default (one every 180 s, for crash-detection automations) costs every run up to
+    1 s at its end, joining a thread that sleeps in 1-s steps; a run in the user's terminal reports its own crash.
+    Deployments (`prefect.yaml`) do not come through here and keep Prefect's default."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
+
+    if PREFECT_FLOWS_HEARTBEAT_FREQUENCY.name in os.environ or PREFECT_FLOWS_HEARTBEAT_FREQUENCY in \
+            load_current_profile().settings:
+        return nullcontext()
+    return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
+
+
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
                  force: list[str] | None = None) -> dict:
     """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
     the failing step's message."""
     try:
-        state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
+        with _heartbeats_as_configured():
+            state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
     finally:
         wait_closed()
     if state.is_completed():
