@@ -114,6 +114,10 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
     assert f"prefect:    {srv.url}/runs/flow-run/{runs[0]['id']}\n" in first.stdout  # the run's page in the UI
     tasks = http_json(f"{srv.api_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [runs[1]["id"]]}}})
     assert sorted(t["state"]["name"] for t in tasks) == ["Cached"] * 5
+    # the process exits without the interpreter's teardown (cli.entry): the run's last log lines still reached the API
+    logs = http_json(f"{srv.api_url}/logs/filter", {"logs": {"flow_run_id": {"any_": [runs[1]["id"]]}}})
+    assert any(entry["message"].startswith("graphshard: 4 partitions") for entry in logs), [e["message"] for e in logs]
+    assert any("Finished in state Completed" in entry["message"] for entry in logs)
 
     status = _cli(["server", "status"], own_home)
     assert status.returncode == 0 and f"pid {srv.pid}" in status.stdout and srv.url in status.stdout
