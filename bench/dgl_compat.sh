@@ -18,7 +18,7 @@ export PIP_CONFIG_FILE=/dev/null
 PRIMARY=("dgl==2.1.0" "torch==2.1.2" "torchdata==0.7.1")
 FALLBACK=("dgl==2.1.0" "torch==2.2.1" "torchdata==0.8.0")
 # pyarrow 26 refuses numpy < 2 at import ("requires NumPy 2.0 or newer"); 20.0 is checked to work with numpy 1.26.
-COMMON=("numpy<2" "setuptools<70" pydantic pyyaml "pyarrow<21" psutil pytest pytest-timeout)
+COMMON=("numpy<2" "setuptools<70" pydantic pyyaml "pyarrow<21" psutil xxhash pytest pytest-timeout)
 
 setup() {
     local pip="$DGL_VENV/bin/pip"
