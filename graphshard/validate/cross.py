@@ -12,23 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphshard.errors import GraphshardError
 from graphshard.validate import checks
 from graphshard.validate.edges import EdgePiece, halo_levels
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.lazy import Column, GraphColumns, index_tensor_dict, pieces
-from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS
+from graphshard.validate.lazy import GraphColumns, pieces
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, orig_ids
 from graphshard.validate.problems import Hits, Problem, first_values
 from graphshard.validate.scan import ScanSetup
 from graphshard.validate.scratch import Scratch
-
-
-def _orig_file(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
-    path = layout.extra_file(part, name)
-    try:
-        return index_tensor_dict(path) if path.exists() else None
-    except (GraphshardError, OSError):
-        return None  # reported by phase one
 
 
 def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
@@ -36,7 +27,7 @@ def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
     problems = []
     for names, name, ranges, flag, nodes in ((layout.ntypes, ORIG_NIDS, layout.node_ranges, setup.orig_nids, True),
                                              (layout.etypes, ORIG_EIDS, layout.edge_ranges, setup.orig_eids, False)):
-        cols = _orig_file(layout, part, name) if flag else None
+        cols = orig_ids(layout, part, name) if flag else None
         for t, typ in enumerate(names):
             col, (a, b) = (cols or {}).get(typ), ranges[t, part]
             if col is None or col.shape != (b - a,):

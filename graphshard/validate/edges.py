@@ -278,11 +278,10 @@ class CutSums:
         inner = e.inner_idx()
         for name, idx, end, ends in (("sent", inner, e.src, e.inner_new_ends(v)),
                                      ("held", held, e.dst, (v.nid[e.src[held]], v.nid[e.dst[held]]))):
-            h = hashing.column_hashes(e.eid[idx], list(ends))
             owner = self.node_owner[end[idx]]
             self.counts[name] += np.bincount(owner[owner >= 0], minlength=self.P)[:self.P]
-            self.sums[name] = [hashing.add(a, b) for a, b in zip(self.sums[name], hashing.sums_by_owner(h, owner,
-                                                                                                       self.P))]
+            sums = hashing.pair_sums(e.eid[idx], *ends, owner, self.P)
+            self.sums[name] = [hashing.add(a, b) for a, b in zip(self.sums[name], sums)]
 
     def result(self) -> dict[str, list[list[int]]]:
         return {name: [[int(self.counts[name][q]), self.sums[name][q]] if q != self.v.part else [0, 0]

@@ -160,19 +160,22 @@ def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tupl
     ends = RowIndex.of(graph, graph.edges[typ]) if kind == "edge_feat" else None
     sums = [0] * layout.num_parts
     for a, b in byte_pieces(table, scale=2):
-        rows = np.asarray(table[a:b])
+        rows, ids = np.asarray(table[a:b]), np.arange(start + a, start + b, dtype=np.int64)
         if kind == "edges":
             src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
             if id_problems(graph, typ, chunk, src, dst):
                 read_edge_chunk(graph, typ, chunk)  # raises the InputError naming the chunk's first bad row
-            rows, owner = new_ends(scratch, layout, typ, src, dst), owner_of(scratch, layout, typ.split(":")[2], dst)
-        elif kind == "node_feat":
-            owner = owner_of(scratch, layout, typ, np.arange(start + a, start + b, dtype=np.int64))
-        else:  # an edge row belongs to the owner of the edge's destination
-            dst = read_rows(graph, graph.edges[typ], start + a, start + b, ends)[:, 1]
-            owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(dst, dtype=np.int64))
-        ids = np.arange(start + a, start + b, dtype=np.int64)
-        sums = [hashing.add(x, y) for x, y in zip(sums, hashing.hash_sums_by_owner(ids, rows, owner,
-                                                                                   layout.num_parts))]
+            s, _, d = typ.split(":")
+            owner = owner_of(scratch, layout, d, dst)
+            found = hashing.pair_sums(ids, to_new(scratch, layout, s, src), to_new(scratch, layout, d, dst), owner,
+                                      layout.num_parts)  # the rows (new src, new dst), not stacked
+        else:
+            if kind == "node_feat":
+                owner = owner_of(scratch, layout, typ, ids)
+            else:  # an edge row belongs to the owner of the edge's destination
+                dst = read_rows(graph, graph.edges[typ], start + a, start + b, ends)[:, 1]
+                owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(dst, dtype=np.int64))
+            found = hashing.row_sums(ids, rows, owner, layout.num_parts)
+        sums = [hashing.add(x, y) for x, y in zip(sums, found)]
     return {(kind, typ if kind == "edges" else f"{typ}/{feat}"): sums}
 

@@ -48,6 +48,11 @@ def dir_bytes(folder: Path) -> dict[str, int]:
     return {str(f.relative_to(folder)): f.stat().st_size for f in sorted(folder.rglob("*")) if f.is_file()}
 
 
+def orig_ids(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
+    """One original-ID file (ORIG_NIDS or ORIG_EIDS) indexed; None when absent or unreadable (phase one says so)."""
+    return _read(index_tensor_dict, layout.extra_file(part, name), layout.extra_rel(part, name), part, [], False)
+
+
 def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
     """Index partition `part`'s graph, features and optional original-ID files."""
     problems: list[Problem] = []

@@ -86,8 +86,8 @@ class SumsAndSamples:
 
     def take(self, kind: str, key: str, n: int, rank: np.ndarray | int, orig: np.ndarray, rows) -> None:
         k = (kind, key)
-        h = hashing.column_hashes(orig, rows) if isinstance(rows, list) else hashing.row_hashes(orig, rows)
-        self.sums[k] = hashing.add(self.sums[k], int(h.sum(dtype=np.uint64)))
+        (total,) = hashing.pair_sums(orig, *rows) if isinstance(rows, list) else hashing.row_sums(orig, rows)
+        self.sums[k] = hashing.add(self.sums[k], total)
         if not self.full:
             pick = self.picks[k]
             if isinstance(rank, (int, np.integer)):  # consecutive positions: the picks inside them

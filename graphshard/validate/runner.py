@@ -1,6 +1,7 @@
-"""The validation run: phase one per partition, global checks on the client, phase two per partition alongside the
-input checksums per input chunk, then the report dict. Tasks run on Dask when a client is given (one partition per
-task, so memory is bounded by the largest partition), else in this process one after the other.
+"""The validation run: phase zero (original node ID maps) per partition, then phase one per partition alongside the
+input checksums per input chunk, global checks on the client, phase two per partition, then the report dict. Tasks
+run on Dask when a client is given (one partition per task, so memory is bounded by the largest partition), else in
+this process one after the other.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from pathlib import Path
 
 from distributed import Client
 
-from graphshard.dasktasks import gather_tasks, run_tasks, submit_tasks
+from graphshard.dasktasks import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
-from graphshard.validate import checks, hashing, inputs, lazy
+from graphshard.validate import checks, hashing, inputs, lazy, scan
 from graphshard.validate.cross import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
@@ -22,13 +23,13 @@ from graphshard.validate.problems import CHECKS, Problem, first_values, problem_
 from graphshard.validate.quality import quality
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.rows import EdgeRows, feature_rows, stacked
-from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems, scan_partition
+from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.scratch import scratch_beside
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     with setup.scratch.kept_open(), lazy.heap_for_pieces():
-        return scan_partition(layout, part, setup)
+        return scan.scan_partition(layout, part, setup)
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
@@ -113,6 +114,11 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
                 problems.append(Problem("features", f"input feature '{key}' is missing", s["part"],
                                         layout.rel(s["part"], kind)))
     return problems
+
+
+def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
+    with setup.scratch.kept_open():
+        scan.node_maps(layout, part, setup)
 
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
@@ -237,6 +243,57 @@ def _skips(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: l
     return skipped
 
 
+def _part_label(item) -> str:
+    return f"part{item[0] if isinstance(item, tuple) else item}"
+
+
+def _input_label(job: tuple) -> str:
+    return "/".join(x for x in (job[0], job[1], job[2]) if x) + f"/chunk{job[3]}"
+
+
+def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Path | None,
+               problems: list[Problem]) -> tuple[list[dict], str, list[list[Problem]], list[dict]]:
+    """Every task of the run, the workers kept busy: the node maps first (small), then the scans beside the input
+    checksums (which read the maps), the client's global checks as the scans end, then the cross-checks (which read
+    what every scan wrote). Adds the scans' and global problems to `problems`; a failure settles every task in
+    flight before the scratch folder goes."""
+    groups: list[TaskGroup] = []
+    parts, consts = list(range(layout.num_parts)), dict(layout=layout, setup=setup)
+    try:
+        groups.append(submit_tasks(client, "validate", "node-maps", _node_maps, parts if setup.orig_nids else [],
+                                   label=_part_label, priority=1, **consts))
+        groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label, **consts))
+        gather_tasks(client, groups[0])
+        input_jobs = inputs.input_jobs(load_metadata(metadata)) if setup.with_input else []
+        groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
+                                   label=_input_label, priority=-1, metadata=metadata, **consts))
+        summaries = gather_tasks(client, groups[1])[0]
+        mode, broken = _after_scans(layout, setup, metadata, summaries, problems)
+        jobs = [(s["part"], s.pop("samples")) for s in summaries]
+        groups.append(submit_tasks(client, "validate", "cross-check", _cross, jobs, label=_part_label, mode=mode,
+                                   broken=broken, metadata=metadata, **consts))
+        crossed, input_sums = gather_tasks(client, groups[3], groups[2])
+    except BaseException:
+        if client is not None:
+            settle(client, [f for g in groups for f in g.futures + g.shared])
+        raise
+    return summaries, mode, crossed, input_sums
+
+
+def _after_scans(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: list[dict],
+                 problems: list[Problem]) -> tuple[str, frozenset[int]]:
+    """The checks over all scans' summaries (into `problems`); the halo mode and the partitions phase one found
+    broken, for phase two."""
+    for s in summaries:
+        problems += s["problems"]
+    problems += _global_checks(layout, summaries, setup)
+    mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
+    problems += halo_rule_problems(layout, summaries, mode)
+    if metadata is not None:
+        problems += _missing_features(layout, summaries, load_metadata(metadata))
+    return mode, frozenset(s["part"] for s in summaries if s["stats"] is None)
+
+
 def validate(config_path: str | Path, input_metadata: str | Path | None = None, full: bool = False,
              client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
              step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
@@ -256,27 +313,7 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
     with scratch_beside(layout.base_dir, scratch_dir) as scratch:
         setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                               sample_size)
-        parts = list(range(layout.num_parts))
-        summaries = run_tasks(client, "validate", "scan", _scan, parts, label=lambda p: f"part{p}", layout=layout,
-                              setup=setup)
-        for s in summaries:
-            problems += s["problems"]
-        problems += _global_checks(layout, summaries, setup)
-        mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
-        problems += halo_rule_problems(layout, summaries, mode)
-        broken = frozenset(s["part"] for s in summaries if s["stats"] is None)
-        jobs = [(s["part"], s.pop("samples")) for s in summaries]
-        cross_args = dict(layout=layout, setup=setup, mode=mode, broken=broken, metadata=metadata)
-        input_jobs = inputs.input_jobs(load_metadata(metadata)) if setup.with_input else []
-        if metadata is not None:
-            problems += _missing_features(layout, summaries, load_metadata(metadata))
-        crossed, input_sums = gather_tasks(  # both kinds of tasks in flight together
-            client,
-            submit_tasks(client, "validate", "cross-check", _cross, jobs, label=lambda job: f"part{job[0]}",
-                         **cross_args),
-            submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
-                         label=lambda job: "/".join(x for x in (job[0], job[1], job[2]) if x) + f"/chunk{job[3]}",
-                         layout=layout, setup=setup, metadata=metadata))
+        summaries, mode, crossed, input_sums = _run_tasks(client, layout, setup, metadata, problems)
     for c in crossed:
         problems += c
     problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)

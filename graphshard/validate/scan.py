@@ -1,6 +1,7 @@
-"""Phase one, one task per partition, one pass over its files (edges piece by piece: validate/edges.py): the
-single-partition checks, the quality figures, the partition side of the input checksums (and the sampled rows), and
-this partition's part of the shared scratch data: original-ID maps and (hops >= 2 only) in-degrees and edge ends.
+"""Phase zero, one small task per partition: its original node ID maps (`node_maps`). Phase one, one task per
+partition, one pass over its files (edges piece by piece: validate/edges.py): the single-partition checks, the
+quality figures, the partition side of the input checksums (and the sampled rows), and this partition's part of the
+shared scratch data: original edge ID claims and (hops >= 2 only) in-degrees and edge ends.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from graphshard.validate import checks, edges
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate import lazy
 from graphshard.validate.lazy import PIECE_ROWS, Column, pieces
-from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
 from graphshard.validate.problems import Problem, first_values
 from graphshard.validate.rows import EdgeRows, SumsAndSamples, feature_rows
 from graphshard.validate.scratch import Scratch
@@ -60,32 +61,38 @@ def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: 
                      sample_size, lazy.PIECE_ROWS)
 
 
-def write_orig_maps(layout: Layout, data: PartData, setup: ScanSetup) -> None:
-    """original -> new node ID per type (with the input: also the owning partition per original node ID), and the
-    claiming partition per original edge ID (phase two checks that every claim stuck: a value listed twice keeps
-    only one writer). Piece by piece."""
-    s, p = setup.scratch, data.part
-    for names, orig, ranges, flag in ((layout.ntypes, data.orig_nids, layout.node_ranges, setup.orig_nids),
-                                      (layout.etypes, data.orig_eids, layout.edge_ranges, setup.orig_eids)):
-        if not flag or orig is None:
+def write_orig_maps(layout: Layout, part: int, orig: dict[str, Column] | None, nodes: bool,
+                    setup: ScanSetup) -> None:
+    """Node IDs: original -> new ID per type, and with the input the owning partition per original ID (phase zero:
+    the input checksums read both). Edge IDs: the claiming partition per original edge ID (phase one). Phase two
+    checks that every claim stuck: a value listed twice keeps only one writer. Piece by piece."""
+    names, ranges, flag = ((layout.ntypes, layout.node_ranges, setup.orig_nids) if nodes else
+                           (layout.etypes, layout.edge_ranges, setup.orig_eids))
+    if not flag or orig is None:
+        return
+    s = setup.scratch
+    for t, name in enumerate(names):
+        col, (a, b) = orig.get(name), ranges[t, part]
+        if col is None or col.shape != (b - a,):
             continue
-        nodes = names is layout.ntypes
-        for t, name in enumerate(names):
-            col, (a, b) = orig.get(name), ranges[t, p]
-            if col is None or col.shape != (b - a,):
-                continue
-            for lo, hi in pieces(b - a):
-                arr = col.read(lo, hi)
-                if nodes:
-                    new = s.open(f"node_new_{t}", writable=True)
-                    ok = (arr >= 0) & (arr < new.shape[0])
-                    new[arr[ok]] = np.arange(a + lo, a + hi, dtype=np.int64)[ok]
-                    if setup.with_input:
-                        s.open(f"node_owner_{t}", writable=True)[arr[ok]] = p
-                else:
-                    owner = s.open(f"edge_owner_{t}", writable=True)
-                    owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = p
-                del arr
+        for lo, hi in pieces(b - a):
+            arr = col.read(lo, hi)
+            if nodes:
+                new = s.open(f"node_new_{t}", writable=True)
+                ok = (arr >= 0) & (arr < new.shape[0])
+                new[arr[ok]] = np.arange(a + lo, a + hi, dtype=np.int64)[ok]
+                if setup.with_input:
+                    s.open(f"node_owner_{t}", writable=True)[arr[ok]] = part
+            else:
+                owner = s.open(f"edge_owner_{t}", writable=True)
+                owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = part
+            del arr
+
+
+def node_maps(layout: Layout, part: int, setup: ScanSetup) -> None:
+    """Phase zero for one partition (before the input checksums, beside phase one): its original node ID maps."""
+    lazy.set_piece_rows(setup.piece_rows)
+    write_orig_maps(layout, part, orig_ids(layout, part, ORIG_NIDS), True, setup)
 
 
 def feature_signature(feats: dict[str, Column] | None) -> dict[str, list] | None:
@@ -141,7 +148,7 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     problems += checks.check_features(data.edge_feats, layout, part, layout.rel(part, "edge_feats"), nodes=False)
     problems += checks.check_orig_ids(data.orig_nids, layout, part, layout.extra_rel(part, ORIG_NIDS), nodes=True)
     problems += checks.check_orig_ids(data.orig_eids, layout, part, layout.extra_rel(part, ORIG_EIDS), nodes=False)
-    write_orig_maps(layout, data, setup)
+    write_orig_maps(layout, part, data.orig_eids, False, setup)
     sink = SumsAndSamples(part, setup.full, setup.seed, setup.sample_size) if setup.with_input else None
     if data.graph is not None:
         problems += checks.check_reserved_fields(data.graph, layout, part, graph_file)
