@@ -185,6 +185,9 @@ def test_partitions_written_by_dgl_read_identically(tmp_path: Path, kind: str, m
     for etype, feats in toy.edge_feats.items():
         for name, arr in feats.items():
             g.edges[tuple(etype.split(":"))].data[name] = torch.from_numpy(arr)
+    # DGL's random method draws from DGL's unseeded RNG: a partition left without one of the 6 authors makes DGL's own
+    # partition_graph fail its contiguous-range check (~1 run in 4); seed 1 gives every partition both types
+    dgl.seed(1)
     dgl.distributed.partition_graph(g, "dglmade", 3, str(tmp_path), num_hops=hops, part_method=method,
                                     graph_formats=["coo", "csc"])
     config = tmp_path / "dglmade.json"
