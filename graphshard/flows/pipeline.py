@@ -21,6 +21,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
 from prefect.states import State
 
 from graphshard import logs
@@ -116,8 +117,6 @@ def _heartbeats_as_configured():
     the active profile). Prefect's default (one every 180 s, for crash-detection automations) costs every run up to
     1 s at its end, joining a thread that sleeps in 1-s steps; a run in the user's terminal reports its own crash.
     Deployments (`prefect.yaml`) do not come through here and keep Prefect's default."""
-    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
-
     if PREFECT_FLOWS_HEARTBEAT_FREQUENCY.name in os.environ or PREFECT_FLOWS_HEARTBEAT_FREQUENCY in \
             load_current_profile().settings:
         return nullcontext()
