@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from distributed import Client
 
 
-
 def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Callable[[tuple], str],
          detail: Callable[[tuple], str] | None = None, **constants) -> list:
     """fn(*item, **constants) per item as named Dask tasks of the dispatch step."""

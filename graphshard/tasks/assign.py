@@ -7,10 +7,9 @@ so it is left out of the digest: re-running an assignment that comes out the sam
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import task
 

@@ -9,10 +9,9 @@ Artifact: `fingerprint.json` (graphshard.ingest.fingerprint) and `summary.json` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import task
 from prefect.states import State

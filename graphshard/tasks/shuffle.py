@@ -6,9 +6,8 @@ Key: the digests of the input content and of the assignment folder, and the `shu
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import task
 

@@ -5,9 +5,8 @@ Key: the digests of the input content and of the partition set, and the `validat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prefect import task
 
