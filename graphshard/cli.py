@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from graphshard import __version__, logs
+from graphshard import __version__, heap, logs
 from graphshard.errors import GraphshardError
 
 COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server"]
@@ -66,5 +66,12 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def console() -> int:
+    """The `graphshard` program (its exit status): `main`, then no final cyclic collection of the heap at exit."""
+    code = main()
+    heap.freeze_before_exit()
+    return code
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

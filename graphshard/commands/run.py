@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from graphshard import logs
+from graphshard import heap, logs
 from graphshard.config import STEPS, check_config, load_config
 
 NAME = "run"
@@ -32,8 +32,9 @@ def run(args: argparse.Namespace) -> int:
     logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
     if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
         prestart(cfg.cluster.spec())
-    from graphshard.flows.pipeline import run_pipeline  # imports Prefect: only after its environment is set
-    from graphshard.flows.report import summary_line
+    with heap.imports_kept():  # Prefect: imported only after its environment is set
+        from graphshard.flows.pipeline import run_pipeline
+        from graphshard.flows.report import summary_line
 
     if pending is not None:
         server.ensure(pending)
