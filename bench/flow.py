@@ -2,13 +2,15 @@
 vs the steps as library calls vs DGL's `partition_graph`, each timed as process wall with start-up, in one run.
 
 Usage (the graph is generated under the same lock if absent):
-    flock /tmp/graphshard-heavy.lock python bench/flow.py [--graph /work/data/rmat20m] [--parts 4]
+    flock /tmp/graphshard-heavy.lock python bench/flow.py [--graph /work/data/rmat20m] [--parts 4] [--rounds 3]
 
 Every graphshard command runs as a new process; the largest process (RSS high-water mark, /proc VmHWM, polled
 over the process tree every 0.1 s: the command, its Dask workers) and the Prefect server's are reported. The
 background Prefect server lives in a private GRAPHSHARD_HOME, so the first `run` starts it cold; it is stopped at the
 end. Options on every side: k parts, random, halo 1, orig-ID files, COO; graphshard validates with its defaults.
-DGL runs when /work/dgl-venv exists (bench/dgl_partition.py). Prints a markdown table for BENCHMARKS.md.
+DGL runs when /work/dgl-venv exists (bench/dgl_partition.py). This machine's speed swings by +-30% from one minute to
+the next, so the warm variants and DGL run in `--rounds` interleaved rounds; the table gives medians and each
+variant's median per-round ratio to DGL. Prints a markdown table for BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,23 +68,28 @@ library_run(Path({metadata!r}), Path({out!r}), cfg)
 """
 
 
-def measure_graphshard(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict]:
-    """Every graphshard variant, in a fixed order; returns name -> {wall, peak}."""
+def cold_and_cached(root: Path, metadata: Path, parts: int, env: dict) -> tuple[dict[str, dict], psutil.Process]:
+    """The first `run` (starts the background server cold), its cached re-run without that server; the server."""
     gs = [PY, "-m", "graphshard.cli"]
-    results: dict[str, dict] = {}
     cold = write_config(root / "cold", metadata, parts)
-    results["run_cold"] = timed([*gs, "run", str(cold)], env, root / "run_cold.log")
+    results = {"run_cold": timed([*gs, "run", str(cold)], env, root / "run_cold.log")}
     server = psutil.Process(json.loads((Path(env["GRAPHSHARD_HOME"]) / "prefect" / "server.json").read_text())["pid"])
     time.sleep(5)  # let the new server finish its start-up work
+    results["run_cached_ephemeral"] = timed([*gs, "run", str(cold)], {**env, "GRAPHSHARD_PREFECT": "ephemeral"},
+                                            root / "run_cached_ephemeral.log")  # the design replaced: per-run server
+    shutil.rmtree(root / "cold")
+    return results, server
+
+
+def one_round(root: Path, metadata: Path, parts: int, env: dict, server: psutil.Process) -> dict[str, dict]:
+    """Every warm variant once, in a fixed order: warm run, cached run, the steps as commands, as library calls."""
+    gs = [PY, "-m", "graphshard.cli"]
     warm = write_config(root / "warm", metadata, parts)
     busy = sum(server.cpu_times()[:2])
-    results["run_warm"] = timed([*gs, "run", str(warm)], env, root / "run_warm.log")
+    results = {"run_warm": timed([*gs, "run", str(warm)], env, root / "run_warm.log")}
     results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
     results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
-    results["run_cached_ephemeral"] = timed([*gs, "run", str(warm)], {**env, "GRAPHSHARD_PREFECT": "ephemeral"},
-                                            root / "run_cached_ephemeral.log")  # the design replaced: per-run server
-    results["server"] = {"wall": 0.0, "peak": measure.hwm(server.pid)}
-    shutil.rmtree(root / "cold"), shutil.rmtree(root / "warm")
+    shutil.rmtree(root / "warm")
 
     steps = root / "steps"
     results["assign_cli"] = timed([*gs, "assign", "--in", str(metadata), "--out", str(steps / "asg"),
@@ -124,20 +132,32 @@ ROWS = [("run_cold", "`graphshard run`, first: starts the Prefect server (cold),
         ("server", "the background Prefect server process (stays up)")]
 
 
-def report(results: dict[str, dict], args: argparse.Namespace) -> None:
-    base = results.get("dgl")
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def report(rounds: list[dict[str, dict]], once: dict[str, dict], args: argparse.Namespace) -> None:
+    """One table: per variant the median wall over the rounds, the largest peak, and the median of its per-round
+    ratio to DGL (each round's variants ran next to that round's DGL run)."""
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} cores, "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB; graph {args.graph}; k={args.parts}, random; "
-          f"{time.strftime('%Y-%m-%d')}")
-    print("| run | wall s | largest process GB | wall / DGL |")
+          f"{len(rounds)} round(s); {time.strftime('%Y-%m-%d')}")
+    print("| run | median wall s (each round) | largest process GB | wall / DGL, median of rounds |")
     print("|---|---|---|---|")
     for key, label in ROWS:
-        if key in results:
-            r = results[key]
-            ratio = f"{r['wall'] / base['wall']:.2f}" if base and key != "server" else "-"
-            wall = f"{r['wall']:.1f}" if key != "server" else "-"
-            print(f"| {label} | {wall} | {r['peak'] / 1e9:.2f} | {ratio} |")
-    print(json.dumps({k: {m: round(v, 3) for m, v in r.items()} for k, r in results.items()}))
+        samples = [r[key] for r in rounds if key in r] or ([once[key]] if key in once else [])
+        if not samples:
+            continue
+        walls = [s["wall"] for s in samples]
+        ratios = [r[key]["wall"] / r["dgl"]["wall"] for r in rounds if key in r and "dgl" in r and key != "dgl"]
+        shown = "-" if key == "server" else f"{median(walls):.1f} ({', '.join(f'{w:.1f}' for w in walls)})"
+        ratio = f"{median(ratios):.2f}" if ratios else "-"
+        print(f"| {label} | {shown} | {max(s['peak'] for s in samples) / 1e9:.2f} | {ratio} |")
+    gaps = [r["run_warm"]["wall"] - r["library"]["wall"] for r in rounds]
+    print(f"\nwarm run minus library calls, per round: {', '.join(f'{g:+.1f}' for g in gaps)} s "
+          f"(median {median(gaps):+.1f} s); Prefect server CPU during a warm run: "
+          f"{median([r['run_warm']['server_cpu'] for r in rounds]):.1f} s")
+    print(json.dumps({"once": once, "rounds": rounds}, default=lambda v: round(v, 3)))
 
 
 def main() -> None:
@@ -147,6 +167,7 @@ def main() -> None:
     ap.add_argument("--edges", type=int, default=20_000_000)
     ap.add_argument("--chunks", type=int, default=4)
     ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of every warm variant and DGL (medians reported)")
     ap.add_argument("--no-dgl", action="store_true")
     args = ap.parse_args()
 
@@ -158,14 +179,18 @@ def main() -> None:
     if not metadata.exists():
         timed([PY, "-m", "graphshard.cli", "generate", "rmat", "--out", str(args.graph), "--nodes", str(args.nodes),
                "--edges", str(args.edges), "--chunks", str(args.chunks)], env, root / "generate.log")
+    rounds: list[dict[str, dict]] = []
     try:
-        results = measure_graphshard(root, metadata, args.parts, env)
-        dgl = None if args.no_dgl else dgl_run(root, metadata, args.parts)
-        if dgl:
-            results["dgl"] = dgl
+        once, server = cold_and_cached(root, metadata, args.parts, env)
+        for _ in range(args.rounds):
+            rounds.append(one_round(root, metadata, args.parts, env, server))
+            dgl = None if args.no_dgl else dgl_run(root, metadata, args.parts)
+            if dgl:
+                rounds[-1]["dgl"] = dgl
+        once["server"] = {"wall": 0.0, "peak": measure.hwm(server.pid)}
     finally:
         subprocess.run([PY, "-m", "graphshard.cli", "server", "stop"], env=env, cwd=REPO, capture_output=True)
-    report(results, args)
+    report(rounds, once, args)
     shutil.rmtree(root, ignore_errors=True)
 
 
