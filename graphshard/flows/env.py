@@ -76,6 +76,9 @@ def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> server.S
         return None
     pending, _ = server.start()
     os.environ["PREFECT_API_URL"] = pending.api_url
+    # that server never enables CSRF protection (it gets no PREFECT_* settings of ours): without this, every API
+    # client Prefect makes (one per artifact update) first asks it for a CSRF token and is refused
+    os.environ["PREFECT_CLIENT_CSRF_SUPPORT_ENABLED"] = "false"
     prefect_environment(work_dir)
     return pending
 

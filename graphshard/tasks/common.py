@@ -7,6 +7,7 @@ record, so a hit survives a lost Prefect database and a miss happens whenever th
 
 from __future__ import annotations
 
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -29,24 +30,33 @@ TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
 
 
 class ArtifactProgress:
-    """A Prefect progress artifact per step, updated with the share of the step's Dask tasks that finished."""
+    """A Prefect progress artifact per step, updated with the share of the step's Dask tasks that finished, at most
+    every `every` seconds (each update is an API call, in the process that also runs the Dask scheduler)."""
 
-    def __init__(self, step: str):
-        self.step = step
+    def __init__(self, step: str, every: float = 2.0):
+        self.step, self.every = step, every
         self.id = create_progress_artifact(0.0, key=f"graphshard-{step}-progress",
                                            description=f"{step}: Dask tasks finished / submitted")
-        self._last = -1.0
+        self._shown = (-1.0, "")
+        self._sent = time.monotonic()
+        self._latest = (0.0, "")
 
     def __call__(self, done: int, submitted: int, doing: str = "") -> None:
         pct = round(100.0 * done / submitted, 1) if submitted else 0.0
-        if pct != self._last:
-            update_progress_artifact(self.id, pct, description=f"{self.step}: {done}/{submitted} Dask tasks finished"
-                                     + (f"; running {doing}" if doing and done < submitted else ""))
-            self._last = pct
+        self._latest = (pct, f"{self.step}: {done}/{submitted} Dask tasks finished"
+                        + (f"; running {doing}" if doing and done < submitted else ""))
+        if pct != self._shown[0] and time.monotonic() - self._sent >= self.every:
+            self._send()
+
+    def _send(self) -> None:
+        update_progress_artifact(self.id, self._latest[0], description=self._latest[1])
+        self._shown, self._sent = self._latest, time.monotonic()
 
     def close(self) -> None:
-        if self._last != 100.0:
-            update_progress_artifact(self.id, 100.0)
+        """The last counts (the step finished: 100%), if not shown yet."""
+        self._latest = (100.0, self._latest[1])
+        if self._shown != self._latest:
+            self._send()
 
 
 def step_progress(step: str, client: Client | None) -> StepProgress | nullcontext:
