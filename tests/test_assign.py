@@ -253,3 +253,27 @@ def test_cli_end_to_end(mag_small, tmp_path, capsys):
     assert report["options"]["balance_ntypes"] == ["ntype"] and report["trainers"]["trainers_per_machine"] == 2
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [f"{nt}.txt" for nt in load_metadata(mag_small).node_type] + ["partition_meta.json", REPORT_FILE, TRAINER_DIR])
+
+
+@pytest.mark.parametrize("graph", ["rmat_small", "mag_small"])
+def test_volume_counted_per_node_block_when_the_marks_exceed_the_budget(graph, request, tmp_path,
+                                                                         dask_cluster_client):
+    """A budget far below N x k: the chunk tasks write their pairs per node block and one task per block counts them
+    (on Dask workers); every figure equals the in-memory report's, and the volume the brute-force count."""
+    from graphshard.assign.report import build_report, load_parts
+
+    meta = request.getfixturevalue(graph)
+    first = run(meta, tmp_path / "a", 4, method="random", seed=3)
+    g = load_metadata(meta)
+    part_files = load_parts(g, tmp_path / "a", 4, tmp_path / "npy")
+    budget = 4 * 64  # 64 nodes per volume block
+    blocked = build_report(g, part_files, 4, AssignOptions(method="random"), tmp_path / "scratch",
+                           dask_cluster_client,
+                           vol_budget=budget)
+    assert len(list((tmp_path / "scratch" / "volume").iterdir())) > 4  # many blocks, each counted by its own task
+    assert {k: blocked[k] for k in blocked} == {k: first[k] for k in blocked}
+    parts = parts_of(meta, tmp_path / "a", 4)
+    hom = np.concatenate([parts[nt] for nt in g.node_type])
+    src, dst = all_edges(meta)
+    foreign = {(int(u), int(p)) for u, p in zip(np.r_[src, dst], np.r_[hom[dst], hom[src]]) if hom[u] != p}
+    assert blocked["communication_volume"] == len(foreign)

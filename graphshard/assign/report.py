@@ -5,7 +5,10 @@ Edges are the input's edges as listed in the chunks (all edge types); an edge co
 destination (DGL's rule) and is cut when its endpoints lie in different partitions. Communication volume is METIS's:
 the sum over nodes of the number of other partitions holding one of its neighbours (edges taken as undirected).
 Edge chunks are read one at a time (as Dask tasks when a client is given); parts are memory-mapped `.npy` files.
-The volume needs a mark array of N x num_parts bytes per chunk task (returned as a bitmap of an eighth of that).
+The volume needs the distinct (node, foreign part) pairs. When N x num_parts marks fit `VOL_MARK_BYTES` (and the
+chunks' bitmaps of an eighth of that fit the driver), each chunk task marks them in memory; otherwise the chunk tasks
+write their pairs per block of nodes to scratch files and one task per block counts them, so that memory follows the
+chunk and the block, not the graph.
 """
 
 from __future__ import annotations
@@ -36,32 +39,72 @@ def homogeneous_parts(graph: ChunkedGraph, part_files: dict[str, Path]) -> np.nd
     return np.concatenate([np.load(part_files[nt]) for nt in graph.node_type]).astype(np.int64)
 
 
+VOL_MARK_BYTES = 1 << 28  # node x part marks (a byte each) that one task, or the driver's bitmaps, may hold
+
+
 def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, Path], nparts: int,
-                want_degrees: bool) -> dict:
-    """Cut count, edges per destination partition and the (node, foreign part) pairs of one edge chunk, the latter
-    as a bitmap of N x nparts bits (a scatter into a mark array: far cheaper than np.unique on the pairs)."""
+                want_degrees: bool, vol_dir: Path | None, vol_span: int) -> dict:
+    """Cut count, edges per destination partition and the (node, foreign part) pairs of one edge chunk: a bitmap of
+    N x nparts bits (a scatter into a mark array, far cheaper than np.unique), or with `vol_dir`, files of pair ids
+    per volume block of `vol_span` pair ids (`_write_vol_pieces`)."""
     canon = graph.canonical(etype)
     src, dst = homogeneous_chunk(graph, etype, chunk)
     off = graph.type_node_offsets
     ps = np.load(part_files[canon.src], mmap_mode="r")[src - off[graph.ntype_id(canon.src)]].astype(np.int64)
     pd = np.load(part_files[canon.dst], mmap_mode="r")[dst - off[graph.ntype_id(canon.dst)]].astype(np.int64)
     cross = ps != pd
-    marks = np.zeros(graph.total_nodes * nparts, dtype=bool)
-    marks[src[cross] * nparts + pd[cross]] = True
-    marks[dst[cross] * nparts + ps[cross]] = True
-    return {
-        "cut": int(cross.sum()),
-        "edges": np.bincount(pd, minlength=nparts),
-        "vol_bits": np.packbits(marks),
-        "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None,
-    }
+    pairs = np.concatenate([src[cross] * nparts + pd[cross], dst[cross] * nparts + ps[cross]])
+    stats = {"cut": int(cross.sum()), "edges": np.bincount(pd, minlength=nparts),
+             "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None}
+    if vol_dir is None:
+        marks = np.zeros(graph.total_nodes * nparts, dtype=bool)
+        marks[pairs] = True
+        stats["vol_bits"] = np.packbits(marks)
+    else:
+        _write_vol_pieces(pairs, vol_span, vol_dir, f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
+    return stats
+
+
+def _write_vol_pieces(pairs: np.ndarray, span: int, vol_dir: Path, name: str) -> None:
+    """Split pair ids by volume block (`span` ids each) and write each block's share, block-local, as uint32."""
+    block = pairs // span
+    order = np.argsort(block, kind="stable")
+    blocks, starts = np.unique(block[order], return_index=True)
+    for b, piece in zip(blocks.tolist(), np.split(pairs[order], starts[1:])):
+        folder = vol_dir / f"{b:06d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / name, (piece - b * span).astype(np.uint32))
+
+
+def block_volume(folder: Path, span: int) -> int:
+    """Distinct (node, foreign part) pairs of one volume block, from every chunk's piece."""
+    marks = np.zeros(span, dtype=bool)
+    for piece in sorted(folder.glob("*.npy")):
+        marks[np.load(piece)] = True
+    return int(np.count_nonzero(marks))
+
+
+def communication_volume(stats: list[dict], vol_dir: Path | None, vol_span: int, client: Client | None) -> int:
+    """METIS's communication volume: the chunk tasks' bitmaps OR-ed, or their pieces counted, a task per block."""
+    if vol_dir is None:
+        bits = np.zeros_like(stats[0]["vol_bits"]) if stats else np.zeros(0, np.uint8)
+        for s in stats:
+            bits |= s["vol_bits"]
+        return int(_POPCOUNT[bits].sum(dtype=np.int64))
+    folders = sorted(p for p in vol_dir.iterdir() if p.is_dir()) if vol_dir.is_dir() else []
+    return sum(run_tasks(client, "assign", "report-volume", block_volume, folders,
+                         label=lambda f: f"block{f.name}", span=vol_span))
+
+
+def spread(sums: np.ndarray) -> float:
+    """max / mean of per-partition sums (1.0 is perfect balance)."""
+    mean = sums.sum() / len(sums)
+    return float(sums.max() / mean) if mean > 0 else 1.0
 
 
 def imbalance(parts: np.ndarray, weights: np.ndarray | None, nparts: int) -> float:
-    """max / mean of the per-partition weight sums (1.0 is perfect balance)."""
-    sums = np.bincount(parts, weights=weights, minlength=nparts)
-    mean = sums.sum() / nparts
-    return float(sums.max() / mean) if mean > 0 else 1.0
+    """`spread` of the per-partition weight sums."""
+    return spread(np.bincount(parts, weights=weights, minlength=nparts))
 
 
 # Set bits per byte value (np.bitwise_count needs numpy 2; the DGL venv runs numpy 1.26).
@@ -74,35 +117,46 @@ def peak_memory() -> dict:
             "children_peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
 
 
+def nodes_per_part(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int,
+                   rows: int = 1 << 24) -> dict[str, list[int]]:
+    """Nodes of each type per partition, read from the memory-mapped parts `rows` at a time."""
+    counts = {}
+    for nt in graph.node_type:
+        parts = np.load(part_files[nt], mmap_mode="r")
+        total = np.zeros(nparts, np.int64)
+        for lo in range(0, len(parts), rows):
+            total += np.bincount(parts[lo:lo + rows], minlength=nparts)
+        counts[nt] = total.tolist()
+    return counts
+
+
 def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, options: AssignOptions,
-                 client: Client | None = None) -> dict:
-    """Everything `assignment_report.json` says about the partition quality."""
+                 scratch: Path, client: Client | None = None, vol_budget: int = VOL_MARK_BYTES) -> dict:
+    """Everything `assignment_report.json` says about the partition quality. Memory is bounded by the edge chunk
+    and `vol_budget`, except with balance constraints (their weights span the graph, as for the partitioner)."""
     jobs = edge_chunks(graph)
-    args = (part_files, nparts, options.balance_edges)
+    n = graph.total_nodes
+    in_memory = n * nparts * max(8, len(jobs)) <= 8 * vol_budget  # a task's marks and the driver's bitmaps fit
+    vol_dir = None if in_memory else scratch / "volume"
+    args = (part_files, nparts, options.balance_edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
                       label=lambda job: f"{job[1]}/chunk{job[2]}", star=True)
-    parts = homogeneous_parts(graph, part_files)
-    n = graph.total_nodes
-    vol_bits = np.zeros((n * nparts + 7) // 8, dtype=np.uint8)
-    for s in stats:
-        vol_bits |= s["vol_bits"]
-    edges_total = graph.total_edges
     cut = sum(s["cut"] for s in stats)
-    in_deg = sum(s["in_degrees"] for s in stats) if options.balance_edges and stats else None
-    balance = {"nodes": imbalance(parts, None, nparts)}
+    per_part = nodes_per_part(graph, part_files, nparts)
+    balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
     if options.has_constraints:
+        parts = homogeneous_parts(graph, part_files)
+        in_deg = sum(s["in_degrees"] for s in stats) if options.balance_edges and stats else None
         cons = graph_constraints(graph, options.balance_ntypes, None if in_deg is None else np.asarray(in_deg))
         for c, label in enumerate(cons.labels):
             balance[label] = imbalance(parts, cons.weights[:, c], nparts)
-    off = graph.type_node_offsets
     return {
         "num_parts": nparts,
         "num_nodes": n,
-        "num_edges": edges_total,
-        "edge_cut": {"count": cut, "fraction": cut / edges_total if edges_total else 0.0},
-        "nodes_per_part": {nt: np.bincount(parts[off[t]:off[t + 1]], minlength=nparts).tolist()
-                           for t, nt in enumerate(graph.node_type)},
+        "num_edges": graph.total_edges,
+        "edge_cut": {"count": cut, "fraction": cut / graph.total_edges if graph.total_edges else 0.0},
+        "nodes_per_part": per_part,
         "edges_per_part": (sum(s["edges"] for s in stats) if stats else np.zeros(nparts, np.int64)).tolist(),
         "imbalance": balance,
-        "communication_volume": int(_POPCOUNT[vol_bits].sum(dtype=np.int64)),
+        "communication_volume": communication_volume(stats, vol_dir, vol_budget, client),
     }

@@ -77,7 +77,7 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
                                                     for nt, p in trainer_files.items()}}
         write_meta(stage, num_parts, options.method)
         part_files = load_parts(graph, stage, num_parts, scratch / "parts")
-        report = build_report(graph, part_files, num_parts, options, client)
+        report = build_report(graph, part_files, num_parts, options, scratch / "report", client)
         shutil.rmtree(scratch)
         report.update({
             "method": options.method,
