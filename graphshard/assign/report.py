@@ -53,15 +53,17 @@ def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[st
     ps = np.load(part_files[canon.src], mmap_mode="r")[src - off[graph.ntype_id(canon.src)]].astype(np.int64)
     pd = np.load(part_files[canon.dst], mmap_mode="r")[dst - off[graph.ntype_id(canon.dst)]].astype(np.int64)
     cross = ps != pd
-    pairs = np.concatenate([src[cross] * nparts + pd[cross], dst[cross] * nparts + ps[cross]])
+    pairs = (ends[cross] * nparts + other[cross] for ends, other in ((src, pd), (dst, ps)))  # one half at a time
     stats = {"cut": int(cross.sum()), "edges": np.bincount(pd, minlength=nparts),
              "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None}
     if vol_dir is None:
         marks = np.zeros(graph.total_nodes * nparts, dtype=bool)
-        marks[pairs] = True
+        for half in pairs:
+            marks[half] = True
         stats["vol_bits"] = np.packbits(marks)
     else:
-        _write_vol_pieces(pairs, vol_span, vol_dir, f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
+        _write_vol_pieces(np.concatenate(list(pairs)), vol_span, vol_dir,
+                          f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
     return stats
 
 
