@@ -277,3 +277,17 @@ def test_volume_counted_per_node_block_when_the_marks_exceed_the_budget(graph, r
     src, dst = all_edges(meta)
     foreign = {(int(u), int(p)) for u, p in zip(np.r_[src, dst], np.r_[hom[dst], hom[src]]) if hom[u] != p}
     assert blocked["communication_volume"] == len(foreign)
+
+
+def test_report_without_its_edge_pass(rmat_small, tmp_path):
+    """`edge_report=False` (the flow, when it validates): the edge figures are null, the node figures unchanged;
+    `balance_edges` still gets its in-degree imbalance (that needs the pass)."""
+    full = run(rmat_small, tmp_path / "a", 4, method="random", seed=2)
+    assign(rmat_small, tmp_path / "b", 4, AssignOptions(method="random", seed=2), edge_report=False)
+    lean = json.loads((tmp_path / "b" / REPORT_FILE).read_text())
+    assert lean["edge_cut"] is None and lean["edges_per_part"] is None and lean["communication_volume"] is None
+    assert lean["nodes_per_part"] == full["nodes_per_part"] and lean["imbalance"] == full["imbalance"]
+    assert (tmp_path / "a" / "_N.txt").read_bytes() == (tmp_path / "b" / "_N.txt").read_bytes()
+    assign(rmat_small, tmp_path / "c", 4, AssignOptions(method="metis", balance_edges=True), edge_report=False)
+    degrees = json.loads((tmp_path / "c" / REPORT_FILE).read_text())
+    assert degrees["edge_cut"] is None and degrees["imbalance"]["in_degree"] >= 1.0

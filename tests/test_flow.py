@@ -47,6 +47,21 @@ def test_example_config_from_nothing_then_fully_cached(tmp_path, rmat_small, das
     assert summary["edge_cut"] > 0 and summary["partition_config"] == str(tmp_path / "out" / "rmat.json")
 
 
+def test_edge_cut_from_validation_else_from_the_assignment_report(tmp_path, rmat_small, dask_address):
+    """A validating run skips the assignment report's pass over the edges (validation measures the cut on the
+    output); without validation the report makes it, and the two counts agree."""
+    config = write_config(tmp_path, rmat_small, dask_address)
+    validated = run(config)
+    quality = json.loads((tmp_path / "out" / "report.json").read_text())["quality"]
+    assert validated["edge_cut_count"] == quality["edge_cut"]["count"] > 0
+    (lean,) = (tmp_path / "work" / "assign").glob("*/assignment/assignment_report.json")
+    assert json.loads(lean.read_text())["edge_cut"] is None
+
+    unvalidated = run(config, ["validate.enabled=false", "output.dir=" + str(tmp_path / "out2")])
+    assert unvalidated["steps"]["assign"] == "Completed"  # another key: its report measures the edges
+    assert unvalidated["edge_cut_count"] == quality["edge_cut"]["count"]
+
+
 def test_num_parts_change_reruns_assign_and_later_not_ingest(tmp_path, rmat_small, dask_address):
     config = write_config(tmp_path, rmat_small, dask_address)
     assert _ran(run(config)) == set(STATES)

@@ -132,18 +132,28 @@ def nodes_per_part(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int
     return counts
 
 
+def edge_figures(graph: ChunkedGraph, stats: list[dict], nparts: int, vol_dir: Path | None, vol_budget: int,
+                 client: Client | None) -> dict:
+    """The report's figures that need the pass over every edge: cut, edges per part, communication volume."""
+    cut = sum(s["cut"] for s in stats)
+    return {"edge_cut": {"count": cut, "fraction": cut / graph.total_edges if graph.total_edges else 0.0},
+            "edges_per_part": (sum(s["edges"] for s in stats) if stats else np.zeros(nparts, np.int64)).tolist(),
+            "communication_volume": communication_volume(stats, vol_dir, vol_budget, client)}
+
+
 def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, options: AssignOptions,
-                 scratch: Path, client: Client | None = None, vol_budget: int = VOL_MARK_BYTES) -> dict:
+                 scratch: Path, client: Client | None = None, vol_budget: int = VOL_MARK_BYTES,
+                 edges: bool = True) -> dict:
     """Everything `assignment_report.json` says about the partition quality. Memory is bounded by the edge chunk
-    and `vol_budget`, except with balance constraints (their weights span the graph, as for the partitioner)."""
-    jobs = edge_chunks(graph)
+    and `vol_budget`, except with balance constraints (their weights span the graph, as for the partitioner).
+    `edges=False`: no pass over the edges (unless `balance_edges` needs the degrees); their figures are null."""
+    jobs = edge_chunks(graph) if edges or options.balance_edges else []
     n = graph.total_nodes
     in_memory = n * nparts * max(8, len(jobs)) <= 8 * vol_budget  # a task's marks and the driver's bitmaps fit
     vol_dir = None if in_memory else scratch / "volume"
     args = (part_files, nparts, options.balance_edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
                       label=lambda job: f"{job[1]}/chunk{job[2]}", star=True)
-    cut = sum(s["cut"] for s in stats)
     per_part = nodes_per_part(graph, part_files, nparts)
     balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
     if options.has_constraints:
@@ -152,13 +162,7 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
         cons = graph_constraints(graph, options.balance_ntypes, None if in_deg is None else np.asarray(in_deg))
         for c, label in enumerate(cons.labels):
             balance[label] = imbalance(parts, cons.weights[:, c], nparts)
-    return {
-        "num_parts": nparts,
-        "num_nodes": n,
-        "num_edges": graph.total_edges,
-        "edge_cut": {"count": cut, "fraction": cut / graph.total_edges if graph.total_edges else 0.0},
-        "nodes_per_part": per_part,
-        "edges_per_part": (sum(s["edges"] for s in stats) if stats else np.zeros(nparts, np.int64)).tolist(),
-        "imbalance": balance,
-        "communication_volume": communication_volume(stats, vol_dir, vol_budget, client),
-    }
+    figures = (edge_figures(graph, stats, nparts, vol_dir, vol_budget, client) if edges else
+               {"edge_cut": None, "edges_per_part": None, "communication_volume": None})
+    return {"num_parts": nparts, "num_nodes": n, "num_edges": graph.total_edges, "nodes_per_part": per_part,
+            "imbalance": balance, **figures}

@@ -53,8 +53,10 @@ def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainer
 
 
 def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options: AssignOptions,
-           client: "Client | None" = None, overwrite: bool = False) -> Path:
-    """Write the assignment folder for `num_parts` partitions at `out_dir`; returns `out_dir`."""
+           client: "Client | None" = None, overwrite: bool = False, edge_report: bool = True) -> Path:
+    """Write the assignment folder for `num_parts` partitions at `out_dir`; returns `out_dir`. `edge_report=False`:
+    the report's edge cut, edges per part and communication volume are null, saving a pass over every edge, for a
+    caller that measures them on the written partitions (the flow, when it validates)."""
     start = time.perf_counter()
     graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata)
     if not 1 <= num_parts <= graph.total_nodes:
@@ -77,7 +79,8 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
                                                     for nt, p in trainer_files.items()}}
         write_meta(stage, num_parts, options.method)
         part_files = load_parts(graph, stage, num_parts, scratch / "parts")
-        report = build_report(graph, part_files, num_parts, options, scratch / "report", client)
+        report = build_report(graph, part_files, num_parts, options, scratch / "report", client,
+                              edges=edge_report)
         shutil.rmtree(scratch)
         report.update({
             "method": options.method,

@@ -162,7 +162,8 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
                classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool) -> Path:
     """Assign, dispatch (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
     assign_input = add_features(metadata, "assign", classes) if classes else metadata
-    assignment = assign(assign_input, work / "assignment", num_parts, options, client=client)
+    assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
+                        edge_report=not validate)  # validation measures the cut on the output
     trainers = options.num_trainers_per_machine
     if trainers > 1:
         node, edge = _trainer_features(graph, assignment, num_parts * trainers)

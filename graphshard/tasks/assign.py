@@ -1,8 +1,10 @@
 """The assignment step as a Prefect task: which partition owns each node (graphshard.assign.assign).
 
-Key: the ingest artifact's digest (input content), `num_parts`, the `assign` config section and, for the `file`
-method, the content manifest of the user's folder (its path is left out). `assignment_report.json` holds timings,
-so it is left out of the digest: re-running an assignment that comes out the same keeps the shuffle cached.
+Key: the ingest artifact's digest (input content), `num_parts`, the `assign` config section, whether the report
+measures the edges and, for the `file` method, the content manifest of the user's folder (its path is left out).
+`assignment_report.json` holds timings, so it is left out of the digest: re-running an assignment that comes out the
+same keeps the shuffle cached. When the run validates, the report skips its pass over every edge (cut, edges per part,
+communication volume): validation measures the cut and the halos on the written partitions.
 """
 
 from __future__ import annotations
@@ -29,10 +31,16 @@ OUTPUT = PRODUCT["assign"]
 
 def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
     """Write the assignment folder into `stage/assignment`; summary = the report's headline figures."""
-    folder = assign.assign(graph.metadata_path, stage / OUTPUT, cfg.num_parts, cfg.assign, client=client)
+    folder = assign.assign(graph.metadata_path, stage / OUTPUT, cfg.num_parts, cfg.assign, client=client,
+                           edge_report=edge_report(cfg))
     report = json.loads((folder / assign.REPORT_FILE).read_text())
     return {"method": cfg.assign.method, "num_parts": cfg.num_parts, "edge_cut": report["edge_cut"],
             "imbalance": report["imbalance"]}
+
+
+def edge_report(cfg: PipelineConfig) -> bool:
+    """Whether the assignment report makes its own pass over the edges (only when nothing validates the output)."""
+    return not cfg.validate_.enabled
 
 
 @task(name="assign", **TASK_OPTIONS)
@@ -42,7 +50,7 @@ def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, inge
     inputs = {"graph": ingested.digest}
     if cfg.assign.method == "file":
         inputs["assign_dir"] = folder_manifest(cfg.assign.dir).digest
-    section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None}
+    section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None, "edge_report": edge_report(cfg)}
     key = step_key("assign", inputs, section)
     return run_step(store, "assign", key, inputs, lambda stage, client: build(cfg, graph, client, stage), cluster,
                     force,
