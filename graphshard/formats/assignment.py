@@ -18,6 +18,7 @@ import pyarrow.csv as pacsv
 from graphshard.errors import InputError
 from graphshard.fsutil import read_json_object
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.formats.readers import column_to_numpy
 
 META_FILE = "partition_meta.json"
 PART_DTYPE = np.int32
@@ -79,7 +80,7 @@ def convert_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int, 
                 convert_options=pacsv.ConvertOptions(column_types={"p": pa.int64()}),
             )
             for batch in reader:
-                block = batch.column(0).to_numpy()
+                block = column_to_numpy(batch.column(0))
                 if row + len(block) > expected_rows:
                     raise InputError(path, "line count", f"{expected_rows} lines (one per '{ntype}' node)",
                                      f"more than {expected_rows}")
