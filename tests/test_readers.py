@@ -124,7 +124,7 @@ def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path):
 def test_column_to_numpy_views_numbers_without_nulls(type_):
     import pyarrow as pa
 
-    from graphshard.formats.readers import column_to_numpy
+    from graphshard.formats.arrow import column_to_numpy
 
     values = np.arange(-5, 45).astype(np.dtype(type_) if type_ != "float16" else np.float16)
     if type_.startswith("uint"):
@@ -139,26 +139,54 @@ def test_column_to_numpy_views_numbers_without_nulls(type_):
 def test_column_to_numpy_falls_back_for_nulls_and_other_types():
     import pyarrow as pa
 
-    from graphshard.formats.readers import column_to_numpy
+    from graphshard.formats.arrow import column_to_numpy
 
     with_null = column_to_numpy(pa.array([1, None, 3]))
     assert np.isnan(with_null[1]) and with_null[2] == 3
-    assert column_to_numpy(pa.array([True, False, True])).tolist() == [True, False, True]
+    flags = pa.array([True, False, True, True, False, False, True, False, True, True])
+    for col in (flags, flags.slice(3, 6), flags.slice(0, 0)):
+        assert column_to_numpy(col).tolist() == col.to_pylist()
+    assert column_to_numpy(pa.array(["a", "b"])).tolist() == ["a", "b"]
 
 
-def test_reading_csv_and_parquet_chunks_does_not_import_pandas(make_graph, tmp_path):
-    """pyarrow's `to_numpy` would import pandas in every worker that reads a csv or parquet chunk (~0.6 s)."""
+def test_numpy_column_round_trips_numbers_and_booleans():
+    import pyarrow as pa
+
+    from graphshard.formats.arrow import column_to_numpy, numpy_column
+
+    rng = np.random.default_rng(0)
+    for arr in (rng.integers(-9, 9, 33).astype(np.int8), rng.integers(0, 1 << 40, 33).astype(np.uint64),
+                rng.random(33).astype(np.float16), rng.random((33, 3))[:, 1], rng.random(33) < 0.5,
+                np.zeros(0, np.int32)):
+        col = numpy_column(arr)
+        assert col.equals(pa.array(arr))
+        back = column_to_numpy(col)
+        assert back.dtype == arr.dtype and np.array_equal(back, arr)
+
+
+def test_csv_and_parquet_chunks_and_assignments_without_pandas(tmp_path):
+    """pyarrow imports pandas for `pa.array(ndarray)`, `to_numpy` and `read_table` (~0.6 s per worker): writing and
+    reading csv/parquet graphs and assignment files goes around them."""
     import subprocess
     import sys
 
-    csv, parquet = make_graph("rmat", fmt="csv"), make_graph("rmat", fmt="parquet")
-    code = ("import sys; from graphshard.formats.chunked import load_metadata; "
+    code = ("import sys; from pathlib import Path; import numpy as np\n"
+            "from graphshard.generate.rmat import generate_rmat\n"
+            "from graphshard.formats.chunked import load_metadata\n"
             "from graphshard.formats.readers import read_edge_chunk, read_chunk\n"
-            "for path in sys.argv[1:]:\n"
-            "    g = load_metadata(path); src, dst = read_edge_chunk(g, g.edge_type[0], 0)\n"
+            "from graphshard.formats.assignment import write_parts, read_parts\n"
+            "from graphshard.assign.base import write_blocks\n"
+            "out = Path(sys.argv[1])\n"
+            "for fmt in ('csv', 'parquet'):\n"
+            "    g = load_metadata(generate_rmat(out / fmt, 1000, 5000, fmt=fmt))\n"
+            "    src, dst = read_edge_chunk(g, g.edge_type[0], 0)\n"
             "    feat = read_chunk(g, g.node_data['_N']['feat'], 0)\n"
-            "    assert len(src) and feat.ndim == 2\n"
+            "    mask = read_chunk(g, g.node_data['_N']['train_mask'], 0)\n"
+            "    assert len(src) and feat.ndim == 2 and len(mask)\n"
+            "parts = np.arange(1000) % 4\n"
+            "write_parts(out, 'a', parts); write_blocks(out / 'b.txt', [parts[:500], parts[500:]])\n"
+            "assert (read_parts(out, 'a', 1000, 4) == parts).all() and (read_parts(out, 'b', 1000, 4) == parts).all()\n"
             "print('pandas' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code, str(csv), str(parquet)], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False"

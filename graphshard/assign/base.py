@@ -12,6 +12,7 @@ from distributed import Client
 
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
+from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import ChunkedGraph
 
 TEXT_BLOCK = 1 << 22  # rows per block when streaming an assignment file
@@ -52,7 +53,7 @@ def write_blocks(path: Path, blocks: Iterable[np.ndarray]) -> Path:
     schema = pa.schema([("p", pa.int64())])
     with pacsv.CSVWriter(str(path), schema, write_options=pacsv.WriteOptions(include_header=False)) as writer:
         for block in blocks:
-            writer.write_table(pa.table({"p": np.asarray(block, dtype=np.int64)}, schema=schema))
+            writer.write_table(numpy_table([np.asarray(block, dtype=np.int64)], ["p"]))
     return path
 
 

@@ -17,8 +17,8 @@ import pyarrow.csv as pacsv
 
 from graphshard.errors import InputError
 from graphshard.fsutil import read_json_object
+from graphshard.formats.arrow import column_to_numpy, numpy_table
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.formats.readers import column_to_numpy
 
 META_FILE = "partition_meta.json"
 PART_DTYPE = np.int32
@@ -34,7 +34,7 @@ class AssignmentMeta:
 def write_parts(folder: Path, ntype: str, parts: np.ndarray) -> Path:
     """Write one `<ntype>.txt` (one partition id per line) with pyarrow's csv writer."""
     path = Path(folder) / f"{ntype}.txt"
-    table = pa.table({"p": np.asarray(parts, dtype=np.int64)})
+    table = numpy_table([np.asarray(parts, dtype=np.int64)], ["p"])
     pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False))
     return path
 

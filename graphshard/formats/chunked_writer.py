@@ -12,12 +12,12 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from graphshard.errors import GraphshardError
 from graphshard.fsutil import publish, staging_dir
+from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
 
 
@@ -27,12 +27,12 @@ def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:
 
 def _write_parquet(path: Path, arr: np.ndarray, delimiter: str) -> None:
     cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
-    pq.write_table(pa.table({f"c{i}": c for i, c in enumerate(cols)}), path)
+    pq.write_table(numpy_table(cols, [f"c{i}" for i in range(len(cols))]), path)
 
 
 def _write_csv(path: Path, arr: np.ndarray, delimiter: str) -> None:
     cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
-    table = pa.table({f"c{i}": c for i, c in enumerate(cols)})
+    table = numpy_table(cols, [f"c{i}" for i in range(len(cols))])
     pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none"))
 
 

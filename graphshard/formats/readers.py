@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from graphshard.errors import InputError
+from graphshard.formats.arrow import column_to_numpy
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat
 
 
@@ -61,22 +62,6 @@ class ChunkReader:
     def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
         """A few leading rows (at least one when the file has any), read without loading the whole file."""
         return self.rows(path, fmt, 0, 1)
-
-
-def column_to_numpy(col: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """An Arrow column as numpy: a view of its buffer when it is integer or float without nulls, else Arrow's own
-    conversion. (pyarrow's `to_numpy` imports pandas on first use: ~0.6 s and ~60 MB in every process that reads a
-    csv or parquet chunk.)"""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-    t = col.type
-    if col.null_count or not (pa.types.is_integer(t) or pa.types.is_floating(t)):
-        return col.to_numpy(zero_copy_only=False)
-    kind = "f" if pa.types.is_floating(t) else "i" if pa.types.is_signed_integer(t) else "u"
-    dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
-    if len(col) == 0:
-        return np.empty(0, dtype)
-    return np.frombuffer(col.buffers()[1], dtype=dtype, count=len(col), offset=col.offset * dtype.itemsize)
 
 
 def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
