@@ -31,18 +31,21 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def library_run(metadata: Path, out: Path, cfg) -> float:
-    """The steps as plain calls, one Client, no Prefect: the baseline."""
-    from graphshard import ingest, validate
+    """The steps as plain calls, one Client, no Prefect: the baseline. The same work as the flow's: each input file
+    checked and hashed in one task (the fingerprint reuses the digests); no edge pass in the assignment report,
+    since validation measures the cut."""
+    from graphshard import digests, ingest, validate
     from graphshard.assign import assign
     from graphshard.cluster import dask_client
     from graphshard.shuffle import dispatch
 
     start = time.perf_counter()
     with dask_client(cfg.cluster.spec()) as client:
-        problems = ingest.check_graph(metadata, client)
+        problems, found = ingest.check_and_hash(metadata, client)
         assert not problems, problems
+        digests.remember(found)
         ingest.fingerprint(metadata)
-        parts = assign(metadata, out / "assignment", cfg.num_parts, cfg.assign, client=client)
+        parts = assign(metadata, out / "assignment", cfg.num_parts, cfg.assign, client=client, edge_report=False)
         config = dispatch(metadata, parts, out / "partitions", cfg.shuffle, client)
         report = validate.validate(config, input_metadata=metadata, full=cfg.validate_.full, client=client,
                                    seed=cfg.validate_.seed)

@@ -153,7 +153,7 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
     vol_dir = None if in_memory else scratch / "volume"
     args = (part_files, nparts, options.balance_edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
-                      label=lambda job: f"{job[1]}/chunk{job[2]}", star=True)
+                      label=lambda job: f"{job[1]}/chunk{job[2]}", star=True) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)
     balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
     if options.has_constraints:
