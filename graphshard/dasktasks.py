@@ -17,9 +17,6 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from dask.utils import key_split
-from dask.sizeof import sizeof
-
 from graphshard.errors import GraphshardError
 
 if TYPE_CHECKING:
@@ -58,6 +55,8 @@ def task_key(step: str, what: str, label: str, token: str) -> str:
 
 def describe_key(key: object) -> str:
     """A task_key as '<what> <label>' (the step is the progress bar's own label); other keys as they are."""
+    from dask.utils import key_split  # dask loads with the first task, not with every step module (cached runs)
+
     text = str(key)
     step, sep, rest = text.partition("-")
     what_label, _, token = rest.rpartition("-")
@@ -103,6 +102,7 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
 def _scatter_large(client: Client, constants: dict, group: TaskGroup) -> dict:
     """Large constants as scattered futures with unique keys: `Client.map` would key them by argument name alone,
     so two steps in flight with a large `plan` (say) would collide on the scheduler."""
+    from dask.sizeof import sizeof
     from distributed import Future
 
     out = dict(constants)

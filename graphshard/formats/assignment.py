@@ -12,12 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from graphshard.errors import InputError
 from graphshard.fsutil import read_json_object
-from graphshard.formats.arrow import column_to_numpy, numpy_table
 from graphshard.formats.chunked import ChunkedGraph
 
 META_FILE = "partition_meta.json"
@@ -33,6 +30,10 @@ class AssignmentMeta:
 
 def write_parts(folder: Path, ntype: str, parts: np.ndarray) -> Path:
     """Write one `<ntype>.txt` (one partition id per line) with pyarrow's csv writer."""
+    import pyarrow.csv as pacsv  # pyarrow loads with the first file, not with this module (every run's precheck)
+
+    from graphshard.formats.arrow import numpy_table
+
     path = Path(folder) / f"{ntype}.txt"
     table = numpy_table([np.asarray(parts, dtype=np.int64)], ["p"])
     pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False))
@@ -67,6 +68,11 @@ def convert_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int, 
 
     Memory stays at one csv block (16 MiB) whatever the node count.
     """
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from graphshard.formats.arrow import column_to_numpy
+
     path = Path(folder) / f"{ntype}.txt"
     if not path.exists():
         raise InputError(path, f"node type '{ntype}'", f"an assignment file with {expected_rows} lines", "no such file")
