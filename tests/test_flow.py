@@ -60,6 +60,10 @@ def test_edge_cut_from_validation_else_from_the_assignment_report(tmp_path, rmat
     unvalidated = run(config, ["validate.enabled=false", "output.dir=" + str(tmp_path / "out2")])
     assert unvalidated["steps"]["assign"] == "Completed"  # another key: its report measures the edges
     assert unvalidated["edge_cut_count"] == quality["edge_cut"]["count"]
+    (full,) = [r for r in map(json.loads, (p.read_text() for p in (tmp_path / "work" / "assign").glob(
+        "*/assignment/assignment_report.json"))) if r["edge_cut"] is not None]
+    halo_nodes = sum(sum(q["halo_nodes"].values()) for q in quality["partitions"])
+    assert full["communication_volume"] == halo_nodes  # one full halo hop: the halos are the volume
 
 
 def test_num_parts_change_reruns_assign_and_later_not_ingest(tmp_path, rmat_small, dask_address):
