@@ -9,8 +9,9 @@ over the process tree every 0.1 s: the command, its Dask workers) and the Prefec
 background Prefect server lives in a private GRAPHSHARD_HOME, so the first `run` starts it cold; it is stopped at the
 end. Options on every side: k parts, random, halo 1, orig-ID files, COO; graphshard validates with its defaults.
 DGL runs when /work/dgl-venv exists (bench/dgl_partition.py). This machine's speed swings by +-30% from one minute to
-the next, so the warm variants and DGL run in `--rounds` interleaved rounds; the table gives medians and each
-variant's median per-round ratio to DGL. Prints a markdown table for BENCHMARKS.md.
+the next, so the warm variants and DGL run in `--rounds` interleaved rounds (in each, the warm run and the library
+calls back to back, which of them first alternating by round; then the step commands, then DGL); the table gives
+medians and each variant's median per-round ratio to DGL. Prints a markdown table for BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -81,19 +82,37 @@ def cold_and_cached(root: Path, metadata: Path, parts: int, env: dict) -> tuple[
     return results, server
 
 
-def one_round(root: Path, metadata: Path, parts: int, env: dict, server: psutil.Process) -> dict[str, dict]:
-    """Every warm variant once, in a fixed order: warm run, cached run, the steps as commands, as library calls."""
+def run_pair(root: Path, metadata: Path, parts: int, env: dict, server: psutil.Process,
+             library_first: bool) -> dict[str, dict]:
+    """A warm `run` (then its cached re-run) and the same steps as library calls, back to back, in the given order."""
     gs = [PY, "-m", "graphshard.cli"]
-    warm = write_config(root / "warm", metadata, parts)
-    busy = sum(server.cpu_times()[:2])
-    results = {"run_warm": timed([*gs, "run", str(warm)], env, root / "run_warm.log")}
-    results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
-    results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
-    shutil.rmtree(root / "warm")
+    results: dict[str, dict] = {}
 
-    steps = root / "steps"
-    results["assign_cli"] = timed([*gs, "assign", "--in", str(metadata), "--out", str(steps / "asg"),
-                                   "--num-parts", str(parts), "--method", "random"], env, root / "assign.log")
+    def warm_run() -> None:
+        warm = write_config(root / "warm", metadata, parts)
+        busy = sum(server.cpu_times()[:2])
+        results["run_warm"] = timed([*gs, "run", str(warm)], env, root / "run_warm.log")
+        results["run_warm"]["server_cpu"] = sum(server.cpu_times()[:2]) - busy
+        results["run_cached"] = timed([*gs, "run", str(warm)], env, root / "run_cached.log")
+        shutil.rmtree(root / "warm")
+
+    def library() -> None:
+        lib = write_config(root / "lib", metadata, parts)
+        code = LIBRARY.format(bench=str(REPO / "bench"), config=str(lib), metadata=str(metadata),
+                              out=str(root / "lib"))
+        results["library"] = timed([PY, "-c", code], env, root / "library.log")
+        shutil.rmtree(root / "lib")
+
+    for step in ((library, warm_run) if library_first else (warm_run, library)):
+        step()
+    return results
+
+
+def step_commands(root: Path, metadata: Path, parts: int, env: dict) -> dict[str, dict]:
+    """The steps as CLI commands: assign, dispatch, validate --input."""
+    gs, steps = [PY, "-m", "graphshard.cli"], root / "steps"
+    results = {"assign_cli": timed([*gs, "assign", "--in", str(metadata), "--out", str(steps / "asg"),
+                                    "--num-parts", str(parts), "--method", "random"], env, root / "assign.log")}
     results["dispatch_cli"] = timed([*gs, "dispatch", "--in", str(metadata), "--partitions", str(steps / "asg"),
                                      "--out", str(steps / "parts"), "--save-orig-nids", "--save-orig-eids"],
                                     env, root / "dispatch.log")
@@ -101,11 +120,6 @@ def one_round(root: Path, metadata: Path, parts: int, env: dict, server: psutil.
                                      str(metadata)],
                                     env, root / "validate.log")
     shutil.rmtree(steps)
-
-    lib = write_config(root / "lib", metadata, parts)
-    code = LIBRARY.format(bench=str(REPO / "bench"), config=str(lib), metadata=str(metadata), out=str(root / "lib"))
-    results["library"] = timed([PY, "-c", code], env, root / "library.log")
-    shutil.rmtree(root / "lib")
     return results
 
 
@@ -182,8 +196,9 @@ def main() -> None:
     rounds: list[dict[str, dict]] = []
     try:
         once, server = cold_and_cached(root, metadata, args.parts, env)
-        for _ in range(args.rounds):
-            rounds.append(one_round(root, metadata, args.parts, env, server))
+        for i in range(args.rounds):  # the run and the library calls back to back, which goes first alternating
+            rounds.append({**run_pair(root, metadata, args.parts, env, server, library_first=i % 2 == 1),
+                           **step_commands(root, metadata, args.parts, env)})
             dgl = None if args.no_dgl else dgl_run(root, metadata, args.parts)
             if dgl:
                 rounds[-1]["dgl"] = dgl
