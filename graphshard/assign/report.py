@@ -43,10 +43,10 @@ VOL_MARK_BYTES = 1 << 28  # node x part marks (a byte each) that one task, or th
 
 
 def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, Path], nparts: int,
-                want_degrees: bool, vol_dir: Path | None, vol_span: int) -> dict:
-    """Cut count, edges per destination partition and the (node, foreign part) pairs of one edge chunk: a bitmap of
-    N x nparts bits (a scatter into a mark array, far cheaper than np.unique), or with `vol_dir`, files of pair ids
-    per volume block of `vol_span` pair ids (`_write_vol_pieces`)."""
+                want_degrees: bool, volume: bool, vol_dir: Path | None, vol_span: int) -> dict:
+    """Cut count, edges per destination partition and (`volume`) the (node, foreign part) pairs of one edge chunk: a
+    bitmap of N x nparts bits (a scatter into a mark array, far cheaper than np.unique), or with `vol_dir`, files of
+    pair ids per volume block of `vol_span` pair ids (`_write_vol_pieces`)."""
     canon = graph.canonical(etype)
     src, dst = homogeneous_chunk(graph, etype, chunk)
     off = graph.type_node_offsets
@@ -56,6 +56,8 @@ def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[st
     pairs = (ends[cross] * nparts + other[cross] for ends, other in ((src, pd), (dst, ps)))  # one half at a time
     stats = {"cut": int(cross.sum()), "edges": np.bincount(pd, minlength=nparts),
              "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None}
+    if not volume:
+        return stats
     if vol_dir is None:
         marks = np.zeros(graph.total_nodes * nparts, dtype=bool)
         for half in pairs:
@@ -151,7 +153,7 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
     n = graph.total_nodes
     in_memory = n * nparts * max(8, len(jobs)) <= 8 * vol_budget  # a task's marks and the driver's bitmaps fit
     vol_dir = None if in_memory else scratch / "volume"
-    args = (part_files, nparts, options.balance_edges, vol_dir, vol_budget)
+    args = (part_files, nparts, options.balance_edges, edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
                       label=lambda job: f"{job[1]}/chunk{job[2]}", star=True) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)
