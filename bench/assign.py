@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from measure import own_peak  # bench/measure.py
 
 METHODS = ["pymetis", "metis", "kaminpar", "parmetis", "multilevel", "random"]
@@ -127,7 +126,8 @@ def measure(cmd: list[str], method: str, k: int, timeout: float) -> dict:
 def table(rows: list[dict]) -> str:
     """Markdown table, with the METIS overhead ratio against the same-run pymetis call."""
     base = {r["k"]: r for r in rows if r["method"] == "pymetis"}
-    lines = ["| method | k | step wall (s) | partitioner call (s) | peak RSS (GB) | edge cut | vs pymetis call / metis |",
+    lines = ["| method | k | step wall (s) | partitioner call (s) | peak RSS (GB) | edge cut "
+             "| vs pymetis call / metis |",
              "|---|---|---|---|---|---|---|"]
     metis = {r["k"]: r for r in rows if r["method"] == "metis" and "cut" in r}
     for r in rows:

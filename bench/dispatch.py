@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from measure import machine, on_workers, own_peak  # bench/measure.py
 
 from graphshard.formats.assignment import read_parts, write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.readers import read_edge_chunk, read_rows
-from measure import machine, on_workers, own_peak  # bench/measure.py
 
 DGL_PYTHON = Path("/work/dgl-venv/bin/python")
 HERE = Path(__file__).resolve().parent

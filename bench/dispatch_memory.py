@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
-    print(f"\n| edges | nodes | input | parts | dispatch | peak RSS per worker (MiB) | output |")
+    print("\n| edges | nodes | input | parts | dispatch | peak RSS per worker (MiB) | output |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
         peaks = ", ".join(str(round(b / MiB)) for b in r.get("worker_peak_rss_bytes", []))

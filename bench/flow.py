@@ -28,10 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
+import measure  # bench/measure.py
 import psutil
 import yaml
-
-import measure  # bench/measure.py
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable

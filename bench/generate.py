@@ -72,7 +72,7 @@ def main() -> None:
     total = sum(sizes)
     print(f"date: {date.today()}  machine: 2 cores, 24 GiB")
     print(f"command: {' '.join(cmd[1:])}")
-    print(f"| run | wall | peak RSS |\n|---|---|---|")
+    print("| run | wall | peak RSS |\n|---|---|---|")
     print(f"| generate rmat: {args.edges:,} edges, {args.nodes:,} nodes, {args.chunks} chunks, {args.format}, "
           f"{total / 2**30:.2f} GiB in {len(sizes)} files | {gen['wall_s']:.1f} s | {gen['peak_rss_mib']:.0f} MiB |")
     print(f"| floor: write the same {len(sizes)} files as zeros (np.save) | {floor['wall_s']:.1f} s | "

@@ -23,9 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 import measure  # bench/measure.py
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,8 @@ _LAZY = {"partition_graph": "graphshard.inmemory", "chunk_graph": "graphshard.in
 
 
 def __getattr__(name: str):
-    """`graphshard.partition_graph` / `graphshard.chunk_graph`, imported on first use so `import graphshard` stays cheap."""
+    """`graphshard.partition_graph` / `graphshard.chunk_graph`, imported on first use: `import graphshard` stays
+    cheap."""
     if name in _LAZY:
         import importlib
 

@@ -33,7 +33,8 @@ def identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
 
 @dataclass(frozen=True)
 class FileDigest:
-    """A file's digest (`algorithm`: a key of ALGORITHMS) as taken where its bytes were, with the identity it had then."""
+    """A file's digest (`algorithm`: a key of ALGORITHMS) as taken where its bytes were, with the identity it had
+    then."""
 
     identity: tuple[int, int, int, int, int]
     algorithm: str

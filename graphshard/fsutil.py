@@ -73,7 +73,8 @@ def read_json_object(path: str | Path, what: str) -> dict:
     except OSError as err:
         raise InputError(path, None, f"a readable {what}", err.strerror) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        detail = f"{err.msg} at line {err.lineno} column {err.colno}" if isinstance(err, json.JSONDecodeError) else str(err)
+        json_error = isinstance(err, json.JSONDecodeError)
+        detail = f"{err.msg} at line {err.lineno} column {err.colno}" if json_error else str(err)
         raise InputError(path, None, "valid JSON", detail) from None
     if not isinstance(data, dict):
         raise InputError(path, None, "a JSON object at the top level", type(data).__name__)

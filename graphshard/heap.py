@@ -14,7 +14,8 @@ from typing import Iterator
 
 @contextmanager
 def imports_kept() -> Iterator[None]:
-    """No collections while the block imports; what it built is then frozen (never collected), and collection resumes."""
+    """No collections while the block imports; what it built is then frozen (never collected), and collection
+    resumes."""
     enabled = gc.isenabled()
     gc.disable()
     try:

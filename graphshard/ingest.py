@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 from graphshard.dasktasks import run_tasks
+from graphshard.digests import INPUT, FileDigest, hash_file, hashed_read
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
-from graphshard.digests import INPUT, FileDigest, hash_file, hashed_read
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
 
 

@@ -17,9 +17,16 @@ import numpy as np
 from graphshard.errors import GraphshardError, InputError, ProblemList
 from graphshard.formats.assignment import META_FILE, read_meta
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, load_metadata
-from graphshard.formats.readers import (CSV_SCAN_LIMIT, READERS, VALID_KINDS, Header, edge_field, edge_ids_problem,
-                                       not_numeric_problem, reader_for)
-
+from graphshard.formats.readers import (
+    CSV_SCAN_LIMIT,
+    READERS,
+    VALID_KINDS,
+    Header,
+    edge_field,
+    edge_ids_problem,
+    not_numeric_problem,
+    reader_for,
+)
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,8 @@ def test_counts_are_derived_accepted_or_rejected(tmp_path):
     g = parse_metadata(derived, meta.parent)
     assert g.num_nodes_per_type == [3, 2] and g.num_edges("a:r:b") == 4 and g.total_nodes == 5
     assert parse_metadata(data, meta.parent).num_edges_per_type == [4, 2]
-    with pytest.raises(InputError, match=r"field 'num_edges_per_type': expected the sums of num_edges_per_chunk \[4, 2\]"):
+    with pytest.raises(InputError,
+                       match=r"field 'num_edges_per_type': expected the sums of num_edges_per_chunk \[4, 2\]"):
         parse_metadata({**data, "num_edges_per_type": [4, 3]}, meta.parent)
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from flow_helpers import REPO, Processes, flow_run_states, free_port, server_env, start_prefect_server, wait_for
 
 pytestmark = pytest.mark.slow

@@ -105,7 +105,8 @@ BAD = [
     ("malformed --set", lambda t, m: (write_config(t, m), "key.path=value"), ["--set", "num_parts"]),
     ("unknown --set key", lambda t, m: (write_config(t, m), "did you mean 'shuffle.halo_hops'"),
      ["--set", "shuffle.halo_hop=2"]),
-    ("negative halo via --set", lambda t, m: (write_config(t, m), "shuffle.halo_hops"), ["--set", "shuffle.halo_hops=-1"]),
+    ("negative halo via --set", lambda t, m: (write_config(t, m), "shuffle.halo_hops"),
+     ["--set", "shuffle.halo_hops=-1"]),
 ]
 
 

@@ -10,9 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from flow_helpers import REPO, Processes, flow_run_states, http_json, server_env, start_prefect_server, wait_for
-from flow_helpers import write_config
+from flow_helpers import (
+    REPO,
+    Processes,
+    flow_run_states,
+    http_json,
+    server_env,
+    start_prefect_server,
+    wait_for,
+    write_config,
+)
 
 pytestmark = pytest.mark.slow
 BIN = Path(sys.executable).parent

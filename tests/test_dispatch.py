@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from invariants import check_partitions
 
 from graphshard.cli import main
 from graphshard.errors import GraphshardError, InputError
@@ -16,7 +17,6 @@ from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph
 from graphshard.shuffle import DispatchOptions, dispatch
-from invariants import check_partitions
 
 ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
 
@@ -159,7 +159,8 @@ def test_bad_edge_ids(shuffle_client, make_graph, tmp_path):
     edges[5, 1] = 10_000
     np.save(edge_file, edges)
     asg = random_assignment(graph_dir / "metadata.json", tmp_path / "asg", 2)
-    with pytest.raises(InputError, match=r"data\[1\] dst': expected _N IDs in \[0, 200\), found 1 out of range, first 10000 at row 5"):
+    with pytest.raises(InputError, match=r"data\[1\] dst': expected _N IDs in \[0, 200\), found 1 out of range, "
+                                         r"first 10000 at row 5"):
         dispatch(graph_dir / "metadata.json", asg, tmp_path / "out", DispatchOptions(), shuffle_client)
     assert not (tmp_path / "out").exists()
 

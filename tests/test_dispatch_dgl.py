@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_dispatch import shuffle_client  # noqa: F401 - the shared cluster fixture
 
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph, load_tensor_dict
 from graphshard.shuffle import DispatchOptions, dispatch
-from test_dispatch import shuffle_client  # noqa: F401 - the shared cluster fixture
 
 DGL_PYTHON = Path(os.environ.get("DGL_VENV", "/work/dgl-venv")) / "bin" / "python"
 REPO = Path(__file__).resolve().parents[1]
@@ -97,7 +97,8 @@ def test_same_partitions_as_dgl(shuffle_client, make_graph, tmp_path, kind, num_
                                                                save_orig_eids=True), shuffle_client)
     for p, (want, got) in enumerate(zip(_sets(dgl_config), _sets(ours))):
         for key in want:
-            assert got[key] == want[key], f"partition {p}: {key} differ from DGL's ({len(got[key])} vs {len(want[key])})"
+            assert got[key] == want[key], \
+                f"partition {p}: {key} differ from DGL's ({len(got[key])} vs {len(want[key])})"
 
 
 def _part_ranges(config: dict) -> list[tuple[int, int]]:

@@ -9,11 +9,11 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
+from invariants import check_partitions
+from test_dispatch import random_assignment
 
 from graphshard.errors import GraphshardError
 from graphshard.shuffle import DispatchOptions, dispatch
-from invariants import check_partitions
-from test_dispatch import random_assignment
 
 
 def _killer(marker_dir: str, times: int) -> WorkerPlugin:

@@ -8,8 +8,8 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
-
 from flow_helpers import REPO, STATES, copy_graph, dask_address, run, tree_bytes, write_config  # noqa: F401
+
 from graphshard.cli import main
 from graphshard.errors import GraphshardError
 from graphshard.formats.partition_reader import load_partition

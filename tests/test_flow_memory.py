@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from flow_helpers import subprocess_env, write_config
 
 pytestmark = pytest.mark.slow

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from flow_helpers import subprocess_env, tree_bytes, wait_for, write_config
 
 pytestmark = pytest.mark.slow

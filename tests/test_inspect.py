@@ -232,7 +232,8 @@ def test_summary_of_mag(mag_small):
     feat = s["node_types"]["paper"]["features"]["feat"]
     assert feat["dtype"] == "float32" and feat["shape"] == [g.num_nodes("paper"), 16] and feat["files"] == 3
     assert s["node_types"]["institution"]["features"] == {}
-    assert s["edge_types"]["author:writes:paper"]["features"]["feat"]["shape"] == [g.num_edges("author:writes:paper"), 4]
+    writes = s["edge_types"]["author:writes:paper"]
+    assert writes["features"]["feat"]["shape"] == [g.num_edges("author:writes:paper"), 4]
     on_disk = sum(p.stat().st_size for p in mag_small.parent.rglob("*") if p.is_file() and p.name != "metadata.json")
     assert s["bytes"] == on_disk
 

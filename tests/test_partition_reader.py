@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from handmade import ToyGraph, toy_hetero, toy_homo, write_partitions
 
 from graphshard.errors import InputError
 from graphshard.formats.partition_reader import (
@@ -15,7 +16,6 @@ from graphshard.formats.partition_reader import (
     load_partition_feats,
     to_original_order,
 )
-from handmade import ToyGraph, toy_hetero, toy_homo, write_partitions
 
 
 @pytest.fixture(params=["hetero", "homo"])

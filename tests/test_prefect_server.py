@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from flow_helpers import http_json, subprocess_env, write_config
+
 from graphshard.cli import main
 from graphshard.errors import GraphshardError
 from graphshard.flows import env as prefect_env

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import re
-import xml.etree.ElementTree as ET
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_validate import client, mag_set  # noqa: F401 (fixtures)
 
 from graphshard.validate import problem_lines, validate, write_report
 from graphshard.validate.report_html import render_html
-from test_validate import client, mag_set  # noqa: F401 (fixtures)
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 STEP_TIMES = {"ingest": 0.8, "assign": 2.4, "dispatch": 6.1}

@@ -7,8 +7,16 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from graphshard.validate.svgchart import (Series, hbars, heatmap, nice_ticks, stacked_bars, text_width, tick_format,
-                                          viridis)
+from graphshard.validate.svgchart import (
+    Series,
+    hbars,
+    heatmap,
+    nice_ticks,
+    stacked_bars,
+    text_width,
+    tick_format,
+    viridis,
+)
 
 SVG = "{http://www.w3.org/2000/svg}"
 

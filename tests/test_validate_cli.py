@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import pytest
+from test_validate import client, id_int32, mag_set, remove_node_feat  # noqa: F401 (fixtures)
 
 from graphshard.cli import main
-from test_validate import client, id_int32, mag_set, remove_node_feat  # noqa: F401 (fixtures)
 
 
 def test_validate_good_set_exits_0(mag_set, capsys):

@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from test_validate import drop_halo_in_edge, id_int32
 
 from graphshard.formats.chunked import load_metadata
 from graphshard.validate import problem_lines, validate
-from test_validate import drop_halo_in_edge, id_int32
 
 REPO = Path(__file__).resolve().parent.parent
 DGL_PYTHON = Path(os.environ.get("GRAPHSHARD_DGL_PYTHON", "/work/dgl-venv/bin/python"))

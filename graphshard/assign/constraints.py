@@ -41,8 +41,8 @@ def parse_entries(graph: ChunkedGraph, entries: list[str]) -> list[BalanceEntry]
             continue
         nt, _, feat = text.partition("/")
         if nt not in graph.node_type or not feat:
-            raise InputError(source, "balance_ntypes", f"'ntype' or '<ntype>/<feature>' with ntype in {graph.node_type}",
-                             repr(text))
+            raise InputError(source, "balance_ntypes",
+                             f"'ntype' or '<ntype>/<feature>' with ntype in {graph.node_type}", repr(text))
         if feat not in graph.node_data.get(nt, {}):
             raise InputError(source, f"node_data['{nt}']", f"a feature '{feat}' (named by balance_ntypes)",
                              sorted(graph.node_data.get(nt, {})))
@@ -94,7 +94,8 @@ def class_codes(graph: ChunkedGraph, entries: list[BalanceEntry], start: int, st
     return codes
 
 
-def weight_columns(codes: np.ndarray | None, classes: np.ndarray | None, in_degrees: np.ndarray | None) -> np.ndarray | None:
+def weight_columns(codes: np.ndarray | None, classes: np.ndarray | None,
+                   in_degrees: np.ndarray | None) -> np.ndarray | None:
     """(n, ncon) weights: one 0/1 column per class, times in-degree when given (DGL's balance_edges); None = unit."""
     if classes is None:
         return None if in_degrees is None else in_degrees.reshape(-1, 1).astype(np.int64)

@@ -67,7 +67,8 @@ class MetisLibrary:
         idx = self.idx
         limit = np.iinfo(idx).max
         if int(indptr[-1]) > limit or n > limit:
-            raise GraphshardError(f"{self.path}: graph too large for a METIS built with {np.dtype(idx).itemsize * 8}-bit "
+            bits = np.dtype(idx).itemsize * 8
+            raise GraphshardError(f"{self.path}: graph too large for a METIS built with {bits}-bit "
                                   f"idx_t ({n} nodes, {int(indptr[-1])} adjacency entries): use a 64-bit build "
                                   "(--metis-lib) or --method parmetis")
         xadj = np.ascontiguousarray(indptr, dtype=idx)

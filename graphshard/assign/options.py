@@ -4,12 +4,12 @@ Fields:
 - `method`: random | metis | parmetis | kaminpar | multilevel | file.
 - `seed`: every random choice (random draws, METIS/ParMETIS/KaMinPar seeds) derives from it.
 - `balanced` (random): exactly balanced counts per node type (part sizes differ by at most one node).
-- `balance_ntypes` (metis, parmetis, multilevel): balance classes; every class becomes one 0/1 METIS constraint column, as in
-  DGL's `balance_ntypes`. An entry is either `"ntype"` (one class per node type) or `"<ntype>/<feat>"` (the values of
-  an integer or bool node feature of that type, e.g. `"paper/train_mask"`; nodes of the other types form one class of
-  their own). Several entries combine into product classes; only non-empty classes become columns.
-- `balance_edges` (metis, parmetis, multilevel): balance in-degrees too; as in DGL, one in-degree column per class (or a single
-  in-degree column when there are no classes, which then replaces the node-count balance).
+- `balance_ntypes` (metis, parmetis, multilevel): balance classes; every class becomes one 0/1 METIS constraint column,
+  as in DGL's `balance_ntypes`. An entry is either `"ntype"` (one class per node type) or `"<ntype>/<feat>"` (the
+  values of an integer or bool node feature of that type, e.g. `"paper/train_mask"`; nodes of the other types form one
+  class of their own). Several entries combine into product classes; only non-empty classes become columns.
+- `balance_edges` (metis, parmetis, multilevel): balance in-degrees too; as in DGL, one in-degree column per class
+  (or a single in-degree column when there are no classes, which then replaces the node-count balance).
 - `objtype` (metis): `cut` minimises the edge cut, `vol` the total communication volume.
 - `num_trainers_per_machine`: partition into `num_parts * T` parts, record each node's trainer id
   (`trainer_ids/<ntype>.txt`), then merge: part = trainer_id // T.
@@ -24,7 +24,8 @@ Fields:
   per block task (blocks = ceil(edges / this); the block count does not depend on the cluster, so results do not
   either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most.
-- `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis ships).
+- `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
+  ships).
 """
 
 from __future__ import annotations

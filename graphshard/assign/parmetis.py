@@ -113,7 +113,8 @@ class ParmetisPartitioner(Partitioner):
         lib = library_path(options)
         ranges = out / ".ranges"
         ranges.mkdir()
-        cmd = ["mpirun", "--oversubscribe", "-np", str(options.mpi_ranks), "-x", "LD_LIBRARY_PATH", "-x", "SCOTCH_PTHREAD_NUMBER",
+        cmd = ["mpirun", "--oversubscribe", "-np", str(options.mpi_ranks), "-x", "LD_LIBRARY_PATH",
+               "-x", "SCOTCH_PTHREAD_NUMBER",
                sys.executable, "-m", "graphshard.assign.parmetis", "--metadata", str(graph.metadata_path),
                "--out", str(ranges), "--nparts", str(nparts), "--lib", str(lib), "--options", options.model_dump_json()]
         t0 = time.perf_counter()

@@ -26,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--balanced", action="store_true",
                         help="random: exactly balanced node counts per node type")
     parser.add_argument("--balance-ntypes", nargs="+", default=[], metavar="X",
-                        help="metis/parmetis/multilevel: balance classes: 'ntype' (one per node type) or '<ntype>/<feature>' "
+                        help="metis/parmetis/multilevel: balance classes: 'ntype' (one per node type) or "
+                             "'<ntype>/<feature>' "
                              "(an integer/bool node feature, e.g. paper/train_mask); entries combine into product "
                              "classes, one constraint each")
     parser.add_argument("--balance-edges", action="store_true",
@@ -48,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kaminpar-threads", type=int, default=1,
                         help="kaminpar: threads (default 1, reproducible; more is faster but differs per run)")
     parser.add_argument("--multilevel-coarse-nodes", type=int, default=250_000,
-                        help="multilevel: coarsen until at most this many nodes, then METIS in one task (default 250000)")
+                        help="multilevel: coarsen until at most this many nodes, then METIS in one task "
+                             "(default 250000)")
     parser.add_argument("--multilevel-block-edges", type=int, default=4_000_000,
                         help="multilevel: input edges per block task (default 4000000)")
     parser.add_argument("--multilevel-lp-rounds", type=int, default=6,

@@ -19,7 +19,8 @@ def _formats(text: str) -> list[str]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--in", dest="metadata", required=True, help="the chunked graph's metadata.json (or its folder)")
+    parser.add_argument("--in", dest="metadata", required=True,
+                        help="the chunked graph's metadata.json (or its folder)")
     parser.add_argument("--partitions", required=True, help="assignment folder: <ntype>.txt + partition_meta.json")
     parser.add_argument("--out", required=True, help="output folder for <graph_name>.json and part<i>/")
     parser.add_argument("--halo-hops", type=int, default=1, help="halo hops as in DGL's partition_graph (default 1)")

@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rmat: R-MAT (a=.57, b=c=.19, d=.05); mag: MAG-like; grid: a mesh with scattered IDs")
     parser.add_argument("--out", required=True, help="output folder (metadata.json and chunk files)")
     parser.add_argument("--nodes", type=int, default=None,
-                        help="rmat, grid: node count (default 16384; grid: rounded to a power of --dims); mag: paper count, other types scale with it "
+                        help="rmat, grid: node count (default 16384; grid: rounded to a power of --dims); "
+                             "mag: paper count, other types scale with it "
                              "(default 1000)")
     parser.add_argument("--edges", type=int, default=None,
                         help="rmat: edge count (default 262144); mag: forward edges over the 4 relations, reverse "

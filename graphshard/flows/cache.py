@@ -21,7 +21,6 @@ from graphshard import __version__
 from graphshard.flows.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 from graphshard.fsutil import staged_output
 
-
 # Sub-folder of each step's artifact that holds the step's product.
 PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}
 

@@ -8,8 +8,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from graphshard.errors import InputError
 from graphshard.fsutil import read_json_object
@@ -132,8 +131,8 @@ class ChunkedGraph(BaseModel):
             n_files = len(self.edges[et].data)
             n_chunks = len(self.num_edges_per_chunk[i])
             if n_files != n_chunks:
-                raise FieldProblem(f"edges['{et}'].data", f"one file per chunk of num_edges_per_chunk[{i}] ({n_chunks})",
-                                   f"{n_files} files")
+                raise FieldProblem(f"edges['{et}'].data",
+                                   f"one file per chunk of num_edges_per_chunk[{i}] ({n_chunks})", f"{n_files} files")
         for nt in self.node_data:
             if nt not in self.node_type:
                 raise FieldProblem(f"node_data['{nt}']", f"a node type listed in node_type {self.node_type}", repr(nt))

@@ -16,9 +16,9 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from graphshard.errors import GraphshardError
-from graphshard.fsutil import publish, staging_dir
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
+from graphshard.fsutil import publish, staging_dir
 
 
 def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:

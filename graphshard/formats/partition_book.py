@@ -15,6 +15,7 @@ import numpy as np
 from graphshard.errors import InputError
 from graphshard.formats.partition_config import PartitionConfig
 
+
 def _as_ids(ids) -> np.ndarray:
     return np.asarray(ids, dtype=np.int64)
 
@@ -42,8 +43,9 @@ class RangeMap:
         self.sizes = self.ranges[:, :, 1] - self.ranges[:, :, 0]  # (types, parts)
         self.typed_ends = np.cumsum(self.sizes, axis=1)  # per type, end of each partition's per-type IDs
         self.typed_starts = self.typed_ends - self.sizes
-        self.part_starts = flat.reshape(num_parts, num_types, 2)[:, 0, 0] if num_types else np.zeros(num_parts, np.int64)
-        self.part_ends = flat.reshape(num_parts, num_types, 2)[:, -1, 1] if num_types else np.zeros(num_parts, np.int64)
+        empty = np.zeros(num_parts, np.int64)
+        self.part_starts = flat.reshape(num_parts, num_types, 2)[:, 0, 0] if num_types else empty
+        self.part_ends = flat.reshape(num_parts, num_types, 2)[:, -1, 1] if num_types else empty.copy()
         self.total = total
 
     @property
@@ -113,8 +115,10 @@ class PartitionBook:
 
     def __init__(self, config: PartitionConfig, source: str | Path | None = None):
         self.config = config
-        self.nodes = RangeMap(config.ntype_names, config.node_ranges(), config.num_parts, config.num_nodes, source, "node_map")
-        self.edges = RangeMap(config.etype_names, config.edge_ranges(), config.num_parts, config.num_edges, source, "edge_map")
+        self.nodes = RangeMap(config.ntype_names, config.node_ranges(), config.num_parts, config.num_nodes, source,
+                              "node_map")
+        self.edges = RangeMap(config.etype_names, config.edge_ranges(), config.num_parts, config.num_edges, source,
+                              "edge_map")
 
     @classmethod
     def load(cls, config_path: str | Path) -> "PartitionBook":

@@ -73,7 +73,8 @@ class PartitionConfig(BaseModel):
         for etype in self.etypes:
             parts = etype.split(":")
             if len(parts) != 3 or parts[0] not in self.ntypes or parts[2] not in self.ntypes:
-                raise ValueError(f"etypes: edge type '{etype}' is not 'src:rel:dst' over the node types {list(self.ntypes)}")
+                raise ValueError(f"etypes: edge type '{etype}' is not 'src:rel:dst' over the node types "
+                                 f"{list(self.ntypes)}")
         return self
 
     # ------------------------------------------------------------ views

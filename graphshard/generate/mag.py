@@ -47,7 +47,8 @@ def _endpoints(rng: np.random.Generator, count: int, n: int, skewed: bool) -> np
     return np.minimum((n * (u ** SKEW if skewed else u)).astype(np.int64), n - 1)
 
 
-def edge_chunk(seed: int, relation: tuple, chunk: int, count: int, counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+def edge_chunk(seed: int, relation: tuple, chunk: int, count: int,
+               counts: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """One chunk of a forward edge type: a uniform end and a popularity-skewed end, scattered over the ID range."""
     src_t, rel, dst_t, _, skewed_end = relation
     rng = chunk_rng(seed, f"mag:{rel}", chunk)

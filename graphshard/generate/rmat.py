@@ -16,7 +16,8 @@ TRAIN_FRACTION = 0.6
 _BATCH = 1 << 20  # edges drawn per vectorized step
 
 
-def _rmat_raw(rng: np.random.Generator, count: int, scale: int, probs: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _rmat_raw(rng: np.random.Generator, count: int, scale: int,
+              probs: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     """`count` R-MAT (src, dst) pairs over [0, 2**scale): one quadrant choice per bit."""
     a, b, c, _ = probs
     t1, t2, t3 = np.float32(a), np.float32(a + b), np.float32(a + b + c)

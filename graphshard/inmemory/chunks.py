@@ -38,8 +38,9 @@ def _check_ids(ids: np.ndarray, n: int, can: tuple, end: str, offset: int) -> No
     """Every ID of an edge slice is a node of its type."""
     if len(ids) and (ids.min() < 0 or ids.max() >= n):
         bad = int(np.flatnonzero((ids < 0) | (ids >= n))[0])
+        ntype = can[0] if end == "source" else can[2]
         raise GraphshardError(f"edges {can}: expected {end} IDs in [0, {n}) (the node count of "
-                              f"'{can[0] if end == 'source' else can[2]}'), found {int(ids[bad])} at edge {offset + bad}")
+                              f"'{ntype}'), found {int(ids[bad])} at edge {offset + bad}")
 
 
 def write_chunked(graph: InMemoryGraph, out_dir: Path, graph_name: str, num_chunks: int | None = None,

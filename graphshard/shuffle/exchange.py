@@ -28,10 +28,12 @@ MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by on
 def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path) -> np.ndarray:
     """Convert `<ntype>.txt` to int32 `.npy` (checking it) and count nodes per (block, partition)."""
     ntype = plan.graph.node_type[ntype_id]
-    out = convert_parts(assignment_dir, ntype, plan.graph.num_nodes(ntype), plan.num_parts, plan.scratch.parts(ntype_id))
+    out = convert_parts(assignment_dir, ntype, plan.graph.num_nodes(ntype), plan.num_parts,
+                        plan.scratch.parts(ntype_id))
     parts = np.load(out, mmap_mode="r")
     bounds = plan.node_blocks[ntype_id]
-    counts = np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    counts = np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts)
+                       for lo, hi in zip(bounds[:-1], bounds[1:])])
     del parts
     return counts
 
@@ -59,7 +61,8 @@ def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: Shuf
     arrays = ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_nids else [])
     arrays += _features(plan, plan.node_feats[ntype_id], lo, hi)
     if arrays:
-        _write_groups(grouping, [a[grouping.order] for a in arrays], lambda p: plan.scratch.node_bucket(ntype_id, block, p))
+        _write_groups(grouping, [a[grouping.order] for a in arrays],
+                      lambda p: plan.scratch.node_bucket(ntype_id, block, p))
 
 
 def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndarray:

@@ -16,7 +16,9 @@ import numpy as np
 
 def block_offsets(total: int, block_rows: int) -> np.ndarray:
     """Offsets [0, b, 2b, ..., total] of fixed-size blocks (one empty block for an empty type)."""
-    return np.append(np.arange(0, total, block_rows, dtype=np.int64), np.int64(total)) if total else np.zeros(2, np.int64)
+    if not total:
+        return np.zeros(2, np.int64)
+    return np.append(np.arange(0, total, block_rows, dtype=np.int64), np.int64(total))
 
 
 def count_parts(parts: np.ndarray, num_parts: int) -> np.ndarray:

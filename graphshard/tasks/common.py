@@ -12,10 +12,9 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-
 from prefect import get_run_logger
-from prefect.cache_policies import NO_CACHE
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
+from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
 from graphshard.flows.cache import StepResult, StepStore

@@ -13,11 +13,14 @@ CHECKS: dict[str, str] = {
     "files": "every file the config names exists and parses as a DGL binary file",
     "reserved-dtypes": "_ID int64, inner_node/inner_edge uint8, part_id int64, node _TYPE int16 (int32 as DGL 2.1 "
                        "writes it), edge _TYPE int32 (§5.1)",
-    "inner-nodes": "inner nodes take local IDs 0..n-1 and their _ID is exactly the partition's node_map range, in order (§5.2-3)",
+    "inner-nodes": "inner nodes take local IDs 0..n-1 and their _ID is exactly the partition's node_map range, "
+                   "in order (§5.2-3)",
     "halo-nodes": "halo nodes are owned elsewhere, appear once, and carry the owner's part_id and type",
-    "inner-edges": "inner edges' _ID is exactly the partition's edge_map range and their destinations are inner (§5.2-4)",
+    "inner-edges": "inner edges' _ID is exactly the partition's edge_map range and their destinations are inner "
+                   "(§5.2-4)",
     "edge-types": "edge _TYPE agrees with edge_map and with the node types of both ends (§5.4)",
-    "features": "feature tensors have one row per inner node/edge of their type, the same keys and dtypes in every partition",
+    "features": "feature tensors have one row per inner node/edge of their type, the same keys and dtypes in "
+                "every partition",
     "counts": "inner nodes and edges of all partitions add up to the config's and the input's counts (§5.2)",
     "orig-ids": "orig_nids/orig_eids hold a permutation of each type's original IDs (§5.5)",
     "halo-edges": "edges kept for halo nodes are copies of their owners' edges",

@@ -21,8 +21,8 @@ from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import quality
-from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.rows import EdgeRows, feature_rows, stacked
+from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.scratch import scratch_beside
 

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.validate import checks, edges
+from graphshard.validate import checks, edges, lazy
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate import lazy
 from graphshard.validate.lazy import PIECE_ROWS, Column, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
 from graphshard.validate.problems import Problem, first_values

@@ -23,8 +23,9 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("distributed")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ (api_checks)
 
-import graphshard  # noqa: E402
 from api_checks import check_mapping  # noqa: E402
+
+import graphshard  # noqa: E402
 
 pytestmark = pytest.mark.dgl
 

@@ -94,7 +94,8 @@ def client():
         yield c
 
 
-def _pipeline(tmp_path: Path, client, kind: str, num_parts: int, halo_mode: str, formats: list[str]) -> tuple[Path, Path]:
+def _pipeline(tmp_path: Path, client, kind: str, num_parts: int, halo_mode: str,
+              formats: list[str]) -> tuple[Path, Path]:
     from graphshard.assign import assign
     from graphshard.assign.options import AssignOptions
     from graphshard.generate import generate_mag, generate_rmat
