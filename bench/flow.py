@@ -62,7 +62,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {bench!r})
 from prefect_overhead import library_run
-from graphshard.config import load_config
+from graphshard.pipeline.config import load_config
 cfg = load_config({config!r})
 library_run(Path({metadata!r}), Path({out!r}), cfg)
 """

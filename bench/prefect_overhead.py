@@ -4,7 +4,7 @@ Usage: flock /tmp/graphshard-heavy.lock python bench/prefect_overhead.py [--node
 
 Per repeat, in this order, each on a fresh 2-worker LocalCluster and fresh output folders:
   library   check_graph + fingerprint + assign + dispatch + validate + write_report with one Client
-  flow      graphshard.flows.pipeline.partition in this process (temporary Prefect server already up), nothing cached
+  flow      graphshard.pipeline.flow.partition in this process (temporary Prefect server already up), nothing cached
   cached    the same flow run again: every step Cached (what a re-run costs)
 and once, `graphshard run` as a new process (imports, temporary Prefect server start, flow) against the library time.
 Prints a markdown table for BENCHMARKS.md.
@@ -74,12 +74,12 @@ def main() -> None:
 
     root = Path(tempfile.mkdtemp(prefix="graphshard-bench-prefect-"))
     os.environ["PREFECT_HOME"] = str(root / "prefect-home")
-    from graphshard.flows.env import prefect_environment
+    from graphshard.pipeline.prefect_env import prefect_environment
 
     prefect_environment()
-    from graphshard.config import load_config
-    from graphshard.flows.pipeline import run_pipeline
     from graphshard.generate.rmat import generate_rmat
+    from graphshard.pipeline.config import load_config
+    from graphshard.pipeline.flow import run_pipeline
 
     metadata = generate_rmat(root / "graph", nodes=args.nodes, edges=args.edges, chunks=args.chunks, seed=0)
     times: dict[str, list[float]] = {"library": [], "flow": [], "cached": []}

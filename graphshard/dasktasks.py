@@ -2,7 +2,7 @@
 
 Every step submits its tasks through `submit_tasks`/`gather_tasks` (or `run_tasks` for one group). Keys read
 `<step>-<what>-<label>-<token>` (the dashboard groups tasks by `<step>-<what>` and shows the label: a chunk, a
-partition), progress is counted by the scheduler plugin of graphshard.flows.progress, a failure becomes one
+partition), progress is counted by the scheduler plugin of graphshard.pipeline.progress, a failure becomes one
 GraphshardError naming the step and the item (its traceback goes to the log, not the terminal), and a failed step's
 other tasks are cancelled and waited for before the caller removes their folders. With `client=None` the same
 functions run here, one after another, with the same error wording.

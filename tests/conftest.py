@@ -24,9 +24,9 @@ os.environ["GRAPHSHARD_HOME"] = tempfile.mkdtemp(prefix="graphshard-test-home-")
 def _stop_background_server():
     """No test leaves a Prefect server running: stop the session's background server, if a run started one."""
     yield
-    from graphshard.flows import server
+    from graphshard.pipeline import prefect_server
 
-    server.stop()
+    prefect_server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="graphshard-test-p
 # In-process runs (`run`, `cli.main(["run", ...])`) use ephemeral mode: Prefect's settings are fixed when it is first
 # imported here. `graphshard run` subprocesses may drop this to use the session's background server (subprocess_env).
 os.environ.setdefault("GRAPHSHARD_PREFECT", "ephemeral")
-from graphshard.flows.env import prefect_environment  # noqa: E402
+from graphshard.pipeline.prefect_env import prefect_environment  # noqa: E402
 
 prefect_environment()
 
@@ -56,7 +56,7 @@ def write_config(folder: Path, metadata: Path, address: str | None = None, **cha
 def run(config: Path, overrides: list[str] | None = None, from_step: str | None = None,
         force: list[str] | None = None) -> dict:
     """The pipeline in this process; returns the flow's summary (with each step's final state name)."""
-    from graphshard.flows.pipeline import run_pipeline
+    from graphshard.pipeline.flow import run_pipeline
 
     return run_pipeline(config, overrides, from_step, force)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graphshard.tasks import common
+from graphshard.pipeline.steps import common
 
 
 def test_updates_are_throttled_and_the_last_counts_are_shown_on_close(monkeypatch):

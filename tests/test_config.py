@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from graphshard.cli import main
-from graphshard.config import PipelineConfig, load_config
+from graphshard.pipeline.config import PipelineConfig, load_config
 
 REPO = Path(__file__).resolve().parents[1]
 

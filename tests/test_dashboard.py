@@ -136,7 +136,7 @@ def _slow_square(x: int) -> int:
 def test_progress_names_the_step_what_and_item(dask_cluster_client):
     """The step's progress sinks (terminal bar, Prefect artifact) get what a running task does to which item."""
     from graphshard.dasktasks import describe_key, run_tasks, task_key
-    from graphshard.flows.progress import StepProgress, TerminalBar, install
+    from graphshard.pipeline.progress import StepProgress, TerminalBar, install
 
     assert describe_key(task_key("dispatch", "route-edge-chunks", "paper:cites:paper/chunk3", "0a1b2c3d")) == \
         "route-edge-chunks paper:cites:paper/chunk3"

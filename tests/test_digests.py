@@ -47,8 +47,8 @@ def test_check_and_hash_finds_what_check_graph_finds_and_every_files_hash(mag_sm
     import shutil
 
     from graphshard import ingest
-    from graphshard.flows.manifest import graph_files
     from graphshard.formats.chunked import load_metadata
+    from graphshard.pipeline.manifest import graph_files
 
     graph = load_metadata(mag_small)
     problems, found = ingest.check_and_hash(graph)

@@ -122,7 +122,7 @@ def test_failed_validation_publishes_nothing(tmp_path, rmat_small, dask_address)
 
 def test_mag_config_heterogeneous_metis_balanced(tmp_path, mag_small, dask_address):
     """configs/mag.yaml as shipped (METIS balancing paper/train_mask) on the heterogeneous graph."""
-    from graphshard.config import load_config
+    from graphshard.pipeline.config import load_config
 
     cfg = load_config(REPO / "configs" / "mag.yaml")
     assert cfg.assign.method == "metis" and cfg.assign.balance_ntypes == ["paper/train_mask"]
@@ -153,7 +153,7 @@ def test_run_has_no_heartbeat_thread_unless_configured(monkeypatch, configured):
     set a frequency, which then stays."""
     from prefect.settings import get_current_settings
 
-    from graphshard.flows.pipeline import _heartbeats_as_configured
+    from graphshard.pipeline.flow import _heartbeats_as_configured
 
     if configured is None:
         monkeypatch.delenv("PREFECT_FLOWS_HEARTBEAT_FREQUENCY", raising=False)

@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from graphshard.flows.cache import StepStore, step_key
-from graphshard.flows.manifest import HashCache, folder_manifest, graph_files
 from graphshard.formats.chunked import load_metadata
+from graphshard.pipeline.cache import StepStore, step_key
+from graphshard.pipeline.manifest import HashCache, folder_manifest, graph_files
 
 
 def test_step_key_depends_on_inputs_section_and_version(monkeypatch):
@@ -19,7 +19,7 @@ def test_step_key_depends_on_inputs_section_and_version(monkeypatch):
     assert base != step_key("assign", {"graph": "b"}, {"num_parts": 2})
     assert base != step_key("assign", {"graph": "a"}, {"num_parts": 3})
     assert base != step_key("shuffle", {"graph": "a"}, {"num_parts": 2})
-    monkeypatch.setattr("graphshard.flows.cache.__version__", "999")
+    monkeypatch.setattr("graphshard.pipeline.cache.__version__", "999")
     assert base != step_key("assign", {"graph": "a"}, {"num_parts": 2})
 
 
@@ -48,7 +48,7 @@ def test_hash_cache_reuses_unchanged_files(tmp_path, monkeypatch):
     cache = HashCache(tmp_path / "h.json")
     cache.manifest({"a.bin": f})
     calls = []
-    monkeypatch.setattr("graphshard.flows.manifest.hash_file", lambda p, algorithm: calls.append(p) or "h")
+    monkeypatch.setattr("graphshard.pipeline.manifest.hash_file", lambda p, algorithm: calls.append(p) or "h")
     HashCache(tmp_path / "h.json").manifest({"a.bin": f})
     assert calls == []
     f.write_bytes(b"y" * 100)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flow_helpers import dask_address  # noqa: F401
 
 from graphshard.cluster import ClusterSpec
-from graphshard.flows import ondemand
+from graphshard.pipeline import ondemand
 
 
 def test_opened_on_first_use_once(dask_address):

@@ -17,8 +17,7 @@ from flow_helpers import http_json, subprocess_env, write_config
 
 from graphshard.cli import main
 from graphshard.errors import GraphshardError
-from graphshard.flows import env as prefect_env
-from graphshard.flows import server
+from graphshard.pipeline import prefect_env, prefect_server
 
 GRAPHSHARD = [sys.executable, "-m", "graphshard.cli"]
 
@@ -44,7 +43,8 @@ def test_explicit_api_url_wins_and_is_checked(clean_env):
     clean_env.setenv("PREFECT_API_URL", f"http://127.0.0.1:{_closed_port()}/api")
     with pytest.raises(GraphshardError, match="no Prefect server answers"):
         prefect_env.connect()
-    assert server.recorded() is None and not server.server_home().exists()  # no background server started
+    # no background server started
+    assert prefect_server.recorded() is None and not prefect_server.server_home().exists()
 
 
 def test_api_url_of_the_active_profile_counts_as_explicit(clean_env, tmp_path):
@@ -55,14 +55,14 @@ def test_api_url_of_the_active_profile_counts_as_explicit(clean_env, tmp_path):
     assert prefect_env.profile_api_url() == url
     with pytest.raises(GraphshardError, match=re.escape(url)):
         prefect_env.connect()
-    assert not server.server_home().exists()
+    assert not prefect_server.server_home().exists()
 
 
 def test_ephemeral_opt_out_and_bad_mode(clean_env, tmp_path):
     clean_env.setenv("GRAPHSHARD_PREFECT", "ephemeral")
     assert prefect_env.connect(tmp_path / "work") is None
     assert os.environ["PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"] == "true" and "PREFECT_API_URL" not in os.environ
-    assert not server.server_home().exists()
+    assert not prefect_server.server_home().exists()
     with pytest.raises(GraphshardError, match="outlives"):
         prefect_env.connect(ephemeral_ok=False)  # `graphshard serve` needs a real server
     clean_env.setenv("GRAPHSHARD_PREFECT", "temporary")
@@ -87,7 +87,7 @@ def own_home(tmp_path, monkeypatch):
     home = tmp_path / "gs-home"
     monkeypatch.setenv("GRAPHSHARD_HOME", str(home))
     yield subprocess_env(GRAPHSHARD_HOME=str(home))
-    server.stop()
+    prefect_server.stop()
 
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
@@ -112,7 +112,7 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
     assert all(p.returncode == 0 for p in starts), outs
     pids = {re.search(r"pid (\d+)", o).group(1) for o in outs}
     assert len(pids) == 1 and sorted("already running" in o for o in outs) == [False, True], outs
-    srv = server.recorded()
+    srv = prefect_server.recorded()
     assert srv is not None and str(srv.pid) == pids.pop()
 
     config = write_config(tmp_path, rmat_small)
@@ -121,7 +121,7 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
     again = _cli(["run", str(config)], own_home)
     assert again.returncode == 0, again.stderr[-3000:]
     assert "cached: ingest, assign, shuffle, validate, publish" in again.stdout
-    assert server.recorded() == srv  # the same server served both runs
+    assert prefect_server.recorded() == srv  # the same server served both runs
     assert "Traceback" not in first.stderr + again.stderr
 
     runs = http_json(f"{srv.api_url}/flow_runs/filter", {"sort": "EXPECTED_START_TIME_ASC"})
@@ -140,4 +140,5 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
     assert stop.returncode == 0 and f"stopped (pid {srv.pid}" in stop.stdout
     assert not srv.alive() and not srv.healthy()
     assert _cli(["server", "status"], own_home).returncode == 3
-    assert server.log_path().parent == Path(own_home["GRAPHSHARD_HOME"]) / "prefect" and server.log_path().exists()
+    log = prefect_server.log_path()
+    assert log.parent == Path(own_home["GRAPHSHARD_HOME"]) / "prefect" and log.exists()

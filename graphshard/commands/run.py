@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from graphshard import heap, logs
-from graphshard.config import STEPS, check_config, load_config
+from graphshard.pipeline.config import STEPS, load_config
+from graphshard.pipeline.preflight import check_config
 
 NAME = "run"
 HELP = "Run ingest -> assign -> shuffle -> validate from a YAML config (a Prefect flow; finished steps are reused)."
@@ -21,10 +22,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows import server
-    from graphshard.flows.env import connect
-    from graphshard.flows.ondemand import prestart
-    from graphshard.flows.publish import RECORD, published_by
+    from graphshard.pipeline import prefect_server
+    from graphshard.pipeline.ondemand import prestart
+    from graphshard.pipeline.prefect_env import connect
+    from graphshard.pipeline.publish import RECORD, published_by
 
     cfg = load_config(args.config, args.overrides)
     check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
@@ -33,11 +34,11 @@ def run(args: argparse.Namespace) -> int:
     if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
         prestart(cfg.cluster.spec())
     with heap.imports_kept():  # Prefect: imported only after its environment is set
-        from graphshard.flows.pipeline import run_pipeline
-        from graphshard.flows.report import summary_line
+        from graphshard.pipeline.flow import run_pipeline
+        from graphshard.pipeline.summary import summary_line
 
     if pending is not None:
-        server.ensure(pending)
+        prefect_server.ensure(pending)
 
     summary = run_pipeline(args.config, args.overrides, args.from_step, args.force)
     print(summary_line(summary))

@@ -16,13 +16,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows import server
-    from graphshard.flows.env import connect
+    from graphshard.pipeline import prefect_server
+    from graphshard.pipeline.prefect_env import connect
 
     pending = connect(ephemeral_ok=False)
-    from graphshard.flows.pipeline import partition
+    from graphshard.pipeline.flow import partition
 
     if pending is not None:
-        server.ensure(pending)
+        prefect_server.ensure(pending)
     partition.serve(name=args.name, limit=args.limit, print_starting_message=True)
     return 0

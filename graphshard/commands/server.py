@@ -18,26 +18,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _describe(srv, state: str) -> str:
-    from graphshard.flows import server
+    from graphshard.pipeline import prefect_server
 
     return (f"Prefect server {state}: UI {srv.url}, API {srv.api_url} (PREFECT_API_URL), pid {srv.pid}, "
-            f"home {server.server_home()}, log {server.log_path()}")
+            f"home {prefect_server.server_home()}, log {prefect_server.log_path()}")
 
 
 def run(args: argparse.Namespace) -> int:
-    from graphshard.flows import server
+    from graphshard.pipeline import prefect_server
 
     if args.action == "start":
-        srv, started = server.start()
-        print(_describe(server.ensure(srv), "started" if started else "already running"))
+        srv, started = prefect_server.start()
+        print(_describe(prefect_server.ensure(srv), "started" if started else "already running"))
         return 0
     if args.action == "stop":
-        srv = server.stop()
+        srv = prefect_server.stop()
         print(f"Prefect server stopped (pid {srv.pid}, {srv.url})" if srv else "no Prefect server was running")
         return 0
-    srv = server.recorded()
+    srv = prefect_server.recorded()
     if srv is None:
-        print(f"no Prefect server running (home {server.server_home()}); `graphshard run` or "
+        print(f"no Prefect server running (home {prefect_server.server_home()}); `graphshard run` or "
               "`graphshard server start` starts one")
         return NOT_RUNNING
     print(_describe(srv, "running" if srv.healthy() else "starting (not answering yet)"))

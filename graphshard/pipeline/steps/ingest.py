@@ -17,14 +17,14 @@ from prefect import task
 from prefect.states import State
 
 from graphshard import digests, ingest
-from graphshard.config import PipelineConfig
 from graphshard.errors import GraphshardError
-from graphshard.flows.cache import StepResult, StepStore, step_key
-from graphshard.flows.manifest import HashCache, graph_files
-from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.pipeline.cache import StepResult, StepStore, step_key
+from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.manifest import HashCache, graph_files
+from graphshard.pipeline.ondemand import ClusterOnDemand
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, step_progress
 from graphshard.precheck import refuse
-from graphshard.tasks.common import TASK_OPTIONS, run_step, step_progress
 
 if TYPE_CHECKING:
     from distributed import Client

@@ -25,17 +25,18 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_pro
 from prefect.states import State
 
 from graphshard import logs
-from graphshard.config import STEPS, PipelineConfig, check_config, load_config
 from graphshard.errors import GraphshardError
-from graphshard.flows import report
-from graphshard.flows.cache import StepStore
-from graphshard.flows.ondemand import ClusterOnDemand, wait_closed
-from graphshard.flows.publish import published_by
-from graphshard.tasks.assign import assign_task
-from graphshard.tasks.ingest import ingest_task
-from graphshard.tasks.publish import publish_task
-from graphshard.tasks.shuffle import shuffle_task
-from graphshard.tasks.validate import validate_task
+from graphshard.pipeline.cache import StepStore
+from graphshard.pipeline.config import STEPS, PipelineConfig, load_config
+from graphshard.pipeline.ondemand import ClusterOnDemand, wait_closed
+from graphshard.pipeline.preflight import check_config
+from graphshard.pipeline.publish import published_by
+from graphshard.pipeline.steps.assign import assign_task
+from graphshard.pipeline.steps.ingest import ingest_task
+from graphshard.pipeline.steps.publish import publish_task
+from graphshard.pipeline.steps.shuffle import shuffle_task
+from graphshard.pipeline.steps.validate import validate_task
+from graphshard.pipeline.summary import markdown, summarize, summary_line
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
@@ -53,7 +54,7 @@ def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
 
 def _cluster_started(client) -> None:
     """Log (and keep as a link artifact) the dashboard of the cluster the run just started; count its tasks."""
-    from graphshard.flows import progress  # imports distributed: only once a cluster runs
+    from graphshard.pipeline import progress  # imports distributed: only once a cluster runs
 
     progress.install(client)
     link = client.dashboard_link
@@ -65,7 +66,7 @@ def _cluster_started(client) -> None:
 
 
 def _publish_report_artifacts(summary: dict, tables: dict[str, list[dict]]) -> None:
-    create_markdown_artifact(report.markdown(summary), key="graphshard-summary",
+    create_markdown_artifact(markdown(summary), key="graphshard-summary",
                              description="graphshard run: output, headline figures, step states")
     for name, rows in tables.items():
         if rows:
@@ -105,10 +106,10 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
     out = Path(state.result())
-    summary, tables = report.summarize(cfg, out, ingested, assigned, shuffled, validated,
-                                       {k: s.name for k, s in states.items()}, time.perf_counter() - start)
+    summary, tables = summarize(cfg, out, ingested, assigned, shuffled, validated,
+                                {k: s.name for k, s in states.items()}, time.perf_counter() - start)
     _publish_report_artifacts(summary, tables)
-    get_run_logger().info(report.summary_line(summary))
+    get_run_logger().info(summary_line(summary))
     return summary
 
 

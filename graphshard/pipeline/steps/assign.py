@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 from prefect import task
 
 from graphshard import assign
-from graphshard.config import PipelineConfig
-from graphshard.flows.cache import PRODUCT, StepResult, StepStore, step_key
-from graphshard.flows.manifest import folder_manifest
-from graphshard.flows.ondemand import ClusterOnDemand
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.tasks.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
+from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.manifest import folder_manifest
+from graphshard.pipeline.ondemand import ClusterOnDemand
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
 
 if TYPE_CHECKING:
     from distributed import Client

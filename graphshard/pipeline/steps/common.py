@@ -17,13 +17,13 @@ from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
-from graphshard.flows.cache import StepResult, StepStore
-from graphshard.flows.ondemand import ClusterOnDemand
+from graphshard.pipeline.cache import StepResult, StepStore
+from graphshard.pipeline.ondemand import ClusterOnDemand
 
 if TYPE_CHECKING:
     from distributed import Client
 
-    from graphshard.flows.progress import StepProgress
+    from graphshard.pipeline.progress import StepProgress
 
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
 
@@ -62,7 +62,7 @@ def step_progress(step: str, client: Client | None) -> StepProgress | nullcontex
     """The step's Dask tasks counted on the terminal and in a Prefect progress artifact while the block runs."""
     if client is None:
         return nullcontext()
-    from graphshard.flows.progress import StepProgress, TerminalBar  # imports distributed: only with a cluster
+    from graphshard.pipeline.progress import StepProgress, TerminalBar  # imports distributed: only with a cluster
 
     return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)])
 

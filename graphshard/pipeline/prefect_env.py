@@ -4,8 +4,8 @@ Telemetry is always off. Which API a `graphshard run` talks to, first match wins
 1. an explicit `PREFECT_API_URL` (environment, or the active Prefect profile): that server, health-checked first;
 2. `GRAPHSHARD_PREFECT=ephemeral`: Prefect's ephemeral mode, a temporary API server inside the run's process
    (~15-20 s of start-up per run here) with its SQLite database under `<work_dir>/prefect`;
-3. otherwise (`GRAPHSHARD_PREFECT=server`, the default): graphshard's background server (graphshard.flows.server),
-   started by the first run and reused by later ones.
+3. otherwise (`GRAPHSHARD_PREFECT=server`, the default): graphshard's background server
+   (graphshard.pipeline.prefect_server), started by the first run and reused by later ones.
 Prefect 3.8.8 allows ephemeral mode only through its default `ephemeral` profile
 (`PREFECT_SERVER_ALLOW_EPHEMERAL_MODE`; the setting's own default is off), so it is set explicitly here.
 """
@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from graphshard.errors import GraphshardError
-from graphshard.flows import server
+from graphshard.pipeline import prefect_server
 
 MODE_ENV = "GRAPHSHARD_PREFECT"
 MODES = ("server", "ephemeral")
@@ -58,9 +58,9 @@ def mode() -> str:
     return value
 
 
-def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> server.Server | None:
+def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> prefect_server.Server | None:
     """Point this process at its Prefect API (see the module doc); the background server it uses, not yet waited
-    for (`server.ensure`), so that the caller's imports overlap a cold start. Call before importing Prefect.
+    for (`prefect_server.ensure`), so that the caller's imports overlap a cold start. Call before importing Prefect.
     `ephemeral_ok=False`: the caller needs a server that outlives it (`graphshard serve`)."""
     explicit = os.environ.get("PREFECT_API_URL") or profile_api_url()
     if explicit:
@@ -74,7 +74,7 @@ def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> server.S
                                   f"unset {MODE_ENV} or point PREFECT_API_URL at a server")
         prefect_environment(work_dir)
         return None
-    pending, _ = server.start()
+    pending, _ = prefect_server.start()
     os.environ["PREFECT_API_URL"] = pending.api_url
     # that server never enables CSRF protection (it gets no PREFECT_* settings of ours): without this, every API
     # client Prefect makes (one per artifact update) first asks it for a CSRF token and is refused

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from graphshard.assign import REPORT_FILE
-from graphshard.config import PipelineConfig
-from graphshard.flows.cache import PRODUCT, StepResult
+from graphshard.pipeline.cache import PRODUCT, StepResult
+from graphshard.pipeline.config import PipelineConfig
 
 
 def summarize(cfg: PipelineConfig, out: Path, ingested: StepResult, assigned: StepResult, shuffled: StepResult,

@@ -1,15 +1,14 @@
-"""The pipeline configuration (`configs/*.yaml`): a strict pydantic model, `--set` overrides, and pre-flight checks.
+"""The pipeline configuration (`configs/*.yaml`): a strict pydantic model and its loading with `--set` overrides.
 
 Every problem is reported as one line naming the config file, the key path and what was expected, before any work
-starts. Relative paths are resolved against the config file's folder.
+starts. Relative paths are resolved against the config file's folder. The checks that look at the files and the
+cluster a config names are in `graphshard.pipeline.preflight`.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
-import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from graphshard.assign.options import AssignOptions
 from graphshard.cluster import ClusterSpec
-from graphshard.errors import GraphshardError, InputError
+from graphshard.errors import InputError
 from graphshard.shuffle.options import DispatchOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
@@ -197,92 +196,3 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Pipelin
         for item in overrides or []:
             apply_override(data, item)
     return parse_config(data, source)
-
-
-# ---- pre-flight checks -----------------------------------------------------------------------------------------
-
-def _inside(child: Path, parent: Path) -> bool:
-    child, parent = child.resolve(), parent.resolve()
-    return child == parent or parent in child.parents
-
-
-def check_scheduler(address: str, timeout: float, source: Path) -> None:
-    """A TCP connection to the scheduler within `timeout` seconds, else a one-line error."""
-    from distributed.comm.addressing import parse_address, parse_host_port
-
-    try:
-        scheme, loc = parse_address(address)
-        host, port = parse_host_port(loc)
-    except ValueError as err:
-        raise InputError(source, "cluster.address", "a scheduler address like tcp://host:8786", address) from err
-    if scheme not in ("tcp", "tls"):
-        raise InputError(source, "cluster.address", "a tcp:// or tls:// scheduler address", address)
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            pass
-    except OSError as err:
-        reason = "timed out" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
-        raise GraphshardError(f"{source}: cluster.address: cannot reach Dask scheduler {address} within "
-                              f"{timeout:g} s ({reason})") from None
-
-
-def check_config(cfg: PipelineConfig, published_by_us: bool = False):
-    """Everything that can be known to be wrong before work starts; returns the parsed input metadata.
-
-    `published_by_us`: the output folder was published by this work folder before, so replacing it is allowed.
-    """
-    from graphshard.formats.chunked import load_metadata
-    from graphshard.precheck import precheck, precheck_assignment, refuse
-
-    src = cfg.source
-    meta_path = cfg.input.metadata
-    if meta_path.is_dir():
-        meta_path = meta_path / "metadata.json"
-    if not meta_path.is_file():
-        raise InputError(src, "input.metadata", "an existing metadata.json", f"{meta_path} (no such file)")
-    graph = load_metadata(meta_path)
-    in_dir = meta_path.parent
-    out, work = cfg.output.dir, cfg.work
-    if _inside(out, in_dir):
-        raise InputError(src, "output.dir", f"a folder outside the input folder {in_dir}", str(out))
-    if _inside(in_dir, out):
-        raise InputError(src, "output.dir", f"a folder that does not contain the input folder {in_dir}", str(out))
-    if _inside(work, out) or _inside(out, work):
-        raise InputError(src, "work_dir", f"a folder separate from output.dir {out}", str(work))
-    if _inside(work, in_dir):
-        raise InputError(src, "work_dir", f"a folder outside the input folder {in_dir}", str(work))
-    if out.exists() and not (out.is_dir() and (cfg.output.overwrite or published_by_us)):
-        raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
-                         f"{out} exists")
-    if cfg.graph_name is not None and cfg.graph_name != graph.graph_name:
-        raise InputError(src, "graph_name", f"the input's graph_name '{graph.graph_name}' (or no graph_name)",
-                         cfg.graph_name)
-    if cfg.num_parts > graph.total_nodes:
-        raise InputError(src, "num_parts", f"at most the number of nodes ({graph.total_nodes})", cfg.num_parts)
-    if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
-        raise InputError(src, "assign.dir", "an existing assignment folder (method: file)", str(cfg.assign.dir))
-    if cfg.cluster.memory_limit not in (None, "auto"):
-        from dask.utils import parse_bytes  # here: importing dask costs ~0.2 s of a cached run's ~2 s
-
-        try:
-            parse_bytes(cfg.cluster.memory_limit)
-        except (ValueError, TypeError):
-            raise InputError(src, "cluster.memory_limit", "a size like '4GB' or 'auto'",
-                             cfg.cluster.memory_limit) from None
-    for folder in (out.parent, work):
-        probe = folder
-        while not probe.exists():
-            probe = probe.parent
-        if not probe.is_dir() or not _writable(probe):
-            raise InputError(src, "output.dir" if folder == out.parent else "work_dir",
-                             "a location this user can write to", str(probe))
-    refuse(precheck(graph))
-    if cfg.assign.method == "file":
-        refuse(precheck_assignment(graph, cfg.assign.dir))
-    if cfg.cluster.address:
-        check_scheduler(cfg.cluster.address, cfg.cluster.connect_timeout, src)
-    return graph
-
-
-def _writable(folder: Path) -> bool:
-    return os.access(folder, os.W_OK | os.X_OK)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from prefect import get_run_logger, task
 from prefect.states import Completed, State
 
-from graphshard.config import PipelineConfig
-from graphshard.flows.cache import PRODUCT, StepResult, StepStore
-from graphshard.flows.publish import is_current, publish_output
-from graphshard.tasks.common import TASK_OPTIONS
+from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
+from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.publish import is_current, publish_output
+from graphshard.pipeline.steps.common import TASK_OPTIONS
 
 
 @task(name="publish", **TASK_OPTIONS)

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from graphshard import __version__
-from graphshard.flows.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 from graphshard.fsutil import staged_output
+from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 
 # Sub-folder of each step's artifact that holds the step's product.
 PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}

@@ -1,7 +1,7 @@
 """Per-step progress of the Dask work a library function submits (it does not hand its futures out).
 
 A scheduler plugin counts, per client, the tasks submitted and finished; the flow polls those two numbers while a
-step runs and passes them to sinks (a terminal bar here, a Prefect progress artifact in graphshard.tasks). This
+step runs and passes them to sinks (a terminal bar here, a Prefect progress artifact in graphshard.pipeline.steps). This
 module does not import Prefect: the scheduler imports it to unpickle the plugin.
 """
 
