@@ -23,11 +23,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from measure import own_peak  # noqa: E402  (bench/measure.py)
 
+from graphshard.atomic import staged_output  # noqa: E402
 from graphshard.formats.chunked import ChunkedGraph, load_metadata  # noqa: E402
 from graphshard.formats.dgl_binary import load_graph, save_tensor_dict  # noqa: E402
 from graphshard.formats.partition_book import PartitionBook  # noqa: E402
 from graphshard.formats.readers import read_chunk, read_edge_chunk  # noqa: E402
-from graphshard.fsutil import staged_output  # noqa: E402
 
 HOMO_ETYPE = "_N:_E:_N"
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from graphshard.errors import InputError
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
-from graphshard.fsutil import read_json_object
+from graphshard.formats.jsonfile import read_json_object
 from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
 
 META = "meta.json"

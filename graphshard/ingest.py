@@ -10,7 +10,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from graphshard.dasktasks import run_tasks
+from graphshard.daskrun import run_tasks
 from graphshard.digests import INPUT, FileDigest, hash_file, hashed_read
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata

@@ -135,7 +135,7 @@ def _slow_square(x: int) -> int:
 
 def test_progress_names_the_step_what_and_item(dask_cluster_client):
     """The step's progress sinks (terminal bar, Prefect artifact) get what a running task does to which item."""
-    from graphshard.dasktasks import describe_key, run_tasks, task_key
+    from graphshard.daskrun import describe_key, run_tasks, task_key
     from graphshard.pipeline.progress import StepProgress, TerminalBar, install
 
     assert describe_key(task_key("dispatch", "route-edge-chunks", "paper:cites:paper/chunk3", "0a1b2c3d")) == \

@@ -15,7 +15,7 @@ from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_blocks
 from graphshard.assign.options import AssignOptions
-from graphshard.dasktasks import run_tasks
+from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
 
 BLOCK = 1 << 20  # nodes per task; fixed so that results do not depend on the input's chunking

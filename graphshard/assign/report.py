@@ -22,7 +22,7 @@ from distributed import Client
 from graphshard.assign.constraints import graph_constraints
 from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
 from graphshard.assign.options import AssignOptions
-from graphshard.dasktasks import run_tasks
+from graphshard.daskrun import run_tasks
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.chunked import ChunkedGraph
 

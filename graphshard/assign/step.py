@@ -17,10 +17,10 @@ from graphshard.assign import REPORT_FILE, TRAINER_DIR
 from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
 from graphshard.assign.options import METHODS, AssignOptions
 from graphshard.assign.report import build_report, load_parts, peak_memory
+from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import write_meta
 from graphshard.formats.chunked import ChunkedGraph, load_metadata
-from graphshard.fsutil import staged_output
 
 if TYPE_CHECKING:
     from distributed import Client

@@ -15,7 +15,7 @@ import numpy as np
 
 from graphshard.errors import InputError
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.fsutil import read_json_object
+from graphshard.formats.jsonfile import read_json_object
 
 META_FILE = "partition_meta.json"
 PART_DTYPE = np.int32

@@ -11,7 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from graphshard.errors import InputError
-from graphshard.fsutil import read_json_object
+from graphshard.formats.jsonfile import read_json_object
 
 FORMAT_NAMES = ("csv", "numpy", "parquet")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-.]+$")

@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from graphshard.atomic import move_into_place, staging_dir
 from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
-from graphshard.fsutil import publish, staging_dir
 
 
 def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:
@@ -113,7 +113,7 @@ class ChunkedGraphWriter:
         }
         graph = parse_metadata(meta, self._stage, self._stage / "metadata.json")
         (self._stage / "metadata.json").write_text(json.dumps(graph.to_json_dict(), indent=2))
-        publish(self._stage, self.out_dir, overwrite=self.overwrite)
+        move_into_place(self._stage, self.out_dir, overwrite=self.overwrite)
         return self.out_dir / "metadata.json"
 
     def abort(self) -> None:

@@ -10,8 +10,9 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
+from graphshard.atomic import write_text_atomic
 from graphshard.errors import InputError
-from graphshard.fsutil import read_json_object, write_text_atomic
+from graphshard.formats.jsonfile import read_json_object
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
 HOMO_NTYPE = "_N"

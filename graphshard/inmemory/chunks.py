@@ -18,7 +18,7 @@ import numpy as np
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
-from graphshard.fsutil import read_json_object
+from graphshard.formats.jsonfile import read_json_object
 from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
 from graphshard.inmemory.adapters import InMemoryGraph, from_input
 

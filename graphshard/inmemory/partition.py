@@ -22,11 +22,11 @@ from pydantic import ValidationError
 
 from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign, partitioner_for
 from graphshard.assign.options import AssignOptions
+from graphshard.atomic import move_into_place
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
-from graphshard.fsutil import publish
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.shuffle import DispatchOptions, dispatch
@@ -213,7 +213,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
                                 work, validate)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
-        publish(config.parent, out, overwrite=True)
+        move_into_place(config.parent, out, overwrite=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("partition_graph: %d partitions of '%s' in %s", num_parts, graph_name, out)

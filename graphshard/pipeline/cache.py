@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable
 
 from graphshard import __version__
-from graphshard.fsutil import staged_output
+from graphshard.atomic import staged_output
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 
 # Sub-folder of each step's artifact that holds the step's product.
@@ -44,7 +44,7 @@ class StepResult:
         return self.folder / name
 
 
-_STALE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")  # fsutil.staging_dir's names
+_STALE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")  # atomic.staging_dir's names
 
 
 class StepStore:

@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from graphshard.atomic import write_text_atomic
 from graphshard.digests import FAST, INPUT, hash_file
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.fsutil import write_text_atomic
 
 MANIFEST = "manifest.json"
 

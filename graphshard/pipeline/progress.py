@@ -17,7 +17,7 @@ from typing import Callable, TextIO
 from distributed import Client
 from distributed.diagnostics.plugin import SchedulerPlugin
 
-from graphshard.dasktasks import describe_key
+from graphshard.daskrun import describe_key
 
 NAME = "graphshard-progress"
 Sink = Callable[[int, int, str], None]  # (done, submitted, what a running task does to which chunk or partition)

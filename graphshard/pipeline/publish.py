@@ -12,7 +12,7 @@ import os
 import shutil
 from pathlib import Path
 
-from graphshard.fsutil import staged_output, write_text_atomic
+from graphshard.atomic import staged_output, write_text_atomic
 
 RECORD = "published.json"
 

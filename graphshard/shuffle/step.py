@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 
 from graphshard import digests
-from graphshard.dasktasks import run_tasks
+from graphshard.atomic import staged_output
+from graphshard.daskrun import run_tasks
 from graphshard.errors import InputError
 from graphshard.formats.assignment import read_meta
 from graphshard.formats.chunked import load_metadata
-from graphshard.fsutil import staged_output
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.options import DispatchOptions

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.fsutil import read_json_object
+from graphshard.formats.jsonfile import read_json_object
 from graphshard.validate.problems import Problem
 
 _PART_KEY = re.compile(r"^part-(\d+)$")

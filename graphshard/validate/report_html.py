@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-from graphshard.fsutil import write_text_atomic
+from graphshard.atomic import write_text_atomic
 from graphshard.validate.problems import problem_lines
 from graphshard.validate.svgchart import Series, hbars, heatmap, stacked_bars
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from distributed import Client
 
-from graphshard.dasktasks import TaskGroup, gather_tasks, settle, submit_tasks
+from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.validate import checks, hashing, inputs, lazy, scan

@@ -15,7 +15,7 @@ from graphshard.assign.multilevel import build, coarsen, refine
 from graphshard.assign.multilevel.initial import partition_coarsest
 from graphshard.assign.multilevel.store import Level, create, even_bounds, remove
 from graphshard.assign.options import AssignOptions
-from graphshard.dasktasks import run_tasks
+from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""graphshard.dasktasks: readable task keys, ordered results, one-line failures, leftovers waited for."""
+"""graphshard.daskrun: readable task keys, ordered results, one-line failures, leftovers waited for."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 
-from graphshard.dasktasks import gather_tasks, run_tasks, submit_tasks, task_key
+from graphshard.daskrun import gather_tasks, run_tasks, submit_tasks, task_key
 from graphshard.errors import GraphshardError, InputError
 
 

@@ -1,8 +1,11 @@
-"""Atomic publication of outputs: build under a hidden temporary sibling, rename into place when complete."""
+"""Atomic publication of outputs: build under a hidden temporary sibling, rename into place when complete.
+
+Every folder graphshard writes (a chunked graph, an assignment, a partition set, a step artifact) appears under its
+final name only when complete, so a crashed or killed run never leaves a half-written one behind.
+"""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -10,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from graphshard.errors import GraphshardError, InputError
+from graphshard.errors import GraphshardError
 
 
 def staging_dir(final: Path) -> Path:
@@ -25,7 +28,7 @@ def staging_dir(final: Path) -> Path:
     return stage
 
 
-def publish(stage: Path, final: Path, overwrite: bool = False) -> Path:
+def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
     """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
     final = Path(final)
     if final.exists():
@@ -52,7 +55,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
         raise
-    publish(stage, final, overwrite)
+    move_into_place(stage, final, overwrite)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -61,21 +64,3 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)
-
-
-def read_json_object(path: str | Path, what: str) -> dict:
-    """A JSON file that must hold an object; InputError naming the file when missing, unreadable or malformed."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError(path, None, f"an existing {what}", "no such file")
-    try:
-        data = json.loads(path.read_text())
-    except OSError as err:
-        raise InputError(path, None, f"a readable {what}", err.strerror) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        json_error = isinstance(err, json.JSONDecodeError)
-        detail = f"{err.msg} at line {err.lineno} column {err.colno}" if json_error else str(err)
-        raise InputError(path, None, "valid JSON", detail) from None
-    if not isinstance(data, dict):
-        raise InputError(path, None, "a JSON object at the top level", type(data).__name__)
-    return data
