@@ -123,7 +123,7 @@ def run_graphshard(metadata: Path, assignment: Path, out: Path, workers: int, me
                    options: dict) -> dict:
     from distributed import Client, LocalCluster, get_task_stream
 
-    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.shuffle import ShuffleOptions, shuffle
 
     steps = StepLog()
     logger = logging.getLogger("graphshard.shuffle")
@@ -134,7 +134,7 @@ def run_graphshard(metadata: Path, assignment: Path, out: Path, workers: int, me
                       processes=True) as cluster, Client(cluster) as client:
         started = time.perf_counter()
         with get_task_stream(client) as stream:
-            _, seconds, peaks = on_workers(client, dispatch, metadata, assignment, out, DispatchOptions(**options),
+            _, seconds, peaks = on_workers(client, shuffle, metadata, assignment, out, ShuffleOptions(**options),
                                            client, overwrite=True)
     return {"dispatch_s": round(seconds, 2), "cluster_start_s": round(started - t0, 2), "steps_s": steps.steps,
             "task_compute_s": task_compute(stream.data), "worker_peak_rss_bytes": peaks,

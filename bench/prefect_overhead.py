@@ -36,7 +36,7 @@ def library_run(metadata: Path, out: Path, cfg) -> float:
     from graphshard import digests, ingest, validate
     from graphshard.assign import assign
     from graphshard.cluster import dask_client
-    from graphshard.shuffle import dispatch
+    from graphshard.shuffle import shuffle
 
     start = time.perf_counter()
     with dask_client(cfg.cluster.spec()) as client:
@@ -45,7 +45,7 @@ def library_run(metadata: Path, out: Path, cfg) -> float:
         digests.remember(found)
         ingest.fingerprint(metadata)
         parts = assign(metadata, out / "assignment", cfg.num_parts, cfg.assign, client=client, edge_report=False)
-        config = dispatch(metadata, parts, out / "partitions", cfg.shuffle, client)
+        config = shuffle(metadata, parts, out / "partitions", cfg.shuffle, client)
         report = validate.validate(config, input_metadata=metadata, full=cfg.validate_.full, client=client,
                                    seed=cfg.validate_.seed)
         assert report["ok"]

@@ -34,7 +34,7 @@ def timed(cluster_client, fn, *args, **kwargs) -> tuple[object, dict]:
 def main(argv: list[str] | None = None) -> int:
     from distributed import Client, LocalCluster
 
-    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.shuffle import ShuffleOptions, shuffle
     from graphshard.validate import validate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -57,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0", processes=True,
                           memory_limit=args.memory_limit) as cluster, Client(cluster) as client:
-            options = DispatchOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
-            config, result["write"] = timed(client, dispatch, args.graph, assignment, out, options, client,
+            options = ShuffleOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
+            config, result["write"] = timed(client, shuffle, args.graph, assignment, out, options, client,
                                             overwrite=True)
             client.run(lambda: __import__("graphshard.validate.runner"))  # workers import the validator untimed
             runs = [] if args.no_output_only else [("validate_output_only", {})]

@@ -14,17 +14,21 @@ import sys
 from graphshard import __version__, heap, logs
 from graphshard.errors import GraphshardError
 
-COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server"]
+# command -> its module in graphshard/commands/ (a module may list ALIASES: other names of its command)
+COMMANDS = {"inspect": "inspect", "generate": "generate", "chunk": "chunk", "assign": "assign", "shuffle": "shuffle",
+            "validate": "validate", "report": "report", "run": "run", "serve": "serve_flow", "server": "prefect_server"}
+ALIASES = {"dispatch": "shuffle"}  # `graphshard dispatch`, the shuffle command's first name
 
 
 DEBUG_HELP = "print tracebacks and Dask's own worker messages on the terminal (they always go to the log file)"
 
 
 def _add_command(sub: argparse._SubParsersAction, name: str) -> None:
-    module = importlib.import_module(f"graphshard.commands.{name}")
+    module = importlib.import_module(f"graphshard.commands.{COMMANDS[name]}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=DEBUG_HELP)
-    p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP, parents=[common])
+    p = sub.add_parser(module.NAME, aliases=getattr(module, "ALIASES", []), help=module.HELP,
+                       description=module.HELP, parents=[common])
     module.add_arguments(p)
     p.set_defaults(_run=module.run)
 
@@ -36,6 +40,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     chosen = next((a for a in (argv or []) if not a.startswith("-")), None)
+    chosen = ALIASES.get(chosen, chosen)
     for name in [chosen] if chosen in COMMANDS else COMMANDS:
         _add_command(sub, name)
     return parser

@@ -132,14 +132,14 @@ PROGRESS = re.compile(r"^(\w+ +\[[#.]+\] \d+/\d+ |Dask dashboard: http)")  # pro
 def sound(make_graph, tmp_path_factory) -> dict:
     """Sound graphs of each format (same nodes), an assignment folder and a partition set of the numpy one."""
     from graphshard.assign import AssignOptions, assign
-    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.shuffle import ShuffleOptions, shuffle
 
     graphs = {fmt: make_graph("rmat", nodes=NODES, edges=EDGES, chunks=2, fmt=fmt)
               for fmt in ("numpy", "csv", "parquet")}
     base = tmp_path_factory.mktemp("sound")
     assignment = assign(graphs["numpy"], base / "assignment", 2, AssignOptions())
-    options = DispatchOptions(save_orig_nids=True, save_orig_eids=True)  # validate --input compares every row
-    config = dispatch(graphs["numpy"], assignment, base / "parts", options, None)
+    options = ShuffleOptions(save_orig_nids=True, save_orig_eids=True)  # validate --input compares every row
+    config = shuffle(graphs["numpy"], assignment, base / "parts", options, None)
     return {"graphs": graphs, "assignment": assignment, "partitions": config}
 
 

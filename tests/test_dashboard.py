@@ -1,5 +1,5 @@
 """The Dask dashboard a run links to works: headless Chromium opens the logged link while the pipeline runs and
-finds graphshard's task names (`<step>-<what>`, e.g. dispatch-route-edge-chunks) in the page's plots."""
+finds graphshard's task names (`<step>-<what>`, e.g. shuffle-route-edge-chunks) in the page's plots."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ PLOT_STRINGS = """(() => {
   }
   return [...out];
 })()"""
-STEP_PREFIX = re.compile(r"^(ingest|assign|dispatch|validate)-[a-z]+(-[a-z]+)*$")
+STEP_PREFIX = re.compile(r"^(ingest|assign|shuffle|validate)-[a-z]+(-[a-z]+)*$")
 
 
 class Browser:
@@ -111,7 +111,7 @@ def test_dashboard_shows_graphshard_task_names(make_graph, tmp_path):
             browser.call("Page.enable")
             browser.call("Page.navigate", url=link)
             names: set[str] = set()
-            while proc.poll() is None and "dispatch-route-edge-chunks" not in names:
+            while proc.poll() is None and "shuffle-route-edge-chunks" not in names:
                 names |= set(browser.evaluate(PLOT_STRINGS) or [])
                 time.sleep(0.5)
             shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
@@ -124,7 +124,7 @@ def test_dashboard_shows_graphshard_task_names(make_graph, tmp_path):
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "dashboard.png").write_bytes(shot)
     ours = {n for n in names if STEP_PREFIX.match(n)}
-    assert "dispatch-route-edge-chunks" in ours, sorted(names)[:50]
+    assert "shuffle-route-edge-chunks" in ours, sorted(names)[:50]
     assert len(shot) > 50_000
 
 
@@ -138,7 +138,7 @@ def test_progress_names_the_step_what_and_item(dask_cluster_client):
     from graphshard.daskrun import describe_key, run_tasks, task_key
     from graphshard.pipeline.progress import StepProgress, TerminalBar, install
 
-    assert describe_key(task_key("dispatch", "route-edge-chunks", "paper:cites:paper/chunk3", "0a1b2c3d")) == \
+    assert describe_key(task_key("shuffle", "route-edge-chunks", "paper:cites:paper/chunk3", "0a1b2c3d")) == \
         "route-edge-chunks paper:cites:paper/chunk3"
     assert install(dask_cluster_client)
     seen: list[tuple[int, int, str]] = []

@@ -42,7 +42,7 @@ def test_results_in_item_order_with_readable_keys(dask_cluster_client):
     keys = [str(f.key) for f in group.futures]
     assert gather_tasks(dask_cluster_client, group) == [[i * i + 1 for i in range(5)]]
     assert keys[2].startswith("assign-count-blocks-paper:cites:paper/chunk2-")
-    assert run_tasks(dask_cluster_client, "dispatch", "add", _add, [(1, 2), (3, 4)], star=True) == [3, 7]
+    assert run_tasks(dask_cluster_client, "shuffle", "add", _add, [(1, 2), (3, 4)], star=True) == [3, 7]
 
 
 def test_local_mode_runs_here_with_the_same_wording():
@@ -73,7 +73,7 @@ def test_failed_step_waits_for_its_running_tasks(dask_cluster_client, tmp_path):
         return i
 
     with pytest.raises(GraphshardError, match="task 0 failed"):
-        run_tasks(dask_cluster_client, "dispatch", "settle-test", task, [0, 1], folder=str(tmp_path))
+        run_tasks(dask_cluster_client, "shuffle", "settle-test", task, [0, 1], folder=str(tmp_path))
     assert (tmp_path / "done-1").exists()
 
 
@@ -86,10 +86,10 @@ def test_killed_worker_names_the_item_and_the_memory_limit():
             LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="700MB", dashboard_address=":0",
                          processes=True) as cluster, Client(cluster) as client:
         with pytest.raises(GraphshardError) as info:
-            run_tasks(client, "dispatch", "write-partitions", _suicide, [7], label=lambda p: f"part{p}",
+            run_tasks(client, "shuffle", "write-partitions", _suicide, [7], label=lambda p: f"part{p}",
                       detail=lambda p: "1,000 owned edges")
     msg = str(info.value)
-    assert msg.startswith("dispatch: write-partitions part7 (1,000 owned edges): Dask workers died repeatedly")
+    assert msg.startswith("shuffle: write-partitions part7 (1,000 owned edges): Dask workers died repeatedly")
     assert "memory limit of 0.65 GiB" in msg and "cluster.memory_limit" in msg and "\n" not in msg
 
 

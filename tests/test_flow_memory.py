@@ -17,7 +17,7 @@ GRAPHSHARD = [sys.executable, "-m", "graphshard.cli"]
 # A worker process alone holds ~110-140 MB; writing one of these partitions (100,000 nodes, ~3M owned edges + halo,
 # COO + CSC, orig-ID files) needs several hundred MB more, while routing one of the 12 chunks (500,000 edges) fits.
 SMALL, LARGE = "250MB", "2GB"
-ONE_LINE = re.compile(r"graphshard run: error: dispatch: write-partitions part(\d) \(100,000 owned nodes, "
+ONE_LINE = re.compile(r"graphshard run: error: shuffle: write-partitions part(\d) \(100,000 owned nodes, "
                       r"[\d,]+ owned edges\): Dask workers died repeatedly running this task \(likely above the "
                       r"workers' memory limit of 0\.23 GiB\): raise cluster\.memory_limit or use more, smaller "
                       r"partitions \(num_parts\) or chunks; nothing was published \(details: (\S+\.log)\)$")

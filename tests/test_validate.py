@@ -15,7 +15,7 @@ import pytest
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph, load_tensor_dict, save_graph, save_tensor_dict
-from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.validate import CHECKS, problem_lines, validate
 
 ORIG = {"save_orig_nids": True, "save_orig_eids": True}
@@ -49,9 +49,9 @@ def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> P
 
 
 def partition(client, metadata: Path, out: Path, num_parts: int = 3, **options) -> Path:
-    """dispatch() output (config path) for a random assignment."""
+    """shuffle() output (config path) for a random assignment."""
     asg = assignment(metadata, out.parent / f"{out.name}-asg", num_parts)
-    return dispatch(metadata, asg, out, DispatchOptions(**options), client)
+    return shuffle(metadata, asg, out, ShuffleOptions(**options), client)
 
 
 @pytest.fixture(scope="module")

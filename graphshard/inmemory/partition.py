@@ -1,7 +1,7 @@
 """`partition_graph`: DGL 2.1's `dgl.distributed.partition_graph` on an in-memory graph, by graphshard's steps.
 
 The graph is written once as numpy chunks in a work folder beside `out_path`, then the CLI's own steps run on Dask
-(`assign.assign`, `shuffle.dispatch`, optionally `validate.validate`); the partition set is published to `out_path`
+(`assign.assign`, `shuffle.shuffle`, optionally `validate.validate`); the partition set is published to `out_path`
 only when complete. DGL's arguments keep their meanings (see `_assign_options`); the returned mapping is DGL's:
 `orig_nids[new per-type ID] = original per-type ID` (and the same for edges).
 """
@@ -29,7 +29,7 @@ from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
-from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.ids import Grouping
 
 log = logging.getLogger(__name__)
@@ -93,12 +93,12 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
     return options, classes
 
 
-def _dispatch_options(num_hops: int, graph_formats: Any) -> DispatchOptions:
-    """DGL's `num_hops` and `graph_formats` (None, a name or a list of names) as DispatchOptions."""
+def _shuffle_options(num_hops: int, graph_formats: Any) -> ShuffleOptions:
+    """DGL's `num_hops` and `graph_formats` (None, a name or a list of names) as ShuffleOptions."""
     formats = ["coo"] if graph_formats is None else [graph_formats] if isinstance(graph_formats, str) \
         else list(graph_formats)
     try:
-        return DispatchOptions(halo_hops=num_hops, halo_mode="full", graph_formats=formats)
+        return ShuffleOptions(halo_hops=num_hops, halo_mode="full", graph_formats=formats)
     except ValidationError as err:
         first = err.errors()[0]
         name = {"halo_hops": "num_hops"}.get(str(first["loc"][0]), str(first["loc"][0]))
@@ -159,16 +159,16 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool) -> Path:
-    """Assign, dispatch (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
+               classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool) -> Path:
+    """Assign, shuffle (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
     assign_input = add_features(metadata, "assign", classes) if classes else metadata
     assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
                         edge_report=not validate)  # validation measures the cut on the output
     trainers = options.num_trainers_per_machine
     if trainers > 1:
         node, edge = _trainer_features(graph, assignment, num_parts * trainers)
-        metadata = add_features(metadata, "dispatch", node, edge)
-    config = dispatch(metadata, assignment, work / "partitions", dispatch_options, client)
+        metadata = add_features(metadata, "shuffle", node, edge)
+    config = shuffle(metadata, assignment, work / "partitions", shuffle_options, client)
     config = _rename(config, name)
     if validate:
         _validate(config, metadata, assignment, client, work)
@@ -201,7 +201,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     graph = from_input(g, num_nodes, node_feats, edge_feats)
     options, classes = _assign_options(graph, part_method, balance_ntypes, balance_edges, num_trainers_per_machine,
                                        objtype, seed)
-    dispatch_options = _dispatch_options(num_hops, graph_formats)
+    shuffle_options = _shuffle_options(num_hops, graph_formats)
     out = Path(out_path).resolve()
     _check_out_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -210,7 +210,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
         cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
         with cluster as active:
-            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
+            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
                                 work, validate)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         move_into_place(config.parent, out, overwrite=True)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from graphshard.assign.options import AssignOptions
 from graphshard.cluster import ClusterSpec
 from graphshard.errors import InputError
-from graphshard.shuffle.options import DispatchOptions
+from graphshard.shuffle.options import ShuffleOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
 
@@ -70,7 +70,7 @@ class PipelineConfig(_Section):
     graph_name: str | None = None
     num_parts: int = Field(ge=1)
     assign: AssignOptions = Field(default_factory=AssignOptions)
-    shuffle: DispatchOptions = Field(default_factory=DispatchOptions)
+    shuffle: ShuffleOptions = Field(default_factory=ShuffleOptions)
     validate_: ValidateSection = Field(default_factory=ValidateSection, alias="validate")
     cluster: ClusterSection = Field(default_factory=ClusterSection)
     work_dir: Path | None = None

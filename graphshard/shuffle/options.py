@@ -7,8 +7,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from graphshard._deprecated import renamed
 
-class DispatchOptions(BaseModel):
+
+class ShuffleOptions(BaseModel):
     """How partitions are built and written.
 
     `halo_mode` "full" builds the halo exactly as DGL's `partition_graph` does for `halo_hops` (0, 1, >= 2);
@@ -34,3 +36,6 @@ class DispatchOptions(BaseModel):
         if not v:
             raise ValueError("graph_formats must name at least one of coo, csc, csr")
         return list(dict.fromkeys(v))
+
+
+__getattr__ = renamed(__name__, {"DispatchOptions": "graphshard.shuffle.options:ShuffleOptions"})

@@ -10,7 +10,7 @@ from graphshard.errors import InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import RowIndex
 from graphshard.shuffle.ids import block_offsets
-from graphshard.shuffle.options import DispatchOptions
+from graphshard.shuffle.options import ShuffleOptions
 from graphshard.shuffle.scratch import Scratch
 
 
@@ -31,7 +31,7 @@ class ShufflePlan:
     graph: ChunkedGraph
     scratch: Scratch
     num_parts: int
-    options: DispatchOptions
+    options: ShuffleOptions
     node_blocks: tuple[np.ndarray, ...]
     node_feats: tuple[tuple[FeatureSpec, ...], ...]
     edge_feats: tuple[tuple[FeatureSpec, ...], ...]
@@ -72,7 +72,7 @@ def feature_index(kind: str, type_name: str, feat: str, expected_rows: int, *, g
     return index
 
 
-def make_plan(graph: ChunkedGraph, scratch: Scratch, num_parts: int, options: DispatchOptions,
+def make_plan(graph: ChunkedGraph, scratch: Scratch, num_parts: int, options: ShuffleOptions,
               indexes: dict[tuple[str, str, str], RowIndex] | None) -> ShufflePlan:
     """Assemble the plan; `indexes` maps (kind, type name, feature) to the feature's row index (None: no features,
     enough for the steps that do not read them)."""

@@ -1,4 +1,4 @@
-"""The scratch folder of one dispatch run: where the binary assignment, the ID map and the bucket files live.
+"""The scratch folder of one shuffle run: where the binary assignment, the ID map and the bucket files live.
 
 Buckets are the exchange's unit: one file per (edge type, edge chunk, owner partition) and per (node type, node block,
 owner partition). A bucket is a sequence of `.npy` records in one file (read back in order, the first ones alone when

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 import numpy as np
 
 from graphshard import digests
+from graphshard._deprecated import renamed
 from graphshard.atomic import staged_output
 from graphshard.daskrun import run_tasks
 from graphshard.errors import InputError
@@ -18,7 +19,7 @@ from graphshard.formats.assignment import read_meta
 from graphshard.formats.chunked import load_metadata
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
-from graphshard.shuffle.options import DispatchOptions
+from graphshard.shuffle.options import ShuffleOptions
 from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import Scratch
 from graphshard.shuffle.write import write_config, write_partition
@@ -29,12 +30,12 @@ if TYPE_CHECKING:
 
 def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Callable[[tuple], str],
          detail: Callable[[tuple], str] | None = None, **constants) -> list:
-    """fn(*item, **constants) per item as named Dask tasks of the dispatch step."""
-    return run_tasks(client, "dispatch", what, fn, items, label=label, detail=detail, star=True, **constants)
+    """fn(*item, **constants) per item as named Dask tasks of the shuffle step."""
+    return run_tasks(client, "shuffle", what, fn, items, label=label, detail=detail, star=True, **constants)
 
 
 @contextmanager
-def _scratch(options: DispatchOptions, stage: Path) -> Iterator[Scratch]:
+def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[Scratch]:
     """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder), deleted afterwards."""
     if options.scratch_dir is not None:
         Path(options.scratch_dir).mkdir(parents=True, exist_ok=True)
@@ -47,10 +48,10 @@ def _scratch(options: DispatchOptions, stage: Path) -> Iterator[Scratch]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def dispatch(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Path,
-             options: DispatchOptions | None, client: Client, overwrite: bool = False) -> Path:
+def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Path,
+            options: ShuffleOptions | None, client: Client, overwrite: bool = False) -> Path:
     """Partition a chunked graph by an assignment folder into `out_dir`; returns `<out_dir>/<graph_name>.json`."""
-    options = options or DispatchOptions()
+    options = options or ShuffleOptions()
     graph = load_metadata(metadata)
     assignment_dir = Path(assignment_dir).resolve()
     if not assignment_dir.is_dir():
@@ -63,7 +64,7 @@ def dispatch(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Pa
     return out_dir / f"{graph.graph_name}.json"
 
 
-def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method: str, options: DispatchOptions,
+def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method: str, options: ShuffleOptions,
                        client: Client, scratch: Scratch, stage: Path) -> Path:
     base = make_plan(graph, scratch, num_parts, options, None)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
@@ -92,3 +93,6 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
                    plan=plan, nodes=nodes, edges=edges, out_dir=stage)
     digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
     return write_config(plan, nodes, edges, part_method, stage)
+
+
+__getattr__ = renamed(__name__, {"dispatch": "graphshard.shuffle.step:shuffle"})

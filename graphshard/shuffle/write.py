@@ -31,7 +31,7 @@ def write_partition(part: int, *, plan: ShufflePlan, nodes: IdSpace, edges: IdSp
 
 
 def write_config(plan: ShufflePlan, nodes: IdSpace, edges: IdSpace, part_method: str, out_dir: Path) -> Path:
-    """Write `<graph_name>.json` with the node/edge ranges; the last file of a dispatch."""
+    """Write `<graph_name>.json` with the node/edge ranges; the last file of a shuffle."""
     config = PartitionConfig.from_counts(
         plan.graph.graph_name, plan.graph.node_type, plan.graph.edge_type, nodes.group_counts(),
         edges.group_counts(), part_method, plan.options.halo_hops)

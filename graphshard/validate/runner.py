@@ -228,7 +228,7 @@ def _status(problems: list[Problem], skipped: dict[str, str]) -> list[dict]:
 def _skips(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: list[dict]) -> dict[str, str]:
     skipped = {}
     if not (setup.orig_nids or setup.orig_eids):
-        skipped["orig-ids"] = "no orig_nids.dgl/orig_eids.dgl (dispatch --save-orig-nids --save-orig-eids)"
+        skipped["orig-ids"] = "no orig_nids.dgl/orig_eids.dgl (shuffle --save-orig-nids --save-orig-eids)"
     if layout.halo_hops < 1:
         skipped["halo-edges"] = skipped["halo-completeness"] = "halo_hops is 0"
     if metadata is None:

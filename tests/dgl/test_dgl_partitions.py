@@ -99,16 +99,16 @@ def _pipeline(tmp_path: Path, client, kind: str, num_parts: int, halo_mode: str,
     from graphshard.assign import assign
     from graphshard.assign.options import AssignOptions
     from graphshard.generate import generate_mag, generate_rmat
-    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.shuffle import ShuffleOptions, shuffle
 
     if kind == "rmat":
         metadata = generate_rmat(tmp_path / "in", nodes=3000, edges=30000, chunks=3, fmt="mixed", seed=5)
     else:
         metadata = generate_mag(tmp_path / "in", papers=400, chunks=2, fmt="mixed", seed=5)
     parts = assign(metadata, tmp_path / "assign", num_parts, AssignOptions(method="random", seed=1), client=client)
-    options = DispatchOptions(halo_hops=1, halo_mode=halo_mode, save_orig_nids=True, save_orig_eids=True,
+    options = ShuffleOptions(halo_hops=1, halo_mode=halo_mode, save_orig_nids=True, save_orig_eids=True,
                               graph_formats=formats)
-    return metadata, dispatch(metadata, parts, tmp_path / "out", options, client)
+    return metadata, shuffle(metadata, parts, tmp_path / "out", options, client)
 
 
 @pytest.mark.parametrize("kind, num_parts, halo_mode, formats", [

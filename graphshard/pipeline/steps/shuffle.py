@@ -1,4 +1,4 @@
-"""The shuffle + write step as a Prefect task: DGL partitions from the graph and the assignment (shuffle.dispatch).
+"""The shuffle + write step as a Prefect task: DGL partitions from the graph and the assignment (shuffle.shuffle).
 
 Key: the digests of the input content and of the assignment folder, and the `shuffle` config section without
 `scratch_dir` (where temporary buckets go does not change the partitions).
@@ -26,7 +26,7 @@ OUTPUT = PRODUCT["shuffle"]
 
 def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path, client: Client, stage: Path) -> dict:
     """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact."""
-    config = shuffle.dispatch(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client)
+    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client)
     return {"config": Path(config).relative_to(stage).as_posix(), "num_parts": cfg.num_parts}
 
 

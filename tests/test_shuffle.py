@@ -1,4 +1,4 @@
-"""dispatch(): generated graphs -> partitions, re-read and checked against the input (tests/invariants.py)."""
+"""shuffle(): generated graphs -> partitions, re-read and checked against the input (tests/invariants.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph
-from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle import ShuffleOptions, shuffle
 
 ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
 
@@ -42,8 +42,8 @@ def random_assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 
 
 def run_and_check(client, metadata, tmp_path, num_parts, halo_mode="full", seed=0, fixed=None, **options):
     asg = random_assignment(metadata, tmp_path / "asg", num_parts, seed, fixed)
-    opts = DispatchOptions(halo_mode=halo_mode, **options)
-    config = dispatch(metadata, asg, tmp_path / "out", opts, client)
+    opts = ShuffleOptions(halo_mode=halo_mode, **options)
+    config = shuffle(metadata, asg, tmp_path / "out", opts, client)
     assert config == (tmp_path / "out" / f"{load_metadata(metadata).graph_name}.json").resolve()
     return config, check_partitions(config, metadata, asg, halo_mode)
 
@@ -96,14 +96,14 @@ def _digest(folder: Path) -> dict[str, str]:
 def test_deterministic_and_overwrite(shuffle_client, make_graph, tmp_path):
     md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=5)
     asg = random_assignment(md, tmp_path / "asg", 3, seed=5)
-    opts = DispatchOptions(**ALL_ORIG)
-    dispatch(md, asg, tmp_path / "a", opts, shuffle_client)
-    dispatch(md, asg, tmp_path / "b", opts, shuffle_client, overwrite=False)
+    opts = ShuffleOptions(**ALL_ORIG)
+    shuffle(md, asg, tmp_path / "a", opts, shuffle_client)
+    shuffle(md, asg, tmp_path / "b", opts, shuffle_client, overwrite=False)
     assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
     assert not list(tmp_path.glob(".*")), "staging or scratch folders left behind"
     with pytest.raises(GraphshardError, match="output folder exists"):
-        dispatch(md, asg, tmp_path / "a", opts, shuffle_client)
-    dispatch(md, asg, tmp_path / "a", DispatchOptions(), shuffle_client, overwrite=True)
+        shuffle(md, asg, tmp_path / "a", opts, shuffle_client)
+    shuffle(md, asg, tmp_path / "a", ShuffleOptions(), shuffle_client, overwrite=True)
     assert not (tmp_path / "a" / "part0" / "orig_nids.dgl").exists()
 
 
@@ -111,7 +111,7 @@ def test_scratch_dir_is_cleaned(shuffle_client, make_graph, tmp_path):
     md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=5)
     asg = random_assignment(md, tmp_path / "asg", 2)
     scratch = tmp_path / "scratch"
-    dispatch(md, asg, tmp_path / "out", DispatchOptions(scratch_dir=scratch), shuffle_client)
+    shuffle(md, asg, tmp_path / "out", ShuffleOptions(scratch_dir=scratch), shuffle_client)
     assert scratch.is_dir() and not any(scratch.iterdir())
 
 
@@ -142,7 +142,7 @@ def test_bad_assignment(shuffle_client, make_graph, tmp_path, how, message):
     md = make_graph("mag", papers=100, chunks=2, seed=6)
     asg = _broken(tmp_path, md, how)
     with pytest.raises(InputError, match=message) as err:
-        dispatch(md, asg, tmp_path / "out", DispatchOptions(), shuffle_client)
+        shuffle(md, asg, tmp_path / "out", ShuffleOptions(), shuffle_client)
     assert str(asg) in str(err.value)
     assert not (tmp_path / "out").exists()
     assert not list(tmp_path.glob(".out*")), "staging folder left behind"
@@ -161,7 +161,7 @@ def test_bad_edge_ids(shuffle_client, make_graph, tmp_path):
     asg = random_assignment(graph_dir / "metadata.json", tmp_path / "asg", 2)
     with pytest.raises(InputError, match=r"data\[1\] dst': expected _N IDs in \[0, 200\), found 1 out of range, "
                                          r"first 10000 at row 5"):
-        dispatch(graph_dir / "metadata.json", asg, tmp_path / "out", DispatchOptions(), shuffle_client)
+        shuffle(graph_dir / "metadata.json", asg, tmp_path / "out", ShuffleOptions(), shuffle_client)
     assert not (tmp_path / "out").exists()
 
 
@@ -171,7 +171,7 @@ def test_unwritable_output(shuffle_client, make_graph, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     with pytest.raises(GraphshardError, match="cannot create output folder"):
-        dispatch(md, asg, blocker / "out", DispatchOptions(), shuffle_client)
+        shuffle(md, asg, blocker / "out", ShuffleOptions(), shuffle_client)
 
 
 # ---- CLI ---------------------------------------------------------------------------------------------------------
@@ -241,7 +241,7 @@ def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):
     asg.mkdir()
     write_parts(asg, "_N", rng.choice([0, 1, 3, 4], n))
     write_meta(asg, 5, "random")
-    config = dispatch(md, asg, tmp_path / "out", DispatchOptions(halo_hops=2, **ALL_ORIG), shuffle_client)
+    config = shuffle(md, asg, tmp_path / "out", ShuffleOptions(halo_hops=2, **ALL_ORIG), shuffle_client)
     check_partitions(config, md, asg)
     lo, hi = json.loads(config.read_text())["node_map"]["_N"][2]
     assert lo == hi

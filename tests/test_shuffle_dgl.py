@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_dispatch import shuffle_client  # noqa: F401 - the shared cluster fixture
+from test_shuffle import shuffle_client  # noqa: F401 - the shared cluster fixture
 
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph, load_tensor_dict
-from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle import ShuffleOptions, shuffle
 
 DGL_PYTHON = Path(os.environ.get("DGL_VENV", "/work/dgl-venv")) / "bin" / "python"
 REPO = Path(__file__).resolve().parents[1]
@@ -93,7 +93,7 @@ def test_same_partitions_as_dgl(shuffle_client, make_graph, tmp_path, kind, num_
         parts[norig[mine]] = part_of_new[mine]
         write_parts(asg, nt, parts)
     write_meta(asg, num_parts, "random")
-    ours = dispatch(md, asg, tmp_path / "ours", DispatchOptions(halo_hops=hops, save_orig_nids=True,
+    ours = shuffle(md, asg, tmp_path / "ours", ShuffleOptions(halo_hops=hops, save_orig_nids=True,
                                                                save_orig_eids=True), shuffle_client)
     for p, (want, got) in enumerate(zip(_sets(dgl_config), _sets(ours))):
         for key in want:

@@ -1,4 +1,5 @@
-"""`graphshard dispatch`: shuffle a chunked graph by an assignment folder and write DGL partitions, on Dask."""
+"""`graphshard shuffle` (also `graphshard dispatch`, its first name): shuffle a chunked graph by an assignment folder
+and write DGL partitions, on Dask."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 
 from graphshard.errors import GraphshardError
 
-NAME = "dispatch"
+NAME = "shuffle"
+ALIASES = ["dispatch"]  # the command's first name, which scripts already type
 HELP = "shuffle a chunked graph by a partition assignment and write DGL-loadable partitions (runs on Dask)"
 
 
@@ -43,12 +45,12 @@ def run(args: argparse.Namespace) -> int:
 
     from graphshard.cluster import ClusterSpec, dask_client
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
-    from graphshard.shuffle import DispatchOptions, dispatch
+    from graphshard.shuffle import ShuffleOptions, shuffle
 
     try:
-        options = DispatchOptions(halo_hops=args.halo_hops, halo_mode=args.halo_mode,
-                                  save_orig_nids=args.save_orig_nids, save_orig_eids=args.save_orig_eids,
-                                  graph_formats=args.graph_formats, scratch_dir=args.scratch_dir)
+        options = ShuffleOptions(halo_hops=args.halo_hops, halo_mode=args.halo_mode,
+                                 save_orig_nids=args.save_orig_nids, save_orig_eids=args.save_orig_eids,
+                                 graph_formats=args.graph_formats, scratch_dir=args.scratch_dir)
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
@@ -56,6 +58,6 @@ def run(args: argparse.Namespace) -> int:
     spec = ClusterSpec(address=args.scheduler, workers=args.workers, threads_per_worker=args.threads_per_worker,
                        memory_limit=args.memory_limit)
     with dask_client(spec) as client:
-        config = dispatch(args.metadata, args.partitions, args.out, options, client, overwrite=args.overwrite)
+        config = shuffle(args.metadata, args.partitions, args.out, options, client, overwrite=args.overwrite)
     print(config)
     return 0

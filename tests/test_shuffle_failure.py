@@ -1,4 +1,4 @@
-"""A Dask worker dying in the middle of the exchange: dispatch recovers (Dask reruns the idempotent task) or fails
+"""A Dask worker dying in the middle of the exchange: shuffle recovers (Dask reruns the idempotent task) or fails
 with a clear message, and never publishes partial output. Uses its own cluster, since workers get killed."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 from invariants import check_partitions
-from test_dispatch import random_assignment
+from test_shuffle import random_assignment
 
 from graphshard.errors import GraphshardError
-from graphshard.shuffle import DispatchOptions, dispatch
+from graphshard.shuffle import ShuffleOptions, shuffle
 
 
 def _killer(marker_dir: str, times: int) -> WorkerPlugin:
@@ -52,13 +52,13 @@ def test_worker_dies_during_exchange(fragile_client, make_graph, tmp_path, kills
     markers.mkdir()
     fragile_client.register_plugin(_killer(str(markers), kills))
     out = tmp_path / "out"
-    opts = DispatchOptions(save_orig_nids=True, save_orig_eids=True)
+    opts = ShuffleOptions(save_orig_nids=True, save_orig_eids=True)
     if recovers:
-        config = dispatch(md, asg, out, opts, fragile_client)
+        config = shuffle(md, asg, out, opts, fragile_client)
         check_partitions(config, md, asg)
         assert len(list(markers.iterdir())) == 1
     else:
-        with pytest.raises(GraphshardError, match=r"dispatch: route-edge-chunks \S+: Dask workers died repeatedly"):
-            dispatch(md, asg, out, opts, fragile_client)
+        with pytest.raises(GraphshardError, match=r"shuffle: route-edge-chunks \S+: Dask workers died repeatedly"):
+            shuffle(md, asg, out, opts, fragile_client)
         assert not out.exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")], "staging folder left behind"
