@@ -17,9 +17,16 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.formats.chunked_writer import ChunkedGraphWriter
+from graphshard.formats.chunked import chunk_bounds
+from graphshard.formats.chunked_writer import (
+    ChunkedGraphWriter,
+    check_format,
+    positive,
+    spec_formats,
+    write_edge_type,
+    write_node_type,
+)
 from graphshard.formats.jsonfile import read_json_object
-from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
 
 META = "meta.json"
 EDGE_INDEX = "edge_index.npy"
@@ -125,29 +132,32 @@ def chunk_ogb(src: str | Path, out_dir: str | Path, chunks: int, fmt: str = "num
     etypes = list(layout.edge_index)
     spec_names = etypes + [f"{et}/{f}" for et in etypes for f in layout.edge_feats[et]]
     spec_names += [f"{nt}/{f}" for nt, feats in layout.node_feats.items() for f in feats]
-    formats = {name: spec_format(fmt, i) for i, name in enumerate(spec_names)}
+    formats = spec_formats(fmt, spec_names)
     with ChunkedGraphWriter(out_dir, layout.graph_name, list(layout.num_nodes), etypes,
                             overwrite=overwrite) as writer:
         for et in etypes:
-            s_t, _, d_t = et.split(":")
             path = layout.edge_index[et]
             arr, by_row = _edge_view(path, et)
             n_edges = arr.shape[1] if by_row else arr.shape[0]
             feats = {f: _rows(p, n_edges, f"{et} edge feature {f}") for f, p in layout.edge_feats[et].items()}
-            bounds = chunk_bounds(n_edges, chunks)
-            for lo, hi in zip(bounds[:-1], bounds[1:]):
-                s = np.asarray(arr[0, lo:hi] if by_row else arr[lo:hi, 0], dtype=np.int64)
-                d = np.asarray(arr[1, lo:hi] if by_row else arr[lo:hi, 1], dtype=np.int64)
-                _check_range(s, layout.num_nodes[s_t], path, et, "src", lo)
-                _check_range(d, layout.num_nodes[d_t], path, et, "dst", lo)
-                writer.add_edges(et, s, d, formats[et])
-                for f, farr in feats.items():
-                    writer.add_edge_feature(et, f, np.ascontiguousarray(farr[lo:hi]), formats[f"{et}/{f}"])
+            write_edge_type(writer, et, chunk_bounds(n_edges, chunks), _checked_ends(layout, et, arr, by_row), feats,
+                            formats)
         for nt, n in layout.num_nodes.items():
-            bounds = chunk_bounds(n, chunks)
-            writer.set_node_chunks(nt, np.diff(bounds).tolist())
-            for f, p in layout.node_feats.get(nt, {}).items():
-                farr = _rows(p, n, f"{nt} node feature {f}")
-                for lo, hi in zip(bounds[:-1], bounds[1:]):
-                    writer.add_node_feature(nt, f, np.ascontiguousarray(farr[lo:hi]), formats[f"{nt}/{f}"])
+            feats = {f: _rows(p, n, f"{nt} node feature {f}") for f, p in layout.node_feats.get(nt, {}).items()}
+            write_node_type(writer, nt, chunk_bounds(n, chunks), feats, formats)
         return writer.finish()
+
+
+def _checked_ends(layout: OgbLayout, etype: str, arr: np.ndarray, by_row: bool):
+    """Rows [lo, hi) of a memory-mapped edge index as int64 (src, dst), their IDs checked against the node counts."""
+    s_t, _, d_t = etype.split(":")
+    path = layout.edge_index[etype]
+
+    def ends(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        s = np.asarray(arr[0, lo:hi] if by_row else arr[lo:hi, 0], dtype=np.int64)
+        d = np.asarray(arr[1, lo:hi] if by_row else arr[lo:hi, 1], dtype=np.int64)
+        _check_range(s, layout.num_nodes[s_t], path, etype, "src", lo)
+        _check_range(d, layout.num_nodes[d_t], path, etype, "dst", lo)
+        return s, d
+
+    return ends

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphshard.formats.chunked import load_metadata
+from graphshard.formats.chunked import chunk_bounds, load_metadata
 from graphshard.formats.readers import RowIndex, chunk_row_counts, read_chunk, read_edge_chunk, read_rows, reader_for
 from graphshard.generate import mag, rmat
-from graphshard.generate.common import chunk_bounds, chunk_rng
+from graphshard.generate.common import chunk_rng
 
 FORMATS = ["numpy", "parquet", "csv", "mixed"]
 LOSSLESS_DTYPES = ("numpy", "parquet")  # csv reads float32 back as float64, int16 as int64: values still equal

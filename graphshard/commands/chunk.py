@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from graphshard.chunking import chunk_ogb
-from graphshard.generate.common import GENERATOR_FORMATS
+from graphshard.formats.chunked_writer import WRITE_FORMATS
 
 NAME = "chunk"
 HELP = ("Turn an OGB-style folder (meta.json with num_nodes, <src>___<rel>___<dst>/edge_index.npy, "
@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--in", dest="in_dir", required=True, help="the OGB-style input folder")
     parser.add_argument("--out", required=True, help="output folder (metadata.json and chunk files)")
     parser.add_argument("--chunks", type=int, required=True, help="chunks per node and edge type")
-    parser.add_argument("--format", default="numpy", choices=GENERATOR_FORMATS,
+    parser.add_argument("--format", default="numpy", choices=WRITE_FORMATS,
                         help="chunk file format; mixed uses csv, numpy and parquet for different files")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from graphshard.errors import GraphshardError
+from graphshard.formats.chunked_writer import WRITE_FORMATS
 from graphshard.generate import generate_grid, generate_mag, generate_rmat
-from graphshard.generate.common import GENERATOR_FORMATS
 
 NAME = "generate"
 HELP = ("Write a synthetic chunked graph: rmat (homogeneous power-law), grid (2-D/3-D mesh, scattered IDs) or mag "
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "types double it (default 28.7 per paper)")
     parser.add_argument("--dims", type=int, default=2, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
     parser.add_argument("--chunks", type=int, default=None, help="chunks per type (default rmat 4, mag 2)")
-    parser.add_argument("--format", default="numpy", choices=GENERATOR_FORMATS,
+    parser.add_argument("--format", default="numpy", choices=WRITE_FORMATS,
                         help="chunk file format; mixed uses csv, numpy and parquet for different files")
     parser.add_argument("--feat-dim", type=int, default=16, help="width of the float32 node feature 'feat'")
     parser.add_argument("--seed", type=int, default=0, help="random seed: same seed, byte-identical output")

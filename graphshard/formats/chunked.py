@@ -204,9 +204,22 @@ class ChunkedGraph(BaseModel):
         """Offsets of each node type in a type-major homogeneous ID space."""
         return np.concatenate([[0], np.cumsum(self.num_nodes_per_type)]).astype(np.int64)
 
+    def data_files(self) -> list[str]:
+        """Every chunk file the metadata names (edges, node features, edge features), as written there."""
+        specs = [self.edges[et] for et in self.edge_type]
+        specs += [s for feats in self.node_data.values() for s in feats.values()]
+        specs += [s for feats in self.edge_data.values() for s in feats.values()]
+        return [name for spec in specs for name in spec.data]
+
     def to_json_dict(self) -> dict:
         """The metadata as written to metadata.json (with derived per-type counts filled in)."""
         return self.model_dump(mode="json", exclude={"base_dir", "metadata_path"}, exclude_none=True)
+
+
+def chunk_bounds(total: int, chunks: int) -> list[int]:
+    """Offsets [0, ..., total] splitting `total` rows into `chunks` near-equal chunks (what every writer of chunks,
+    and every step that splits rows into blocks, uses)."""
+    return [total * i // chunks for i in range(chunks + 1)]
 
 
 def _field_path(loc: tuple) -> str:

@@ -1,7 +1,9 @@
-"""Writes a chunked graph one chunk at a time (used by the generators and the chunking tool).
+"""Writes a chunked graph one chunk at a time: what the generators and both chunkers (an OGB-style folder,
+`graphshard.chunk_graph`'s in-memory graph) share.
 
 The graph is built in a temporary sibling folder and renamed into place by `finish()`, so a failed run never leaves
-something that looks like a finished chunked graph.
+something that looks like a finished chunked graph. `write_edge_type`/`write_node_type` write one type's rows slice by
+slice (the chunkers' loop); `spec_formats` says which file format each spec gets ("mixed" cycles through them).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 import shutil
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow.csv as pacsv
@@ -19,6 +22,10 @@ from graphshard.atomic import move_into_place, staging_dir
 from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
+
+WRITE_FORMATS = (*FORMAT_NAMES, "mixed")
+# "mixed" cycles through the formats spec by spec (edges of one type, one feature, ...), in this order.
+_MIXED_CYCLE = ("parquet", "numpy", "csv")
 
 
 def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:
@@ -125,3 +132,49 @@ class ChunkedGraphWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self.abort()
+
+
+def check_format(fmt: str) -> None:
+    """Reject a format name the writers cannot write."""
+    if fmt not in WRITE_FORMATS:
+        raise GraphshardError(f"--format: expected one of {', '.join(WRITE_FORMATS)}, found '{fmt}'")
+
+
+def spec_format(fmt: str, index: int) -> str:
+    """The file format of the `index`-th spec of a graph: `fmt` itself, or a cycle through all formats for 'mixed'."""
+    return _MIXED_CYCLE[index % len(_MIXED_CYCLE)] if fmt == "mixed" else fmt
+
+
+def spec_formats(fmt: str, names: Sequence[str]) -> dict[str, str]:
+    """The file format of each named spec (edges of a type, then its features, ...), in the order given."""
+    return {name: spec_format(fmt, i) for i, name in enumerate(names)}
+
+
+def positive(name: str, value: int, minimum: int = 1) -> int:
+    """Validate a size option."""
+    if int(value) < minimum:
+        raise GraphshardError(f"--{name}: expected an integer >= {minimum}, found {value}")
+    return int(value)
+
+
+Ends = Callable[[int, int], tuple[np.ndarray, np.ndarray]]
+
+
+def write_edge_type(writer: ChunkedGraphWriter, etype: str, bounds: Sequence[int], ends: Ends,
+                    feats: Mapping[str, np.ndarray], formats: Mapping[str, str]) -> None:
+    """One edge type, chunk by chunk: `ends(lo, hi)` gives the (checked) source and destination IDs of rows
+    [lo, hi); feature `f` (an array or memory map) is sliced alike and written with format `formats[f"{etype}/{f}"]`."""
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        src, dst = ends(lo, hi)
+        writer.add_edges(etype, src, dst, formats[etype])
+        for f, arr in feats.items():
+            writer.add_edge_feature(etype, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{etype}/{f}"])
+
+
+def write_node_type(writer: ChunkedGraphWriter, ntype: str, bounds: Sequence[int], feats: Mapping[str, np.ndarray],
+                    formats: Mapping[str, str]) -> None:
+    """One node type's chunk sizes and its features, chunk by chunk (format `formats[f"{ntype}/{f}"]`)."""
+    writer.set_node_chunks(ntype, np.diff(bounds).tolist())
+    for f, arr in feats.items():
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            writer.add_node_feature(ntype, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{ntype}/{f}"])

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import GraphshardError
-from graphshard.formats.chunked_writer import ChunkedGraphWriter
-from graphshard.generate.common import check_format, chunk_bounds, chunk_rng, positive, scatter_ids, spec_format
+from graphshard.formats.chunked import chunk_bounds
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.generate.common import chunk_rng, scatter_ids
 from graphshard.generate.rmat import ETYPE, NTYPE, add_node_features
 
 

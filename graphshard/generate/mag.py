@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from graphshard.formats.chunked_writer import ChunkedGraphWriter
-from graphshard.generate.common import check_format, chunk_bounds, chunk_rng, positive, scatter_ids, spec_format
+from graphshard.formats.chunked import chunk_bounds
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.generate.common import chunk_rng, scatter_ids
 
 # Node counts relative to papers and the split of forward edges, after ogbn-mag (736k papers, 21.1M forward edges).
 NODE_RATIO = {"paper": 1.0, "author": 1.54, "institution": 0.012, "field_of_study": 0.081}

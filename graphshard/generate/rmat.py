@@ -6,8 +6,9 @@ from pathlib import Path
 
 import numpy as np
 
-from graphshard.formats.chunked_writer import ChunkedGraphWriter
-from graphshard.generate.common import check_format, chunk_bounds, chunk_rng, positive, scatter_ids, spec_format
+from graphshard.formats.chunked import chunk_bounds
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.generate.common import chunk_rng, scatter_ids
 
 PROBS = (0.57, 0.19, 0.19, 0.05)  # a, b, c, d: quadrant probabilities per recursion level
 NTYPE, ETYPE = "_N", "_N:_E:_N"

@@ -16,10 +16,16 @@ from typing import Any
 import numpy as np
 
 from graphshard.errors import GraphshardError
-from graphshard.formats.chunked import load_metadata
-from graphshard.formats.chunked_writer import ChunkedGraphWriter
+from graphshard.formats.chunked import chunk_bounds, load_metadata
+from graphshard.formats.chunked_writer import (
+    ChunkedGraphWriter,
+    check_format,
+    positive,
+    spec_formats,
+    write_edge_type,
+    write_node_type,
+)
 from graphshard.formats.jsonfile import read_json_object
-from graphshard.generate.common import check_format, chunk_bounds, positive, spec_format
 from graphshard.inmemory.adapters import InMemoryGraph, from_input
 
 CHUNK_ROWS = 1 << 21  # rows per chunk when partition_graph picks the chunk count itself
@@ -49,24 +55,26 @@ def write_chunked(graph: InMemoryGraph, out_dir: Path, graph_name: str, num_chun
     etypes = [etype_name(c) for c in graph.etypes]
     specs = etypes + [f"{etype_name(c)}/{f}" for c, fs in graph.edge_feats.items() for f in fs]
     specs += [f"{nt}/{f}" for nt, fs in graph.node_feats.items() for f in fs]
-    formats = {name: spec_format(fmt, i) for i, name in enumerate(specs)}
+    formats = spec_formats(fmt, specs)
     with ChunkedGraphWriter(out_dir, graph_name, graph.ntypes, etypes, overwrite=overwrite) as writer:
         for can, (src, dst) in graph.edges.items():
-            et = etype_name(can)
-            bounds = _bounds(len(src), num_chunks)
-            for lo, hi in zip(bounds[:-1], bounds[1:]):
-                _check_ids(src[lo:hi], graph.num_nodes[can[0]], can, "source", lo)
-                _check_ids(dst[lo:hi], graph.num_nodes[can[2]], can, "destination", lo)
-                writer.add_edges(et, src[lo:hi], dst[lo:hi], formats[et])
-                for f, arr in graph.edge_feats.get(can, {}).items():
-                    writer.add_edge_feature(et, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{et}/{f}"])
+            write_edge_type(writer, etype_name(can), _bounds(len(src), num_chunks), _checked_ends(graph, can),
+                            graph.edge_feats.get(can, {}), formats)
         for nt, n in graph.num_nodes.items():
-            bounds = _bounds(n, num_chunks)
-            writer.set_node_chunks(nt, np.diff(bounds).tolist())
-            for f, arr in graph.node_feats.get(nt, {}).items():
-                for lo, hi in zip(bounds[:-1], bounds[1:]):
-                    writer.add_node_feature(nt, f, np.ascontiguousarray(arr[lo:hi]), formats[f"{nt}/{f}"])
+            write_node_type(writer, nt, _bounds(n, num_chunks), graph.node_feats.get(nt, {}), formats)
         return writer.finish()
+
+
+def _checked_ends(graph: InMemoryGraph, can: tuple[str, str, str]):
+    """Rows [lo, hi) of an edge type's (src, dst) arrays, every ID checked to be a node of its type."""
+    src, dst = graph.edges[can]
+
+    def ends(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        _check_ids(src[lo:hi], graph.num_nodes[can[0]], can, "source", lo)
+        _check_ids(dst[lo:hi], graph.num_nodes[can[2]], can, "destination", lo)
+        return src[lo:hi], dst[lo:hi]
+
+    return ends
 
 
 def add_features(metadata: Path, name: str, node: dict[str, dict[str, np.ndarray]],
