@@ -106,12 +106,6 @@ def _job_file(graph: ChunkedGraph, job: tuple) -> str:
 
 # ---- fingerprint --------------------------------------------------------------------------------------------------
 
-def _spec_files(graph: ChunkedGraph) -> list[str]:
-    files = [p for et in graph.edge_type for p in graph.edges[et].data]
-    files += [p for _, spec, _ in feature_specs(graph) for p in spec.data]
-    return files
-
-
 def _display_path(graph: ChunkedGraph, p: str) -> str:
     """A file's path relative to the metadata folder when it lies inside it, else absolute."""
     path = graph.path(p).resolve()
@@ -128,7 +122,7 @@ def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
     """
     graph = _graph(graph)
     files = []
-    for p in sorted(set(_spec_files(graph)), key=lambda q: _display_path(graph, q)):
+    for p in sorted(set(graph.data_files()), key=lambda q: _display_path(graph, q)):
         path = graph.path(p)
         if not path.exists():
             raise InputError(path, "data", "an existing chunk file", "no such file")

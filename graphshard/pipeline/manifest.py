@@ -54,14 +54,7 @@ def folder_manifest(folder: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> Man
 
 def graph_files(graph: ChunkedGraph) -> dict[str, Path]:
     """Every file a chunked graph consists of: metadata.json and each chunk file, by the name the metadata uses."""
-    files = {"metadata.json": Path(graph.metadata_path)}
-    specs = list(graph.edges.values())
-    specs += [s for feats in graph.node_data.values() for s in feats.values()]
-    specs += [s for feats in graph.edge_data.values() for s in feats.values()]
-    for spec in specs:
-        for name in spec.data:
-            files[name] = graph.path(name)
-    return files
+    return {"metadata.json": Path(graph.metadata_path), **{name: graph.path(name) for name in graph.data_files()}}
 
 
 class HashCache:

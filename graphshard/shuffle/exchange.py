@@ -17,10 +17,10 @@ import numpy as np
 
 from graphshard.errors import InputError
 from graphshard.formats.assignment import convert_parts
+from graphshard.formats.buckets import write_bucket
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan
-from graphshard.shuffle.scratch import write_bucket
 
 MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by one pass per partition, else a sort
 

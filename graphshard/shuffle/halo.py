@@ -18,9 +18,9 @@ from typing import Iterator
 
 import numpy as np
 
+from graphshard.formats.buckets import read_bucket
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.plan import ShufflePlan
-from graphshard.shuffle.scratch import read_bucket
 
 
 @dataclass

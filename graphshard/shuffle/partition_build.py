@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphshard.formats.buckets import read_bucket
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.plan import ShufflePlan
-from graphshard.shuffle.scratch import read_bucket
 
 
 class Stacker:

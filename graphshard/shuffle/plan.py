@@ -11,7 +11,7 @@ from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import RowIndex
 from graphshard.shuffle.ids import block_offsets
 from graphshard.shuffle.options import ShuffleOptions
-from graphshard.shuffle.scratch import Scratch
+from graphshard.shuffle.scratch import ShuffleScratch
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class ShufflePlan:
     """The graph, the scratch layout, the partition count, the options, the node blocks and the features."""
 
     graph: ChunkedGraph
-    scratch: Scratch
+    scratch: ShuffleScratch
     num_parts: int
     options: ShuffleOptions
     node_blocks: tuple[np.ndarray, ...]
@@ -72,7 +72,7 @@ def feature_index(kind: str, type_name: str, feat: str, expected_rows: int, *, g
     return index
 
 
-def make_plan(graph: ChunkedGraph, scratch: Scratch, num_parts: int, options: ShuffleOptions,
+def make_plan(graph: ChunkedGraph, scratch: ShuffleScratch, num_parts: int, options: ShuffleOptions,
               indexes: dict[tuple[str, str, str], RowIndex] | None) -> ShufflePlan:
     """Assemble the plan; `indexes` maps (kind, type name, feature) to the feature's row index (None: no features,
     enough for the steps that do not read them)."""

@@ -21,7 +21,7 @@ from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, rout
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.options import ShuffleOptions
 from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
-from graphshard.shuffle.scratch import Scratch
+from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Cal
 
 
 @contextmanager
-def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[Scratch]:
+def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[ShuffleScratch]:
     """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder), deleted afterwards."""
     if options.scratch_dir is not None:
         Path(options.scratch_dir).mkdir(parents=True, exist_ok=True)
@@ -43,7 +43,7 @@ def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[Scratch]:
     else:
         root = stage / ".scratch"
     try:
-        yield Scratch(root).make()
+        yield ShuffleScratch(root).make()
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -65,7 +65,7 @@ def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Pat
 
 
 def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method: str, options: ShuffleOptions,
-                       client: Client, scratch: Scratch, stage: Path) -> Path:
+                       client: Client, scratch: ShuffleScratch, stage: Path) -> Path:
     base = make_plan(graph, scratch, num_parts, options, None)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
                   lambda it: graph.node_type[it[0]], plan=base, assignment_dir=assignment_dir)

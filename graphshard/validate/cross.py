@@ -19,7 +19,7 @@ from graphshard.validate.lazy import GraphColumns, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, orig_ids
 from graphshard.validate.problems import Hits, Problem, first_values
 from graphshard.validate.scan import ScanSetup
-from graphshard.validate.scratch import Scratch
+from graphshard.validate.scratch import SharedArrays
 
 
 def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
@@ -57,7 +57,7 @@ def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
 class Levels:
     """hops >= 2: halo nodes of levels 1..h-1 keep all their in-edges, each a copy of its owner's edge."""
 
-    def __init__(self, v: checks.NodeView, g: GraphColumns, layout: Layout, scratch: Scratch,
+    def __init__(self, v: checks.NodeView, g: GraphColumns, layout: Layout, scratch: SharedArrays,
                  broken: frozenset[int]):
         self.v, self.layout, self.scratch = v, layout, scratch
         self.levels = halo_levels(v, g, layout.halo_hops)

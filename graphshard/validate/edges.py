@@ -17,7 +17,7 @@ from graphshard.validate.checks import Exactly, Marks, NodeView, expected_ids, r
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate.lazy import GraphColumns, pieces
 from graphshard.validate.problems import Hits, Problem, first_values
-from graphshard.validate.scratch import Scratch
+from graphshard.validate.scratch import SharedArrays
 
 
 class EndsOutside(Exception):
@@ -291,7 +291,7 @@ class CutSums:
 class LevelArrays:
     """In-degree of this partition's nodes and the ends of its inner edges (read by hops >= 2 halo checks)."""
 
-    def __init__(self, v: NodeView, layout: Layout, scratch: Scratch):
+    def __init__(self, v: NodeView, layout: Layout, scratch: SharedArrays):
         self.v, self.layout, self.scratch = v, layout, scratch
         self.lo, self.hi = layout.part_span(layout.node_ranges, v.part)
         self.indeg = np.zeros(max(self.hi - self.lo, 0), dtype=np.int64)

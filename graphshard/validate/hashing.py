@@ -16,20 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finalizer, in place on z (which must be a fresh uint64 array)."""
-    tmp = np.empty_like(z)
-    for shift, mult in ((30, _M1), (27, _M2), (31, None)):
-        np.right_shift(z, np.uint64(shift), out=tmp)
-        z ^= tmp
-        if mult is not None:
-            z *= mult
-    return z
+from graphshard.splitmix import GOLDEN, finalize
 
 
 def canonical(rows: np.ndarray) -> np.ndarray:
@@ -57,7 +44,7 @@ def row_words(rows: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=None)
 def _word_mults(width: int) -> np.ndarray:
     """A distinct odd constant per word position (so that swapping two words changes the hash)."""
-    return np.array([((2 * j + 1) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF | 1 for j in range(width)],
+    return np.array([((2 * j + 1) * int(GOLDEN)) & 0xFFFFFFFFFFFFFFFF | 1 for j in range(width)],
                     dtype=np.uint64)
 
 
@@ -65,13 +52,13 @@ def _sums(keys: np.ndarray, columns: list[np.ndarray], owner: np.ndarray | None,
     """Per partition, the wrapping sum of the hashes of the rows it owns (rows as 8-byte word columns)."""
     if any(c.shape[0] != len(keys) for c in columns) or (owner is not None and owner.shape[0] != len(keys)):
         raise ValueError(f"{len(keys)} keys for rows of other lengths")
-    h = np.asarray(keys, dtype=np.int64).view(np.uint64) + _GOLDEN
-    _mix(h)
+    h = np.asarray(keys, dtype=np.int64).view(np.uint64) + GOLDEN
+    finalize(h)
     mults = _word_mults(len(columns))
     for j, col in enumerate(columns):
         h ^= col
         h *= mults[j]
-    _mix(h)
+    finalize(h)
     if owner is None:
         return [int(h.sum(dtype=np.uint64))] + [0] * (num_parts - 1)
     small = owner if owner.dtype.itemsize <= 2 else owner.astype(np.int16 if num_parts < 2**15 else np.int64)

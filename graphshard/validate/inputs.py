@@ -20,7 +20,7 @@ from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
 from graphshard.validate.lazy import byte_pieces
 from graphshard.validate.problems import Problem
-from graphshard.validate.scratch import Scratch
+from graphshard.validate.scratch import SharedArrays
 
 
 def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex) -> np.ndarray:
@@ -39,7 +39,7 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
     return out
 
 
-def _lookup(scratch: Scratch, name: str, ids: np.ndarray) -> np.ndarray:
+def _lookup(scratch: SharedArrays, name: str, ids: np.ndarray) -> np.ndarray:
     """Entries of scratch array `name` at `ids` (-1 where an ID is out of range)."""
     arr = scratch.open(name)
     if ids.size and ids.min() >= 0 and ids.max() < arr.shape[0]:  # the usual case: one gather, no masks
@@ -48,17 +48,17 @@ def _lookup(scratch: Scratch, name: str, ids: np.ndarray) -> np.ndarray:
     return np.where(ok, np.asarray(arr[np.where(ok, ids, 0)]), -1)
 
 
-def to_new(scratch: Scratch, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
+def to_new(scratch: SharedArrays, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
     """Original per-type node IDs -> new homogeneous IDs (-1 where no partition listed the ID)."""
     return _lookup(scratch, f"node_new_{layout.ntypes.index(ntype)}", ids)
 
 
-def owner_of(scratch: Scratch, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
+def owner_of(scratch: SharedArrays, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:
     """Original per-type node IDs -> the partition that lists them (-1 where none does): direct indexing."""
     return _lookup(scratch, f"node_owner_{layout.ntypes.index(ntype)}", ids)
 
 
-def new_ends(scratch: Scratch, layout: Layout, etype: str, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+def new_ends(scratch: SharedArrays, layout: Layout, etype: str, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
     """(n, 2) new homogeneous IDs of edge ends given in original per-type IDs."""
     s, _, d = etype.split(":")
     return np.stack([to_new(scratch, layout, s, src), to_new(scratch, layout, d, dst)], axis=1)
@@ -80,7 +80,7 @@ def _row(values: np.ndarray, limit: int = 6) -> str:
 class Comparison:
     """Rows one by one against the input rows of their original IDs, piece by piece; names the first differing one."""
 
-    def __init__(self, layout: Layout, graph: ChunkedGraph, scratch: Scratch, part: int, kind: str, key: str,
+    def __init__(self, layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
                  file: str):
         self.layout, self.graph, self.scratch, self.part, self.kind, self.key, self.file = (
             layout, graph, scratch, part, kind, key, file)
@@ -129,7 +129,7 @@ class Comparison:
                         f"(first: {self.first})", self.part, self.file)]
 
 
-def compare(layout: Layout, graph: ChunkedGraph, scratch: Scratch, part: int, kind: str, key: str,
+def compare(layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
             orig: np.ndarray, rows: np.ndarray, file: str) -> list[Problem]:
     """Rows one by one against the input rows of their original IDs (one piece: the sampled rows)."""
     comparison = Comparison(layout, graph, scratch, part, kind, key, file)
@@ -146,7 +146,7 @@ def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
     return jobs
 
 
-def input_chunk_sums(layout: Layout, metadata: Path, scratch: Scratch, job: tuple[str, str, str, int]) -> dict:
+def input_chunk_sums(layout: Layout, metadata: Path, scratch: SharedArrays, job: tuple[str, str, str, int]) -> dict:
     """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}, reading
     the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader)."""
     graph = load_metadata(metadata)

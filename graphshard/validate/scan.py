@@ -16,7 +16,7 @@ from graphshard.validate.lazy import PIECE_ROWS, Column, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
 from graphshard.validate.problems import Problem, first_values
 from graphshard.validate.rows import EdgeRows, SumsAndSamples, feature_rows
-from graphshard.validate.scratch import Scratch
+from graphshard.validate.scratch import SharedArrays
 
 TRAINER_FEAT = "trainer_id"
 
@@ -25,7 +25,7 @@ TRAINER_FEAT = "trainer_id"
 class ScanSetup:
     """What phase one computes and which scratch arrays exist (decided on the client before it starts)."""
 
-    scratch: Scratch
+    scratch: SharedArrays
     orig_nids: bool
     orig_eids: bool
     with_input: bool  # partition-side checksums and samples (needs orig_nids)
@@ -41,7 +41,7 @@ def owner_dtype(num_parts: int) -> type:
     return np.int8 if num_parts < 2**7 else np.int16 if num_parts < 2**15 else np.int32
 
 
-def create_arrays(layout: Layout, scratch: Scratch, orig_nids: bool, orig_eids: bool, with_input: bool,
+def create_arrays(layout: Layout, scratch: SharedArrays, orig_nids: bool, orig_eids: bool, with_input: bool,
                   full: bool, seed: int, sample_size: int) -> ScanSetup:
     """Allocate the scratch arrays (on disk, sized by the graph) that the partition tasks fill."""
     if layout.halo_hops >= 2:

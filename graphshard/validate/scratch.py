@@ -18,12 +18,14 @@ from typing import Iterator
 
 import numpy as np
 
+from graphshard._deprecated import renamed
+
 CHUNK = 1 << 22
 
 
 @dataclass(frozen=True)
-class Scratch:
-    """A folder of named `.npy` memmaps and small files."""
+class SharedArrays:
+    """Named `.npy` memmaps (and small files) in one folder, shared by the validation's partition tasks."""
 
     root: Path
     _kept: dict = field(default_factory=dict, compare=False, repr=False)  # open memmaps while kept_open() runs
@@ -74,7 +76,7 @@ class Scratch:
 
 
 @contextmanager
-def scratch_beside(target: Path, where: Path | None = None) -> Iterator[Scratch]:
+def scratch_beside(target: Path, where: Path | None = None) -> Iterator[SharedArrays]:
     """A fresh scratch folder (hidden sibling of `target`, else the system temp folder), removed on exit."""
     base = Path(where) if where else Path(target).parent
     try:
@@ -83,6 +85,9 @@ def scratch_beside(target: Path, where: Path | None = None) -> Iterator[Scratch]
     except OSError:
         root = Path(tempfile.mkdtemp(prefix="graphshard-validate-"))
     try:
-        yield Scratch(root)
+        yield SharedArrays(root)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+__getattr__ = renamed(__name__, {"Scratch": "graphshard.validate.scratch:SharedArrays"})

@@ -16,8 +16,8 @@ from graphshard.assign.constraints import class_codes, graph_constraints, parse_
 from graphshard.assign.graph_build import csr_from_keys, edge_chunks, homogeneous_chunk, key_bits, symmetric_keys
 from graphshard.assign.multilevel.store import Level, write_range
 from graphshard.assign.options import AssignOptions
+from graphshard.formats.buckets import read_bucket, write_bucket
 from graphshard.formats.chunked import ChunkedGraph
-from graphshard.shuffle.scratch import read_bucket, write_bucket
 
 
 def route_chunk(job: int, *, graph: ChunkedGraph, level: Level, flagged: bool) -> int:

@@ -15,7 +15,7 @@ from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
-from graphshard.shuffle.scratch import read_bucket, write_bucket
+from graphshard.formats.buckets import read_bucket, write_bucket
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
 # cut 81.9% -> 75.6% at k=16 (METIS 66.4%), 46.0% -> 39.3% at k=4 (METIS 44.6%); exact degree order: 76.3%, 43.4%,

@@ -13,15 +13,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from graphshard.splitmix import GOLDEN, M1, M2
+
 MASK64 = 0xFFFFFFFFFFFFFFFF
 
 
 @njit(cache=True)
 def mix(salt: np.uint64, value: np.int64) -> np.uint64:
     """splitmix64 of (salt, value): a seeded, well-spread tie-break key."""
-    z = salt + np.uint64(value) * np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = salt + np.uint64(value) * GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * M1
+    z = (z ^ (z >> np.uint64(27))) * M2
     return z ^ (z >> np.uint64(31))
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from graphshard.shuffle.scratch import read_bucket
+from graphshard.formats.buckets import read_bucket
+from graphshard.formats.chunked import chunk_bounds
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,7 @@ class Level:
 
 def even_bounds(n: int, blocks: int) -> tuple[int, ...]:
     """Block bounds splitting [0, n) into `blocks` near-equal ranges (at least one node each when n allows)."""
-    blocks = max(1, min(blocks, n))
-    return tuple(n * i // blocks for i in range(blocks + 1))
+    return tuple(chunk_bounds(n, max(1, min(blocks, n))))
 
 
 def create(path: Path, shape: tuple[int, ...], dtype) -> Path:

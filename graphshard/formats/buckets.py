@@ -1,0 +1,33 @@
+"""Bucket files: a sequence of `.npy` records in one file, what a Dask task hands to the tasks after it.
+
+The shuffle's exchange (edges and features routed to their owner partition) and the multilevel partitioner (blocks of
+a level, weight deltas, contracted edges) write them. A bucket is read back in order, the first records alone when
+only they are needed; it is written under a temporary name and renamed, so a retried task never leaves a torn one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+
+def write_bucket(path: Path, arrays: list[np.ndarray]) -> None:
+    """Write arrays as consecutive `.npy` records (temporary name + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        for arr in arrays:
+            np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
+    os.replace(tmp, path)
+
+
+def read_bucket(path: Path, count: int | None = None) -> list[np.ndarray]:
+    """The first `count` records of a bucket (all when None)."""
+    out = []
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        while (count is None or len(out) < count) and fh.tell() < size:
+            out.append(np.load(fh, allow_pickle=False))
+    return out
