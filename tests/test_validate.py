@@ -31,10 +31,10 @@ SMALL_PIECE = 37  # rows per piece: every partition's arrays are read in many pi
 
 @pytest.fixture(autouse=True)
 def small_pieces(monkeypatch):
-    """Validation reads partitions piece by piece (lazy.PIECE_ROWS rows at a time): use tiny pieces in these tests."""
-    from graphshard.validate import lazy
+    """Validation reads partitions piece by piece (piecewise.PIECE_ROWS rows at a time): tiny pieces in these tests."""
+    from graphshard.validate import piecewise
 
-    monkeypatch.setattr(lazy, "PIECE_ROWS", SMALL_PIECE)
+    monkeypatch.setattr(piecewise, "PIECE_ROWS", SMALL_PIECE)
 
 
 def assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0) -> Path:
@@ -74,9 +74,9 @@ def statuses(report: dict) -> dict[str, str]:
 @pytest.mark.parametrize("piece", [SMALL_PIECE, 1 << 21])
 @pytest.mark.parametrize("full", [False, True])
 def test_good_sets_pass(mag_set, rmat_set, full, piece, monkeypatch):
-    from graphshard.validate import lazy
+    from graphshard.validate import piecewise
 
-    monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
+    monkeypatch.setattr(piecewise, "PIECE_ROWS", piece)
     for config, md in (mag_set, rmat_set):
         report = validate(config, md, full=full)
         assert report["ok"], problem_lines(report)
@@ -348,32 +348,33 @@ def test_mark_array_duplicate_and_range_checks_agree_with_sorting():
 
 @pytest.mark.parametrize("formats", [("coo",), ("coo", "csc"), ("csc",)])
 def test_indexed_graph_reads_like_the_loader(tmp_path, formats):
-    """validate/lazy.py reads graph.dgl piece by piece (COO in edge-ID order) or whole (CSC only): same arrays."""
+    """formats/dgl_columns.py reads graph.dgl piece by piece (COO in edge-ID order) or whole (CSC only): same arrays."""
     from graphshard.errors import InputError
-    from graphshard.validate.lazy import index_graph, index_tensor_dict, pieces
+    from graphshard.formats.dgl_columns import graph_columns, tensor_dict_columns
+    from graphshard.validate.piecewise import pieces
 
     rng = np.random.default_rng(0)
     src, dst = rng.integers(0, 50, 300), rng.integers(0, 50, 300)
     path = tmp_path / "graph.dgl"
     save_graph(path, 50, src, dst, {"_ID": np.arange(50)}, {"_ID": np.arange(300), "w": rng.random((300, 3))},
                formats=formats)
-    ref, cols = load_graph(path), index_graph(path)
+    ref, cols = load_graph(path), graph_columns(path)
     assert cols.num_nodes == ref.num_nodes and cols.num_edges == ref.num_edges
     for name, col, want in (("src", cols.src, ref.src), ("dst", cols.dst, ref.dst), ("w", cols.edata["w"],
                                                                                       ref.edata["w"])):
         got = np.concatenate([col.read(a, b) for a, b in pieces(col.rows, SMALL_PIECE)])
         assert np.array_equal(got, want), name
     save_tensor_dict(tmp_path / "t.dgl", {"x": rng.random((10, 2)), "y": np.arange(7)})
-    tensors = index_tensor_dict(tmp_path / "t.dgl")
+    tensors = tensor_dict_columns(tmp_path / "t.dgl")
     assert np.array_equal(tensors["x"].read(3, 9), load_tensor_dict(tmp_path / "t.dgl")["x"][3:9])
     (tmp_path / "t.dgl").write_bytes((tmp_path / "t.dgl").read_bytes()[:-8])
     with pytest.raises(InputError, match="t.dgl"):
-        index_tensor_dict(tmp_path / "t.dgl")
+        tensor_dict_columns(tmp_path / "t.dgl")
 
 
 def test_piece_size_does_not_change_the_report(mag_set, tmp_path, monkeypatch):
     """Tampered set: the same problems and figures whether partitions are read in tiny pieces or in one."""
-    from graphshard.validate import lazy
+    from graphshard.validate import piecewise
 
     config, md = mag_set
     out = tmp_path / "out"
@@ -382,7 +383,7 @@ def test_piece_size_does_not_change_the_report(mag_set, tmp_path, monkeypatch):
         tamper(out / config.name)
     reports = []
     for piece in (SMALL_PIECE, 1 << 21):
-        monkeypatch.setattr(lazy, "PIECE_ROWS", piece)
+        monkeypatch.setattr(piecewise, "PIECE_ROWS", piece)
         reports.append(validate(out / config.name, md))
     assert not reports[0]["ok"] and reports[0]["problems"] == reports[1]["problems"]
     assert reports[0]["quality"] == reports[1]["quality"]

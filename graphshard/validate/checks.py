@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphshard.formats.dgl_columns import Column, GraphColumns
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.lazy import Column, GraphColumns, pieces
+from graphshard.validate.piecewise import pieces
 from graphshard.validate.problems import Hits, Problem, first_values
 
 # Allowed dtypes per reserved field: formats.md §4 names node _TYPE int16, but DGL 2.1.0's own partition_graph writes

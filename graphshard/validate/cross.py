@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphshard.formats.dgl_columns import GraphColumns
 from graphshard.validate import checks
 from graphshard.validate.edges import EdgePiece, halo_levels
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.lazy import GraphColumns, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, orig_ids
+from graphshard.validate.piecewise import pieces
 from graphshard.validate.problems import Hits, Problem, first_values
 from graphshard.validate.scan import ScanSetup
 from graphshard.validate.scratch import SharedArrays

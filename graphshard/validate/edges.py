@@ -1,7 +1,7 @@
 """Per-edge checks of one partition (§5.1-4, 5.7), fed piece by piece so that a worker holds one piece of the edge
 arrays at a time, never all of them: each check is a small class with `add(piece)` and `problems()`.
 
-The node arrays (`checks.NodeView`) are held whole; a piece holds `lazy.PIECE_ROWS` edges' ends, IDs, types and
+The node arrays (`checks.NodeView`) are held whole; a piece holds `piecewise.PIECE_ROWS` edges' ends, IDs, types and
 inner flags, read from `graph.dgl`. Results do not depend on the piece size.
 """
 
@@ -12,10 +12,11 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from graphshard.formats.dgl_columns import GraphColumns
 from graphshard.validate import hashing
 from graphshard.validate.checks import Exactly, Marks, NodeView, expected_ids, repeats
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.lazy import GraphColumns, pieces
+from graphshard.validate.piecewise import pieces
 from graphshard.validate.problems import Hits, Problem, first_values
 from graphshard.validate.scratch import SharedArrays
 

@@ -18,7 +18,7 @@ from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadat
 from graphshard.formats.readers import RowIndex, edge_table, id_problems, read_chunk, read_edge_chunk, read_rows
 from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
-from graphshard.validate.lazy import byte_pieces
+from graphshard.validate.piecewise import byte_pieces
 from graphshard.validate.problems import Problem
 from graphshard.validate.scratch import SharedArrays
 

@@ -1,5 +1,5 @@
-"""Indexing one partition's files for checking (arrays are read later, piece by piece: validate/lazy.py); every read
-failure becomes a Problem, not an exception."""
+"""Indexing one partition's files for checking (arrays are read later, piece by piece: formats/dgl_columns.py);
+every read failure becomes a Problem, not an exception."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.errors import GraphshardError
+from graphshard.formats.dgl_columns import Column, GraphColumns, graph_columns, tensor_dict_columns
 from graphshard.validate.layout import Layout
-from graphshard.validate.lazy import Column, GraphColumns, index_graph, index_tensor_dict
 from graphshard.validate.problems import Problem
 
 ORIG_NIDS = "orig_nids.dgl"
@@ -50,7 +50,7 @@ def dir_bytes(folder: Path) -> dict[str, int]:
 
 def orig_ids(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
     """One original-ID file (ORIG_NIDS or ORIG_EIDS) indexed; None when absent or unreadable (phase one says so)."""
-    return _read(index_tensor_dict, layout.extra_file(part, name), layout.extra_rel(part, name), part, [], False)
+    return _read(tensor_dict_columns, layout.extra_file(part, name), layout.extra_rel(part, name), part, [], False)
 
 
 def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
@@ -58,16 +58,16 @@ def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bo
     problems: list[Problem] = []
     graph = node_feats = edge_feats = None
     if with_graph:
-        graph = _read(index_graph, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
+        graph = _read(graph_columns, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
                       True)
     if with_feats:
-        node_feats = _read(index_tensor_dict, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
+        node_feats = _read(tensor_dict_columns, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
                            problems, True)
-        edge_feats = _read(index_tensor_dict, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
+        edge_feats = _read(tensor_dict_columns, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
                            problems, True)
-    orig_nids = _read(index_tensor_dict, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
+    orig_nids = _read(tensor_dict_columns, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
                       problems, False)
-    orig_eids = _read(index_tensor_dict, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
+    orig_eids = _read(tensor_dict_columns, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
                       problems, False)
     return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids, dir_bytes(layout.part_dir(part)),
                     problems)

@@ -17,8 +17,8 @@ from graphshard.validate import hashing
 from graphshard.validate.checks import NodeView, split_feature_key
 from graphshard.validate.edges import EdgePiece
 from graphshard.validate.layout import Layout
-from graphshard.validate.lazy import byte_pieces
 from graphshard.validate.part_files import PartData
+from graphshard.validate.piecewise import byte_pieces
 from graphshard.validate.sampling import sample_rows
 
 

@@ -14,7 +14,7 @@ from distributed import Client
 from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
-from graphshard.validate import checks, hashing, inputs, lazy, scan
+from graphshard.validate import checks, hashing, inputs, piecewise, scan
 from graphshard.validate.cross import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
@@ -28,7 +28,7 @@ from graphshard.validate.scratch import scratch_beside
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
-    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces():
         return scan.scan_partition(layout, part, setup)
 
 
@@ -37,14 +37,14 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
-    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces():
         return _cross_checks(job, layout, setup, mode, broken, metadata)
 
 
 def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
                   metadata: Path | None) -> list[Problem]:
     part, samples = job
-    lazy.set_piece_rows(setup.piece_rows)
+    piecewise.set_piece_rows(setup.piece_rows)
     problems = check_claims(layout, part, setup)
     levels = layout.halo_hops >= 1 and mode == "full" and part not in broken and setup.level_arrays
     compare = metadata is not None and setup.with_input
@@ -122,8 +122,8 @@ def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
 
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
-    lazy.set_piece_rows(setup.piece_rows)
-    with setup.scratch.kept_open(), lazy.heap_for_pieces():
+    piecewise.set_piece_rows(setup.piece_rows)
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces():
         return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
 
 

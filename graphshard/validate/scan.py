@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.validate import checks, edges, lazy
+from graphshard.formats.dgl_columns import Column
+from graphshard.validate import checks, edges, piecewise
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.lazy import PIECE_ROWS, Column, pieces
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
+from graphshard.validate.piecewise import PIECE_ROWS, pieces
 from graphshard.validate.problems import Problem, first_values
 from graphshard.validate.rows import EdgeRows, SumsAndSamples, feature_rows
 from graphshard.validate.scratch import SharedArrays
@@ -57,7 +58,7 @@ def create_arrays(layout: Layout, scratch: SharedArrays, orig_nids: bool, orig_e
         for t, n in enumerate(layout.edges_per_type()):
             scratch.create(f"edge_owner_{t}", owner_dtype(layout.num_parts), int(n), fill=-1)
     return ScanSetup(scratch, orig_nids, orig_eids, with_input and orig_nids, layout.halo_hops >= 2, full, seed,
-                     sample_size, lazy.PIECE_ROWS)
+                     sample_size, piecewise.PIECE_ROWS)
 
 
 def write_orig_maps(layout: Layout, part: int, orig: dict[str, Column] | None, nodes: bool,
@@ -90,7 +91,7 @@ def write_orig_maps(layout: Layout, part: int, orig: dict[str, Column] | None, n
 
 def node_maps(layout: Layout, part: int, setup: ScanSetup) -> None:
     """Phase zero for one partition (before the input checksums, beside phase one): its original node ID maps."""
-    lazy.set_piece_rows(setup.piece_rows)
+    piecewise.set_piece_rows(setup.piece_rows)
     write_orig_maps(layout, part, orig_ids(layout, part, ORIG_NIDS), True, setup)
 
 
@@ -134,7 +135,7 @@ def _edge_pass(data: PartData, v: checks.NodeView, layout: Layout, setup: ScanSe
 
 def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
     """Phase one for one partition; returns a small picklable summary (problems, figures, checksums, samples)."""
-    lazy.set_piece_rows(setup.piece_rows)
+    piecewise.set_piece_rows(setup.piece_rows)
     data = load_part(layout, part)
     problems = list(data.problems)
     graph_file = layout.rel(part, "part_graph")
