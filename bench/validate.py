@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
             options = ShuffleOptions(halo_hops=1, save_orig_nids=True, save_orig_eids=True)
             config, result["write"] = timed(client, shuffle, args.graph, assignment, out, options, client,
                                             overwrite=True)
-            client.run(lambda: __import__("graphshard.validate.runner"))  # workers import the validator untimed
+            client.run(lambda: __import__("graphshard.validate.step"))  # workers import the validator untimed
             runs = [] if args.no_output_only else [("validate_output_only", {})]
             runs.append(("validate_sampled", {"input_metadata": args.graph}))
             if not args.no_full:

@@ -16,7 +16,7 @@ import numpy as np
 
 from graphshard.errors import GraphshardError, InputError, ProblemList
 from graphshard.formats.assignment import META_FILE, read_meta
-from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, load_metadata
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat, as_graph
 from graphshard.formats.readers import (
     CSV_SCAN_LIMIT,
     READERS,
@@ -125,7 +125,7 @@ def _feature_stat(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: s
 def precheck(graph: ChunkedGraph | str | Path) -> list[GraphshardError]:
     """Every problem the chunk files' headers show (empty when they look sound); a bad metadata.json is the one."""
     try:
-        graph = graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)
+        graph = as_graph(graph)
     except GraphshardError as err:
         return [err]
     problems = [p for et in graph.edge_type for c in range(len(graph.edges[et].data))
@@ -167,6 +167,6 @@ def refuse(problems: list[GraphshardError]) -> None:
 
 def checked_graph(metadata: str | Path | ChunkedGraph) -> ChunkedGraph:
     """The parsed metadata.json once its chunk files' headers passed `precheck`; raises the problems otherwise."""
-    graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata)
+    graph = as_graph(metadata)
     refuse(precheck(graph))
     return graph

@@ -20,7 +20,7 @@ from graphshard.assign.report import build_report, load_parts, peak_memory
 from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import write_meta
-from graphshard.formats.chunked import ChunkedGraph, load_metadata
+from graphshard.formats.chunked import ChunkedGraph, as_graph
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -58,7 +58,7 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
     the report's edge cut, edges per part and communication volume are null, saving a pass over every edge, for a
     caller that measures them on the written partitions (the flow, when it validates)."""
     start = time.perf_counter()
-    graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata)
+    graph = as_graph(metadata)
     if not 1 <= num_parts <= graph.total_nodes:
         raise GraphshardError(f"num_parts: expected an integer in [1, {graph.total_nodes}] (the graph's node count), "
                               f"found {num_parts}")

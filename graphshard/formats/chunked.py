@@ -270,3 +270,8 @@ def load_metadata(path: str | Path) -> ChunkedGraph:
     if path.is_dir():
         path = path / "metadata.json"
     return parse_metadata(read_json_object(path, "metadata.json file"), path.parent, path)
+
+
+def as_graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
+    """A loaded graph as it is, else `load_metadata(graph)` (a metadata.json or its folder)."""
+    return graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)

@@ -1,4 +1,5 @@
-"""Ingest: check a chunked graph file by file, fingerprint it (a content manifest), summarize it for `inspect`.
+"""The ingest step: check a chunked graph file by file (`check_graph`), hashing each file as it is read when asked
+(`check_and_hash`).
 
 The check opens every chunk file; each file is one unit of work (a Dask task when a client is given), so memory is
 bounded by one chunk. It collects every problem instead of stopping at the first.
@@ -6,21 +7,14 @@ bounded by one chunk. It collects every problem instead of stopping at the first
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 
 from graphshard.daskrun import run_tasks
-from graphshard.digests import INPUT, FileDigest, hash_file, hashed_read
+from graphshard.digests import INPUT, FileDigest, hashed_read
 from graphshard.errors import GraphshardError, InputError
-from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
-
-
-def _graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
-    return graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)
-
 
 # ---- per-file checks (run on workers) ---------------------------------------------------------------------------
 
@@ -66,7 +60,7 @@ def check_and_hash(graph: ChunkedGraph | str | Path, client=None) -> tuple[list[
 def _check(graph: ChunkedGraph | str | Path, client, hash_files: bool
            ) -> tuple[list[GraphshardError], list[FileDigest]]:
     try:
-        graph = _graph(graph)
+        graph = as_graph(graph)
     except GraphshardError as err:
         return [err], []
     edge_jobs = [(check_edge_chunk, et, i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
@@ -102,73 +96,3 @@ def _job_file(graph: ChunkedGraph, job: tuple) -> str:
     fn, *args = job
     entry = graph.edges[args[0]].data[args[1]] if fn is check_edge_chunk else args[0].data[args[1]]
     return str(entry)
-
-
-# ---- fingerprint --------------------------------------------------------------------------------------------------
-
-def _display_path(graph: ChunkedGraph, p: str) -> str:
-    """A file's path relative to the metadata folder when it lies inside it, else absolute."""
-    path = graph.path(p).resolve()
-    try:
-        return path.relative_to(Path(graph.base_dir).resolve()).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
-def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
-    """A manifest of the graph's content: every file's path, size and blake2b hash, the counts, and a digest of all.
-
-    Two graphs with the same manifest digest have the same bytes, wherever they lie: use it as a cache key.
-    """
-    graph = _graph(graph)
-    files = []
-    for p in sorted(set(graph.data_files()), key=lambda q: _display_path(graph, q)):
-        path = graph.path(p)
-        if not path.exists():
-            raise InputError(path, "data", "an existing chunk file", "no such file")
-        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, INPUT: hash_file(path, INPUT)})
-    metadata = json.dumps(graph.to_json_dict(), sort_keys=True)
-    body = {
-        "graph_name": graph.graph_name,
-        "metadata_blake2b": hashlib.blake2b(metadata.encode(), digest_size=16).hexdigest(),
-        "num_nodes_per_type": dict(zip(graph.node_type, map(int, graph.num_nodes_per_type))),
-        "num_edges_per_type": dict(zip(graph.edge_type, map(int, graph.num_edges_per_type))),
-        "files": files,
-    }
-    digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=16).hexdigest()
-    return {**body, "digest": digest}
-
-
-# ---- summary ------------------------------------------------------------------------------------------------------
-
-def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int) -> dict:
-    """Format, file count, bytes, and dtype/shape read from the first file's head."""
-    head = reader_for(spec.format).head(graph.path(spec.data[0]), spec.format)
-    return {
-        "format": spec.format.name,
-        "files": len(spec.data),
-        "bytes": sum(graph.path(p).stat().st_size for p in spec.data if graph.path(p).exists()),
-        "dtype": str(head.dtype),
-        "shape": [rows, *head.shape[1:]],
-    }
-
-
-def summary(graph: ChunkedGraph | str | Path) -> dict:
-    """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only."""
-    graph = _graph(graph)
-    nodes = {}
-    for i, nt in enumerate(graph.node_type):
-        n = graph.num_nodes(nt)
-        nodes[nt] = {"count": n, "chunks": list(graph.num_nodes_per_chunk[i]),
-                     "features": {f: _spec_summary(graph, s, n) for f, s in graph.node_data.get(nt, {}).items()}}
-    edges = {}
-    for i, et in enumerate(graph.edge_type):
-        e = graph.num_edges(et)
-        structure = _spec_summary(graph, graph.edges[et], e)
-        edges[et] = {"count": e, "chunks": list(graph.num_edges_per_chunk[i]), "format": structure["format"],
-                     "bytes": structure["bytes"],
-                     "features": {f: _spec_summary(graph, s, e) for f, s in graph.edge_data.get(et, {}).items()}}
-    total = sum(t["bytes"] for t in edges.values())
-    total += sum(f["bytes"] for t in [*nodes.values(), *edges.values()] for f in t["features"].values())
-    return {"graph_name": graph.graph_name, "metadata": str(graph.metadata_path), "num_nodes": graph.total_nodes,
-            "num_edges": graph.total_edges, "bytes": total, "node_types": nodes, "edge_types": edges}

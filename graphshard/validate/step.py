@@ -14,22 +14,22 @@ from distributed import Client
 from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
-from graphshard.validate import checks, hashing, inputs, piecewise, scan
-from graphshard.validate.cross import Levels, check_claims
+from graphshard.validate import against_input, checks, hashing, per_partition, piecewise
+from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
+from graphshard.validate.per_partition import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import quality
 from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
-from graphshard.validate.scan import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.scratch import scratch_beside
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
-        return scan.scan_partition(layout, part, setup)
+        return per_partition.scan_partition(layout, part, setup)
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
@@ -51,7 +51,7 @@ def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode:
     graph = load_metadata(metadata) if compare else None
     if compare and not setup.full:
         for (kind, key), (orig, values) in sorted(samples.items()):
-            problems += inputs.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
+            problems += against_input.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
                                        _row_file(layout, part, kind))
     if not (levels or (compare and setup.full)):
         return problems
@@ -83,8 +83,8 @@ class _FullCompare:
         self.layout, self.graph, self.scratch, self.part, self.found = layout, graph, scratch, part, {}
 
     def declare(self, kind: str, key: str, n: int) -> None:
-        self.found[(kind, key)] = inputs.Comparison(self.layout, self.graph, self.scratch, self.part, kind, key,
-                                                    _row_file(self.layout, self.part, kind))
+        self.found[(kind, key)] = against_input.Comparison(self.layout, self.graph, self.scratch, self.part, kind,
+                                                           key, _row_file(self.layout, self.part, kind))
 
     def take(self, kind: str, key: str, n: int, rank, orig, rows) -> None:
         self.found[(kind, key)].add(orig, stacked(rows))
@@ -118,13 +118,13 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
 
 def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
     with setup.scratch.kept_open():
-        scan.node_maps(layout, part, setup)
+        per_partition.node_maps(layout, part, setup)
 
 
 def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
     piecewise.set_piece_rows(setup.piece_rows)
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
-        return inputs.input_chunk_sums(layout, metadata, setup.scratch, job)
+        return against_input.input_chunk_sums(layout, metadata, setup.scratch, job)
 
 
 def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:
@@ -264,7 +264,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
                                    label=_part_label, priority=1, **consts))
         groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label, **consts))
         gather_tasks(client, groups[0])
-        input_jobs = inputs.input_jobs(load_metadata(metadata)) if setup.with_input else []
+        input_jobs = against_input.input_jobs(load_metadata(metadata)) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
                                    label=_input_label, priority=-1, metadata=metadata, **consts))
         summaries = gather_tasks(client, groups[1])[0]

@@ -4,8 +4,8 @@
 - halo (§5.7) for num_hops = h >= 2 (DGL `partition_graph` semantics, halo mode "full"): halo nodes of levels
   1..h-1 (level k: new sources of in-edges into level k-1) keep all their in-edges: their in-degree here equals their
   in-degree over all partitions, and each such edge equals its owner's copy. (Out-edges of inner nodes, the 1-hop
-  part, are compared by checksums on the client: scan.out_edge_problems. In-edges of inner nodes are the inner edges
-  themselves, §5.4-5. Halo mode "in_edges", DGL's pipeline, keeps inner edges only.)
+  part, are compared by checksums on the client: per_partition.out_edge_problems. In-edges of inner nodes are the inner
+  edges themselves, §5.4-5. Halo mode "in_edges", DGL's pipeline, keeps inner edges only.)
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from graphshard.validate import checks
 from graphshard.validate.edges import EdgePiece, halo_levels
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, orig_ids
+from graphshard.validate.per_partition import ScanSetup
 from graphshard.validate.piecewise import pieces
 from graphshard.validate.problems import Hits, Problem, first_values
-from graphshard.validate.scan import ScanSetup
 from graphshard.validate.scratch import SharedArrays
 
 

@@ -2,7 +2,7 @@
 
 Edges are compared in new IDs: a partition holds, per inner edge, (original edge ID, new src, new dst); the input
 edge with that original ID, its ends mapped original -> new (the `node_new_<t>` arrays of phase one), must be equal.
-Features: the row of each original ID. Partition side (scan.py): a checksum over every row plus sampled rows.
+Features: the row of each original ID. Partition side (per_partition.py): a checksum over every row plus sampled rows.
 Input side (`input_chunk_sums`, one task per chunk file): the same checksums over the input rows, split by the
 partition that owns each row (the owner of an edge's destination). `compare` checks rows one by one (the sample, or
 every row with --full), reading the input rows from the chunk files. sampling.py says what this proves.

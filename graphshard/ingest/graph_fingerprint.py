@@ -1,0 +1,47 @@
+"""A chunked graph's fingerprint: every file's path, size and blake2b hash, the counts, and a digest over all of it
+(the ingest step's `fingerprint.json`; two graphs with the same digest have the same bytes, wherever they lie)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from graphshard.digests import INPUT, hash_file
+from graphshard.errors import InputError
+from graphshard.formats.chunked import ChunkedGraph, as_graph
+
+
+def _display_path(graph: ChunkedGraph, p: str) -> str:
+    """A file's path relative to the metadata folder when it lies inside it, else absolute."""
+    path = graph.path(p).resolve()
+    try:
+        return path.relative_to(Path(graph.base_dir).resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
+    """A manifest of the graph's content: every file's path, size and blake2b hash, the counts, and a digest of all.
+
+    Two graphs with the same manifest digest have the same bytes, wherever they lie: use it as a cache key.
+    """
+    graph = as_graph(graph)
+    files = []
+    for p in sorted(set(graph.data_files()), key=lambda q: _display_path(graph, q)):
+        path = graph.path(p)
+        if not path.exists():
+            raise InputError(path, "data", "an existing chunk file", "no such file")
+        files.append({"path": _display_path(graph, p), "size": path.stat().st_size, INPUT: hash_file(path, INPUT)})
+    metadata = json.dumps(graph.to_json_dict(), sort_keys=True)
+    body = {
+        "graph_name": graph.graph_name,
+        "metadata_blake2b": hashlib.blake2b(metadata.encode(), digest_size=16).hexdigest(),
+        "num_nodes_per_type": dict(zip(graph.node_type, map(int, graph.num_nodes_per_type))),
+        "num_edges_per_type": dict(zip(graph.edge_type, map(int, graph.num_edges_per_type))),
+        "files": files,
+    }
+    digest = hashlib.blake2b(json.dumps(body, sort_keys=True).encode(), digest_size=16).hexdigest()
+    return {**body, "digest": digest}
+
+

@@ -1,0 +1,42 @@
+"""A chunked graph's summary for `graphshard inspect` and the ingest step: types, counts, chunks, features (dtype,
+shape, format, files, bytes), from the files' headers only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
+from graphshard.formats.readers import reader_for
+
+
+def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int) -> dict:
+    """Format, file count, bytes, and dtype/shape read from the first file's head."""
+    head = reader_for(spec.format).head(graph.path(spec.data[0]), spec.format)
+    return {
+        "format": spec.format.name,
+        "files": len(spec.data),
+        "bytes": sum(graph.path(p).stat().st_size for p in spec.data if graph.path(p).exists()),
+        "dtype": str(head.dtype),
+        "shape": [rows, *head.shape[1:]],
+    }
+
+
+def summary(graph: ChunkedGraph | str | Path) -> dict:
+    """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only."""
+    graph = as_graph(graph)
+    nodes = {}
+    for i, nt in enumerate(graph.node_type):
+        n = graph.num_nodes(nt)
+        nodes[nt] = {"count": n, "chunks": list(graph.num_nodes_per_chunk[i]),
+                     "features": {f: _spec_summary(graph, s, n) for f, s in graph.node_data.get(nt, {}).items()}}
+    edges = {}
+    for i, et in enumerate(graph.edge_type):
+        e = graph.num_edges(et)
+        structure = _spec_summary(graph, graph.edges[et], e)
+        edges[et] = {"count": e, "chunks": list(graph.num_edges_per_chunk[i]), "format": structure["format"],
+                     "bytes": structure["bytes"],
+                     "features": {f: _spec_summary(graph, s, e) for f, s in graph.edge_data.get(et, {}).items()}}
+    total = sum(t["bytes"] for t in edges.values())
+    total += sum(f["bytes"] for t in [*nodes.values(), *edges.values()] for f in t["features"].values())
+    return {"graph_name": graph.graph_name, "metadata": str(graph.metadata_path), "num_nodes": graph.total_nodes,
+            "num_edges": graph.total_edges, "bytes": total, "node_types": nodes, "edge_types": edges}
