@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 import os
 import socket
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from graphshard.assign.options import AssignOptions
+from graphshard.assign.options import AssignOptions, IgnoredOption, OptionConflict, resolve
 from graphshard.cluster import ClusterSpec
 from graphshard.errors import GraphshardError, InputError
 from graphshard.shuffle.options import DispatchOptions
@@ -76,6 +78,7 @@ class PipelineConfig(_Section):
     cluster: ClusterSection = Field(default_factory=ClusterSection)
     work_dir: Path | None = None
     source: Path = Field(default=Path("config.yaml"), exclude=True)
+    _ignored: list[IgnoredOption] = PrivateAttr(default_factory=list)  # flat assign options the method ignores
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -93,7 +96,8 @@ class PipelineConfig(_Section):
 
 # ---- loading ---------------------------------------------------------------------------------------------------
 
-_PATH_KEYS = [("input", "metadata"), ("output", "dir"), ("work_dir",), ("assign", "dir"), ("shuffle", "scratch_dir")]
+_PATH_KEYS = [("input", "metadata"), ("output", "dir"), ("work_dir",), ("assign", "dir"), ("assign", "file", "dir"),
+              ("shuffle", "scratch_dir")]
 
 
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
@@ -102,8 +106,10 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+    """The model of a section's annotation (`Model` or `Model | None`), else None."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
     return None
 
 
@@ -177,6 +183,10 @@ def parse_config(data: Any, source: Path) -> PipelineConfig:
         loc, expected, found = _validation_message(err)
         raise InputError(source, loc, expected, found) from None
     cfg.source = source
+    try:  # the method's own block over the flat options: what the assign step runs with and is cached by
+        cfg.assign, cfg._ignored = resolve(cfg.assign)
+    except OptionConflict as err:
+        raise GraphshardError(f"{source}: {err.line(f'assign.{err.option}', 'assign.')}") from None
     return cfg
 
 
@@ -226,11 +236,15 @@ def check_scheduler(address: str, timeout: float, source: Path) -> None:
                               f"{timeout:g} s ({reason})") from None
 
 
-def check_config(cfg: PipelineConfig, published_by_us: bool = False):
+def check_config(cfg: PipelineConfig, published_by_us: bool = False,
+                 warn: Callable[[str], Any] = logging.getLogger(__name__).warning):
     """Everything that can be known to be wrong before work starts; returns the parsed input metadata.
 
     `published_by_us`: the output folder was published by this work folder before, so replacing it is allowed.
+    `warn` gets one line per flat assign option the chosen method ignores (the flow sends them to Prefect's log).
     """
+    for item in cfg._ignored:
+        warn(f"{cfg.source}: {item.warning(f'assign.{item.option}')}")
     from graphshard.formats.chunked import load_metadata
     from graphshard.precheck import precheck, precheck_assignment, refuse
 
@@ -260,7 +274,8 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False):
     if cfg.num_parts > graph.total_nodes:
         raise InputError(src, "num_parts", f"at most the number of nodes ({graph.total_nodes})", cfg.num_parts)
     if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
-        raise InputError(src, "assign.dir", "an existing assignment folder (method: file)", str(cfg.assign.dir))
+        raise InputError(src, "assign.dir", "an existing assignment folder for method file (assign.dir or "
+                         "assign.file.dir)", str(cfg.assign.dir))
     if cfg.cluster.memory_limit not in (None, "auto"):
         from dask.utils import parse_bytes  # here: importing dask costs ~0.2 s of a cached run's ~2 s
 

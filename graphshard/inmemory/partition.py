@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign, partitioner_for
-from graphshard.assign.options import AssignOptions
+from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
+from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
@@ -82,7 +82,7 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         return AssignOptions(method="random", seed=seed), {}
     classes = _balance_classes(graph, balance_ntypes) if balance_ntypes is not None else {}
     entries = [f"{nt}/{BALANCE_FEAT}" for nt in classes]
-    if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in partitioner_for(part_method).supports):
+    if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in HONOURS[part_method]):
         entries.insert(0, "ntype")
     try:
         options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
