@@ -213,6 +213,10 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
                                 work, validate)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        if validate:  # the report names where the set is published, not the work folder it was checked in
+            from graphshard.validate import retarget_report
+
+            retarget_report(config.parent, out / config.name)
         publish(config.parent, out, overwrite=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -3,12 +3,25 @@
 `validate(config_path, input_metadata=None, full=False, client=None, seed=0) -> dict` returns the report dict:
 `report["ok"]` is False when any check failed, and `report["problems"]` lists each one (partition, file, check,
 message); `problem_lines(report)` renders them one per line. `write_report(out_dir, report)` writes `report.json`
-and a self-contained `report.html`. The validator reads files only: it shares no code with the writer beyond the
+and a self-contained `report.html`; `retarget_report(folder, config)` makes a copied report name where its set was
+published. The validator reads files only: it shares no code with the writer beyond the
 DGL binary reader, and it passes on partitions that DGL itself wrote.
 """
 
-from graphshard.validate.problems import CHECKS, Problem, problem_lines
-from graphshard.validate.report_html import write_report
-from graphshard.validate.runner import raise_on_problems, validate
+from __future__ import annotations
 
-__all__ = ["CHECKS", "Problem", "problem_lines", "raise_on_problems", "validate", "write_report"]
+import importlib
+
+_PUBLIC = {"CHECKS": "problems", "Problem": "problems", "problem_lines": "problems", "REPORT_FILES": "report_html",
+           "retarget_report": "report_html", "write_report": "report_html", "raise_on_problems": "runner",
+           "validate": "runner"}
+
+
+def __getattr__(name: str):
+    """The public names load on first use: the runner imports Dask, which a cached run never needs."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'graphshard.validate' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"graphshard.validate.{_PUBLIC[name]}"), name)
+
+
+__all__ = sorted(_PUBLIC)
