@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -22,11 +23,18 @@ os.environ["GRAPHSHARD_HOME"] = tempfile.mkdtemp(prefix="graphshard-test-home-")
 
 @pytest.fixture(scope="session", autouse=True)
 def _stop_background_server():
-    """No test leaves a Prefect server running: stop the session's background server, if a run started one."""
+    """No test leaves a Prefect server running: stop the session's background server, if a run started one, and
+    the temporary servers of in-process runs in ephemeral mode. These are stopped here, while pytest's output streams
+    are still open: at interpreter exit, Prefect's goodbye line went to a closed stream as a logging traceback."""
     yield
     from graphshard.pipeline import prefect_server
 
     prefect_server.stop()
+    if "prefect.server.api.server" in sys.modules:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        for instance in list(SubprocessASGIServer._instances.values()):
+            instance.stop()
 
 
 @pytest.fixture(scope="session")

@@ -51,7 +51,8 @@ def test_dict_heterograph_metis_balance_and_mapping(tmp_path, dask_cluster_clien
     assert meta["graph_name"] == "shop-graph" and meta["part_method"] == "metis" and meta["num_parts"] == 3
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
         ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.json"]
-    assert json.loads((tmp_path / "out" / "report.json").read_text())["ok"]
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["ok"] and report["config"] == str(config)  # where the set is, not the work folder it was checked in
     check_mapping(config, g["num_nodes"], g["edges"], g["node_feats"], g["edge_feats"], nids, eids)
     # the balance classes are the assignment's business only: no extra feature reaches the partitions
     assert set(load_partition(config, 0).node_feats) == {"user/feat", "user/mask", "item/label"}

@@ -25,7 +25,7 @@ def write_config(folder: Path, metadata: Path, **changes) -> Path:
 
 
 def test_shipped_configs_parse():
-    for name in ("example.yaml", "mag.yaml", "cluster.yaml"):
+    for name in ("example.yaml", "mag.yaml", "cluster.yaml", "multilevel.yaml"):
         cfg = load_config(REPO / "configs" / name)
         assert isinstance(cfg, PipelineConfig)
         assert cfg.input.metadata.is_absolute() and cfg.output.dir.is_absolute()

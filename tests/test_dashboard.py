@@ -7,18 +7,14 @@ import base64
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.request import urlopen
 
 import pytest
+from browser import ARTIFACTS, Browser, chromium
 
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--disable-component-update", "--disable-dev-shm-usage"]
 # Every string in the data of the page's Bokeh plots (task stream, progress): what the plots draw and their hover shows.
 PLOT_STRINGS = """(() => {
   const out = new Set();
@@ -37,46 +33,6 @@ PLOT_STRINGS = """(() => {
 STEP_PREFIX = re.compile(r"^(ingest|assign|shuffle|validate)-[a-z]+(-[a-z]+)*$")
 
 
-class Browser:
-    """Headless Chromium driven over the DevTools protocol (a page to open, JavaScript to run, a screenshot)."""
-
-    def __init__(self, exe: str, profile: Path, size: tuple[int, int] = (1400, 2400)):
-        from websockets.sync.client import connect
-
-        log = profile.with_suffix(".log")
-        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", f"--window-size={size[0]},{size[1]}",
-                                      "--remote-debugging-port=0", "about:blank"],
-                                     stdout=subprocess.DEVNULL, stderr=open(log, "w"))
-        port = None
-        for _ in range(300):
-            found = re.search(r"DevTools listening on ws://[^:]+:(\d+)/", log.read_text())
-            if found:
-                port = int(found.group(1))
-                break
-            time.sleep(0.1)
-        assert port, log.read_text()[-2000:]
-        page = next(t for t in json.load(urlopen(f"http://127.0.0.1:{port}/json/list")) if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None)
-        self.calls = 0
-
-    def call(self, method: str, **params) -> dict:
-        self.calls += 1
-        self.ws.send(json.dumps({"id": self.calls, "method": method, "params": params}))
-        while True:
-            msg = json.loads(self.ws.recv(timeout=60))
-            if msg.get("id") == self.calls:
-                assert "error" not in msg, msg
-                return msg["result"]
-
-    def evaluate(self, expression: str):
-        return self.call("Runtime.evaluate", expression=expression, returnByValue=True)["result"].get("value")
-
-    def close(self) -> None:
-        self.ws.close()
-        self.proc.terminate()
-        self.proc.wait(timeout=30)
-
-
 def _dashboard_link(outputs: list[Path], proc: subprocess.Popen, timeout: float = 300) -> str:
     """The link the run prints and logs ('Dask dashboard: http://...'), read as soon as it is there."""
     deadline = time.monotonic() + timeout
@@ -91,9 +47,7 @@ def _dashboard_link(outputs: list[Path], proc: subprocess.Popen, timeout: float 
 
 @pytest.mark.slow
 def test_dashboard_shows_graphshard_task_names(make_graph, tmp_path):
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    if exe is None:
-        pytest.skip("chromium is not installed (scripts/setup-system.sh as root installs it)")
+    exe = chromium()
     metadata = make_graph("rmat", nodes=20000, edges=400000, chunks=8)
     config = tmp_path / "run.yaml"
     config.write_text(json.dumps({"input": {"metadata": str(metadata)}, "output": {"dir": str(tmp_path / "out")},

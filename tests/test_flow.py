@@ -32,6 +32,11 @@ def test_example_config_from_nothing_then_fully_cached(tmp_path, rmat_small, das
     assert report["ok"] and report["num_problems"] == 0
     assert report["sampling"]["full"] is True
     assert not [c for c in report["checks"] if c["status"] == "failed"]
+    published = str(tmp_path / "out" / "rmat.json")  # the report names the published set, not the step cache
+    assert report["config"] == published
+    assert f"<p>{published} &middot;" in (tmp_path / "out" / "report.html").read_text()
+    (cached,) = (tmp_path / "work" / "validate").glob("*/report/report.json")
+    assert json.loads(cached.read_text())["config"] != published  # the cache's own copy is left as it was
     book_nodes = 0
     for p in range(4):  # the published set loads with DGL's semantics (graphshard's reader, no DGL needed)
         part = load_partition(tmp_path / "out" / "rmat.json", p)

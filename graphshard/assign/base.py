@@ -11,7 +11,6 @@ import pyarrow.csv as pacsv
 from distributed import Client
 
 from graphshard.assign.options import AssignOptions
-from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import ChunkedGraph
 
@@ -19,28 +18,13 @@ TEXT_BLOCK = 1 << 22  # rows per block when streaming an assignment file
 
 
 class Partitioner:
-    """Decides each node's part; `check` refuses options the method cannot honour, before any work is done."""
+    """Decides each node's part. Which options a method reads is data (`options.HONOURS`), checked by
+    `options.resolve` before any work; `check` refuses what only the graph shows (e.g. more parts than nodes)."""
 
     name: str = ""
-    #: options this method honours beyond the common ones, e.g. {"balance_ntypes", "objtype"}
-    supports: frozenset[str] = frozenset()
 
     def check(self, graph: ChunkedGraph, nparts: int, options: AssignOptions) -> None:
-        """Raise GraphshardError for an option the method would otherwise silently ignore."""
-        asked = {
-            "balanced": options.balanced,
-            "balance_ntypes": bool(options.balance_ntypes),
-            "balance_edges": options.balance_edges,
-            "objtype": options.objtype != "cut",
-        }
-        for option, given in asked.items():
-            if given and option not in self.supports:
-                raise GraphshardError(f"method '{self.name}' cannot honour '{option}' "
-                                      f"({self.why_not(option)}); drop the option or choose another method")
-
-    def why_not(self, option: str) -> str:
-        """A short reason shown when an unsupported option is asked for."""
-        return "not implemented by this method"
+        """Raise GraphshardError for options this graph makes impossible; nothing by default."""
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:

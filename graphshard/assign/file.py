@@ -23,10 +23,6 @@ from graphshard.formats.chunked import ChunkedGraph
 
 class FilePartitioner(Partitioner):
     name = "file"
-    supports = frozenset()
-
-    def why_not(self, option: str) -> str:
-        return "a user's assignment is used as is"
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:

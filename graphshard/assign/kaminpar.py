@@ -40,10 +40,6 @@ def write_parhip(path: Path, indptr: np.ndarray, indices: np.ndarray) -> Path:
 
 class KaminparPartitioner(Partitioner):
     name = "kaminpar"
-    supports = frozenset()
-
-    def why_not(self, option: str) -> str:
-        return "KaMinPar balances node counts only and minimises the edge cut: no multi-constraint balance, no vol"
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:

@@ -17,10 +17,6 @@ from graphshard.formats.chunked import ChunkedGraph
 
 class MetisPartitioner(Partitioner):
     name = "metis"
-    supports = frozenset({"balance_ntypes", "balance_edges", "objtype"})
-
-    def why_not(self, option: str) -> str:
-        return "METIS balances by constraints: use --balance-ntypes instead of --balanced"
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:

@@ -26,20 +26,58 @@ Fields:
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most.
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
   ships).
+- `random`, `metis`, `parmetis`, `kaminpar`, `multilevel`, `file`: per-method blocks holding the options only that
+  method reads (e.g. `metis: {balance_ntypes: [paper/train_mask]}`); the chosen method's block overrides the flat
+  values, the other blocks are not read, so switching `method` is one edit.
+
+Which method honours which option is data (`HONOURS`, `CONFLICTS`), read by the config check without importing any
+partitioner: a flat option the chosen method does not honour is ignored with a warning (as DGL's `partition_graph`
+does for random's balance arguments), unless ignoring it would silently give another result than asked for (e.g.
+`balance_ntypes` with kaminpar): that is refused before any work starts.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from graphshard.errors import GraphshardError
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
+COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
+MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_block_edges", "multilevel_lp_rounds",
+                        "multilevel_refine_rounds"})
+#: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
+HONOURS: dict[str, frozenset[str]] = {
+    "random": frozenset({"balanced"}),
+    "metis": frozenset({"balance_ntypes", "balance_edges", "objtype", "metis_lib"}),
+    "parmetis": frozenset({"balance_ntypes", "balance_edges", "mpi_ranks", "parmetis_lib", "parmetis_idx_bits"}),
+    "kaminpar": frozenset({"kaminpar_preset", "kaminpar_threads"}),
+    "multilevel": frozenset({"balance_ntypes", "balance_edges", "metis_lib"}) | MULTILEVEL,
+    "file": frozenset({"dir"}),
+}
+_CONSTRAINTS = "KaMinPar balances node counts only: no balance constraints"
+#: (method, option) -> why ignoring the option would give another partition than asked for: refused, not ignored
+CONFLICTS: dict[tuple[str, str], str] = {
+    ("kaminpar", "balance_ntypes"): _CONSTRAINTS,
+    ("kaminpar", "balance_edges"): _CONSTRAINTS,
+    ("kaminpar", "objtype"): "KaMinPar minimises the edge cut only",
+    ("parmetis", "objtype"): "ParMETIS_V3_PartKway minimises the edge cut only",
+    ("multilevel", "objtype"): "its refinement minimises the edge cut only",
+}
+#: why a method ignores an option, by method, else by option (the warning's reason)
+IGNORED_BECAUSE: dict[str, str] = {
+    "random": "it draws parts at random and, as DGL's partition_graph, ignores balance and objective options",
+    "file": "the assignment folder is used as it is",
+    "balanced": "random only: this method balances node counts itself, within ufactor",
+}
 
 
-class AssignOptions(BaseModel):
-    """How the assignment step decides each node's partition (see the module docstring for every field)."""
+class FlatOptions(BaseModel):
+    """Every option of every method, flat (see the module docstring for each field)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -63,7 +101,83 @@ class AssignOptions(BaseModel):
     multilevel_lp_rounds: int = Field(default=6, ge=1)
     multilevel_refine_rounds: int = Field(default=8, ge=0)
 
+
+class MethodBlock(BaseModel):
+    """Base of the per-method blocks (`assign.<method>`): only the options that method reads, unset = the flat value."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _block(method: str) -> type[MethodBlock]:
+    """The `assign.<method>` block model: that method's options, typed as in AssignOptions, all optional."""
+    fields = {name: (FlatOptions.model_fields[name].annotation | None, None) for name in sorted(HONOURS[method])}
+    return create_model(f"{method.capitalize()}Block", __base__=MethodBlock, **fields)
+
+
+RandomBlock, MetisBlock, ParmetisBlock, KaminparBlock, MultilevelBlock, FileBlock = map(_block, METHODS)
+
+
+class AssignOptions(FlatOptions):
+    """How the assignment step decides each node's partition: the flat options plus one block per method."""
+
+    random: RandomBlock | None = None
+    metis: MetisBlock | None = None
+    parmetis: ParmetisBlock | None = None
+    kaminpar: KaminparBlock | None = None
+    multilevel: MultilevelBlock | None = None
+    file: FileBlock | None = None
+
     @property
     def has_constraints(self) -> bool:
         """True when balance columns beyond plain node counts are asked for."""
         return bool(self.balance_ntypes) or self.balance_edges
+
+
+@dataclass(frozen=True)
+class IgnoredOption:
+    """A flat option the chosen method does not read: `warning()` is the one line a user sees."""
+
+    method: str
+    option: str
+
+    def warning(self, key: str) -> str:
+        why = IGNORED_BECAUSE.get(self.method) or IGNORED_BECAUSE.get(self.option, "not read by this method")
+        return f"{key} is ignored by method '{self.method}' ({why})"
+
+
+class OptionConflict(GraphshardError):
+    """An option the chosen method cannot honour and must not ignore; `line(key)` names it as the user wrote it."""
+
+    def __init__(self, method: str, option: str):
+        self.method, self.option = method, option
+        super().__init__(self.line(option))
+
+    def line(self, key: str, block: str = "") -> str:
+        able = [m for m in METHODS if self.option in HONOURS[m] and (m, self.option) not in CONFLICTS]
+        move = f", move it under {' or '.join(f'{block}{m}' for m in able)}" if block else ""
+        return (f"{key}: method '{self.method}' cannot honour it ({CONFLICTS[(self.method, self.option)]}); "
+                f"remove {key}{move}, or choose method {' or '.join(able)}")
+
+    def __reduce__(self):
+        return (type(self), (self.method, self.option))
+
+
+def resolve(options: AssignOptions) -> tuple[AssignOptions, list[IgnoredOption]]:
+    """The options the chosen method runs with: its block over the flat values, the flat options it does not read
+    back at their defaults (so they neither change its result nor its cache key), no blocks; and what was ignored.
+    Raises OptionConflict for a flat option the method cannot honour and must not ignore."""
+    method = options.method
+    values = options.model_dump(exclude=set(METHODS))
+    defaults = AssignOptions().model_dump(exclude=set(METHODS))
+    ignored = []
+    for name, value in values.items():
+        if name in COMMON or name in HONOURS[method] or value == defaults[name]:
+            continue
+        if (method, name) in CONFLICTS:
+            raise OptionConflict(method, name)
+        ignored.append(IgnoredOption(method, name))
+        values[name] = defaults[name]
+    block = getattr(options, method)
+    if block is not None:
+        values.update(block.model_dump(exclude_none=True))
+    return AssignOptions(**values), ignored

@@ -88,15 +88,8 @@ def merge_ranges(graph: ChunkedGraph, rank_files: list[Path], out: Path) -> None
 
 class ParmetisPartitioner(Partitioner):
     name = "parmetis"
-    supports = frozenset({"balance_ntypes", "balance_edges"})
-
-    def why_not(self, option: str) -> str:
-        if option == "objtype":
-            return "ParMETIS_V3_PartKway minimises the edge cut only; use --method metis for --objtype vol"
-        return "ParMETIS balances by constraints: use --balance-ntypes instead of --balanced"
 
     def check(self, graph: ChunkedGraph, nparts: int, options: AssignOptions) -> None:
-        super().check(graph, nparts, options)
         if options.mpi_ranks > graph.total_nodes:
             raise GraphshardError(f"mpi_ranks: expected at most {graph.total_nodes} (one node per rank at least), "
                                   f"found {options.mpi_ranks}")

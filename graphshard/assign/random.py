@@ -38,10 +38,6 @@ def write_block(path: Path, seed: int, type_id: int, block: int, lo: int, hi: in
 
 class RandomPartitioner(Partitioner):
     name = "random"
-    supports = frozenset({"balanced"})
-
-    def why_not(self, option: str) -> str:
-        return "random assignment balances node counts per type only, with --balanced; use metis or parmetis"
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 
 from graphshard.assign import REPORT_FILE, TRAINER_DIR
 from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
-from graphshard.assign.options import METHODS, AssignOptions
+from graphshard.assign.options import METHODS, AssignOptions, resolve
 from graphshard.assign.report import build_report, load_parts, peak_memory
 from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
@@ -25,7 +26,7 @@ from graphshard.formats.chunked import ChunkedGraph, as_graph
 if TYPE_CHECKING:
     from distributed import Client
 
-
+log = logging.getLogger(__name__)
 
 PARTITIONERS = {  # method -> (module, class); imported on use, so that e.g. kaminpar loads only when asked for
     "random": ("graphshard.assign.random", "RandomPartitioner"),
@@ -62,6 +63,9 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
     if not 1 <= num_parts <= graph.total_nodes:
         raise GraphshardError(f"num_parts: expected an integer in [1, {graph.total_nodes}] (the graph's node count), "
                               f"found {num_parts}")
+    options, ignored = resolve(options)  # the method's block over the flat options; a conflict raises here
+    for item in ignored:
+        log.warning(item.warning(item.option))
     trainers = options.num_trainers_per_machine
     partitioner = partitioner_for(options.method)
     partitioner.check(graph, num_parts * trainers, options)

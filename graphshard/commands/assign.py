@@ -64,9 +64,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 
 
+def _flag(option: str) -> str:
+    return "--" + option.replace("_", "-")
+
+
 def run(args: argparse.Namespace) -> int:
+    import logging
+
     from graphshard.assign import REPORT_FILE, assign
-    from graphshard.assign.options import AssignOptions
+    from graphshard.assign.options import AssignOptions, OptionConflict, resolve
     from graphshard.cluster import ClusterSpec, dask_client
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
 
@@ -81,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
             multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds)
     except ValidationError as err:
         first = err.errors()[0]
-        raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+        raise GraphshardError(f"{_flag(str(first['loc'][0]))}: {first['msg']}") from None
+    try:
+        options, ignored = resolve(options)  # before any work: a conflict names its flag
+    except OptionConflict as err:
+        raise GraphshardError(err.line(_flag(err.option))) from None
+    for item in ignored:
+        logging.getLogger("graphshard.assign").warning(item.warning(_flag(item.option)))
     graph = checked_graph(args.metadata)  # headers of every input file, before any work starts
     if args.method == "file" and args.dir is not None:
         refuse(precheck_assignment(graph, args.dir))

@@ -45,6 +45,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"partitions: {summary['partition_config']}")
     if summary["report"]:
         print(f"report:     {summary['report']}")
-    if pending is not None:
-        print(f"prefect:    {pending.url}/runs/flow-run/{summary['flow_run_id']}")
+    if summary["prefect_url"]:  # graphshard's background server or the user's PREFECT_API_URL
+        print(f"prefect:    {summary['prefect_url']}")
     return 0

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign, partitioner_for
-from graphshard.assign.options import AssignOptions
+from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
+from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.atomic import move_into_place
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
@@ -82,7 +82,7 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         return AssignOptions(method="random", seed=seed), {}
     classes = _balance_classes(graph, balance_ntypes) if balance_ntypes is not None else {}
     entries = [f"{nt}/{BALANCE_FEAT}" for nt in classes]
-    if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in partitioner_for(part_method).supports):
+    if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in HONOURS[part_method]):
         entries.insert(0, "ntype")
     try:
         options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
@@ -213,6 +213,10 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
                                 work, validate)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        if validate:  # the report names where the set is published, not the work folder it was checked in
+            from graphshard.validate import retarget_report
+
+            retarget_report(config.parent, out / config.name)
         move_into_place(config.parent, out, overwrite=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)

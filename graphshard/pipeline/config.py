@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from graphshard.assign.options import AssignOptions
+from graphshard.assign.options import AssignOptions, IgnoredOption, OptionConflict, resolve
 from graphshard.cluster import ClusterSpec
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.shuffle.options import ShuffleOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
@@ -75,6 +76,7 @@ class PipelineConfig(_Section):
     cluster: ClusterSection = Field(default_factory=ClusterSection)
     work_dir: Path | None = None
     source: Path = Field(default=Path("config.yaml"), exclude=True)
+    _ignored: list[IgnoredOption] = PrivateAttr(default_factory=list)  # flat assign options the method ignores
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -92,7 +94,8 @@ class PipelineConfig(_Section):
 
 # ---- loading ---------------------------------------------------------------------------------------------------
 
-_PATH_KEYS = [("input", "metadata"), ("output", "dir"), ("work_dir",), ("assign", "dir"), ("shuffle", "scratch_dir")]
+_PATH_KEYS = [("input", "metadata"), ("output", "dir"), ("work_dir",), ("assign", "dir"), ("assign", "file", "dir"),
+              ("shuffle", "scratch_dir")]
 
 
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
@@ -101,8 +104,10 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
+    """The model of a section's annotation (`Model` or `Model | None`), else None."""
+    for candidate in (annotation, *typing.get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
     return None
 
 
@@ -176,6 +181,10 @@ def parse_config(data: Any, source: Path) -> PipelineConfig:
         loc, expected, found = _validation_message(err)
         raise InputError(source, loc, expected, found) from None
     cfg.source = source
+    try:  # the method's own block over the flat options: what the assign step runs with and is cached by
+        cfg.assign, cfg._ignored = resolve(cfg.assign)
+    except OptionConflict as err:
+        raise GraphshardError(f"{source}: {err.line(f'assign.{err.option}', 'assign.')}") from None
     return cfg
 
 

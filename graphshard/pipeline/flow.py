@@ -21,8 +21,10 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
 from prefect.states import State
+from prefect.utilities.urls import url_for
 
 from graphshard import logs
 from graphshard.errors import GraphshardError
@@ -81,9 +83,12 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     `overrides` are `key.path=value` strings; `from_step` re-runs that step and the later ones, `force` the named steps.
     """
     start = time.perf_counter()
+    link = ui_link(flow_run.get_id())
+    if link:  # a deployment's run has no terminal: its log says where the run is shown
+        get_run_logger().info("Prefect UI: %s", link)
     cfg: PipelineConfig = load_config(config, overrides)
     store = StepStore(cfg.work)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir), warn=get_run_logger().warning)
     forced = forced_steps(from_step, force)
     store.clean_stale(cfg.output.dir)
     states: dict[str, State] = {}
@@ -124,6 +129,11 @@ def _heartbeats_as_configured():
     return temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None})
 
 
+def ui_link(flow_run_id: str | None) -> str | None:
+    """The page of a flow run in the Prefect UI of the API this process talks to (None in ephemeral mode)."""
+    return url_for("flow-run", obj_id=flow_run_id) if flow_run_id else None
+
+
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
                  force: list[str] | None = None) -> dict:
     """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
@@ -134,7 +144,8 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     finally:
         wait_closed()
     if state.is_completed():
-        return {**state.result(), "flow_run_id": str(state.state_details.flow_run_id)}
+        run_id = str(state.state_details.flow_run_id)
+        return {**state.result(), "flow_run_id": run_id, "prefect_url": ui_link(run_id)}
     err = state.result(raise_on_failure=False)
     if isinstance(err, GraphshardError):
         raise err

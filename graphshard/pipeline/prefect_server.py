@@ -107,10 +107,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def server_environment() -> dict[str, str]:
-    """The server process's environment: its own PREFECT_HOME, telemetry off, no API URL of its own."""
+def server_environment(port: int) -> dict[str, str]:
+    """The server process's environment: its own PREFECT_HOME, telemetry off, and its own address as the API its UI
+    talks to (Prefect's UI otherwise asks 127.0.0.1:4200, the default port, whatever port the server listens on)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(server_home()), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false")
+    env.update(PREFECT_HOME=str(server_home()), DO_NOT_TRACK="1", PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               PREFECT_SERVER_API_HOST=HOST, PREFECT_SERVER_API_PORT=str(port),
+               PREFECT_UI_API_URL=f"http://{HOST}:{port}/api")
     return env
 
 
@@ -120,7 +123,7 @@ def _spawn() -> Server:
     with open(log_path(), "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "prefect", "server", "start", "--host", HOST,
                                  "--port", str(port)], stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, env=server_environment(), cwd=server_home(),
+                                stderr=subprocess.STDOUT, env=server_environment(port), cwd=server_home(),
                                 start_new_session=True)
     server = Server(proc.pid, psutil.Process(proc.pid).create_time(), port)
     _state_file().write_text(json.dumps(asdict(server)))

@@ -7,9 +7,11 @@ Each problem is one line naming the config file and the key (`InputError`).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from pathlib import Path
+from typing import Any, Callable
 
 from graphshard.errors import GraphshardError, InputError
 from graphshard.pipeline.config import PipelineConfig
@@ -40,11 +42,15 @@ def check_scheduler(address: str, timeout: float, source: Path) -> None:
                               f"{timeout:g} s ({reason})") from None
 
 
-def check_config(cfg: PipelineConfig, published_by_us: bool = False):
+def check_config(cfg: PipelineConfig, published_by_us: bool = False,
+                 warn: Callable[[str], Any] = logging.getLogger(__name__).warning):
     """Everything that can be known to be wrong before work starts; returns the parsed input metadata.
 
     `published_by_us`: the output folder was published by this work folder before, so replacing it is allowed.
+    `warn` gets one line per flat assign option the chosen method ignores (the flow sends them to Prefect's log).
     """
+    for item in cfg._ignored:
+        warn(f"{cfg.source}: {item.warning(f'assign.{item.option}')}")
     from graphshard.formats.chunked import load_metadata
     from graphshard.precheck import precheck, precheck_assignment, refuse
 
@@ -74,7 +80,8 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False):
     if cfg.num_parts > graph.total_nodes:
         raise InputError(src, "num_parts", f"at most the number of nodes ({graph.total_nodes})", cfg.num_parts)
     if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
-        raise InputError(src, "assign.dir", "an existing assignment folder (method: file)", str(cfg.assign.dir))
+        raise InputError(src, "assign.dir", "an existing assignment folder for method file (assign.dir or "
+                         "assign.file.dir)", str(cfg.assign.dir))
     if cfg.cluster.memory_limit not in (None, "auto"):
         from dask.utils import parse_bytes  # here: importing dask costs ~0.2 s of a cached run's ~2 s
 

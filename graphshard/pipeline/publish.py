@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import Callable
 
 from graphshard.atomic import staged_output, write_text_atomic
 
@@ -46,8 +47,10 @@ def published_by(work_dir: Path, out_dir: Path) -> bool:
     return read_record(work_dir).get("output") == str(Path(out_dir).resolve())
 
 
-def is_current(work_dir: Path, out_dir: Path, digests: dict[str, str], sources: list[Path]) -> bool:
-    """The output already holds exactly these sources' files (recorded digests match, every file present, same size)."""
+def is_current(work_dir: Path, out_dir: Path, digests: dict[str, str], sources: list[Path],
+               rewritten: tuple[str, ...] = ()) -> bool:
+    """The output already holds exactly these sources' files (recorded digests match, every file present, same size;
+    files named in `rewritten`, rewritten when published, need only be present)."""
     record = read_record(work_dir)
     if record.get("output") != str(Path(out_dir).resolve()) or record.get("digests") != digests:
         return False
@@ -55,16 +58,21 @@ def is_current(work_dir: Path, out_dir: Path, digests: dict[str, str], sources: 
         for path in src.rglob("*"):
             if path.is_file():
                 target = out_dir / path.relative_to(src)
-                if not target.is_file() or target.stat().st_size != path.stat().st_size:
+                if not target.is_file() or (path.name not in rewritten and
+                                            target.stat().st_size != path.stat().st_size):
                     return False
     return True
 
 
-def publish_output(work_dir: Path, out_dir: Path, sources: list[Path], digests: dict[str, str]) -> Path:
-    """Build `out_dir` from the source folders in a staging sibling, swap it into place, record it."""
+def publish_output(work_dir: Path, out_dir: Path, sources: list[Path], digests: dict[str, str],
+                   finish: Callable[[Path], object] | None = None) -> Path:
+    """Build `out_dir` from the source folders in a staging sibling (then `finish(stage)`, e.g. to rewrite a file
+    that names its location), swap it into place, record it."""
     out_dir = Path(out_dir).resolve()
     with staged_output(out_dir, overwrite=True) as stage:
         for src in sources:
             link_tree(src, stage)
+        if finish is not None:
+            finish(stage)
     write_text_atomic(Path(work_dir) / RECORD, json.dumps({"output": str(out_dir), "digests": digests}, indent=1))
     return out_dir

@@ -177,12 +177,22 @@ def render_html(report: dict) -> str:
 """
 
 
+REPORT_FILES = ("report.json", "report.html")
+
+
 def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
     """Write `report.json` and `report.html` into `out_dir` (each via a temporary name); return both paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {**report, "problem_lines": problem_lines(report)}
-    json_path, html_path = out_dir / "report.json", out_dir / "report.html"
+    json_path, html_path = (out_dir / name for name in REPORT_FILES)
     write_text_atomic(json_path, json.dumps(report, indent=2) + "\n")
     write_text_atomic(html_path, render_html(report))
     return json_path, html_path
+
+
+def retarget_report(report_dir: str | Path, config: str | Path) -> tuple[Path, Path]:
+    """Rewrite the report in `report_dir` to name `config`, where the set it describes was published (validation
+    wrote it beside the set in a work folder). Replaces the files, never writes through a hard link to the cache."""
+    report = json.loads((Path(report_dir) / REPORT_FILES[0]).read_text())
+    return write_report(report_dir, {**report, "config": str(config)})

@@ -24,15 +24,8 @@ from graphshard.formats.chunked import ChunkedGraph
 
 class MultilevelPartitioner(Partitioner):
     name = "multilevel"
-    supports = frozenset({"balance_ntypes", "balance_edges"})
-
-    def why_not(self, option: str) -> str:
-        if option == "objtype":
-            return "its refinement minimises the edge cut only; use --method metis for --objtype vol"
-        return "it balances by constraints: use --balance-ntypes instead of --balanced"
 
     def check(self, graph: ChunkedGraph, nparts: int, options: AssignOptions) -> None:
-        super().check(graph, nparts, options)
         if nparts > graph.total_nodes:
             raise GraphshardError(f"multilevel: {nparts} parts (num_parts x num_trainers_per_machine) exceed the "
                                   f"graph's {graph.total_nodes} nodes; use fewer parts or trainers")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prefect import get_run_logger, task
 from prefect.states import Completed, State
 
@@ -9,6 +11,7 @@ from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.publish import is_current, publish_output
 from graphshard.pipeline.steps.common import TASK_OPTIONS
+from graphshard.validate.report_html import REPORT_FILES, retarget_report
 
 
 @task(name="publish", **TASK_OPTIONS)
@@ -18,8 +21,10 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
     sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
     digests = {"partitions": shuffled.digest, "report": validated.digest if validated else None}
     out = cfg.output.dir
-    if is_current(store.root, out, digests, sources):
+    if is_current(store.root, out, digests, sources, REPORT_FILES):
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
-    publish_output(store.root, out, sources, digests)
+    config = out / Path(shuffled.summary["config"]).name  # the report names the published set, not the cache
+    publish_output(store.root, out, sources, digests,
+                   finish=(lambda stage: retarget_report(stage, config)) if validated else None)
     get_run_logger().info("published %s", out)
     return str(out)
