@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-from graphshard import __version__, heap, logs
+from graphshard import __version__, gcfreeze, logs
 from graphshard.errors import GraphshardError
 
 # command -> its module in graphshard/commands/ (a module may list ALIASES: other names of its command)
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 def console() -> int:
     """The `graphshard` program (its exit status): `main`, then no final cyclic collection of the heap at exit."""
     code = main()
-    heap.freeze_before_exit()
+    gcfreeze.freeze_before_exit()
     return code
 
 

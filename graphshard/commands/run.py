@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from graphshard import heap, logs
+from graphshard import gcfreeze, logs
 from graphshard.pipeline.config import STEPS, load_config
 from graphshard.pipeline.preflight import check_config
 
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
     if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
         prestart(cfg.cluster.spec())
-    with heap.imports_kept():  # Prefect: imported only after its environment is set
+    with gcfreeze.imports_kept():  # Prefect: imported only after its environment is set
         from graphshard.pipeline.flow import run_pipeline
         from graphshard.pipeline.summary import summary_line
 

@@ -1,4 +1,4 @@
-"""graphshard.heap: imports are frozen out of the collector, which is on again afterwards; the program's exit code."""
+"""graphshard.gcfreeze: imports are frozen out of the collector, which is on again afterwards; the exit code."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import gc
 import subprocess
 import sys
 
-from graphshard import heap
+from graphshard import gcfreeze
 
 
 def test_imports_kept_freezes_what_the_block_built_and_restores_collection():
     gc.unfreeze()
     try:
-        with heap.imports_kept():
+        with gcfreeze.imports_kept():
             assert not gc.isenabled()
             kept = [{"n": i} for i in range(1000)]
         assert gc.isenabled()
@@ -24,7 +24,7 @@ def test_imports_kept_freezes_what_the_block_built_and_restores_collection():
 def test_imports_kept_leaves_a_disabled_collector_disabled():
     gc.disable()
     try:
-        with heap.imports_kept():
+        with gcfreeze.imports_kept():
             pass
         assert not gc.isenabled()
     finally:
