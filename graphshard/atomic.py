@@ -45,7 +45,20 @@ def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
 
 @contextmanager
 def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a staging folder; publish it to `final` on success, delete it on any error."""
+    """Yield a staging folder beside `final`; move it into place on success, delete it on any error.
+
+    Parameters
+    ----------
+    final : str or Path
+        The folder that appears, complete, when the block ends without error.
+    overwrite : bool
+        Replace an existing `final` (else an existing one is an error before anything is written).
+
+    Yields
+    ------
+    Path
+        The staging folder to write into.
+    """
     final = Path(final)
     if final.exists() and not overwrite:
         raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")

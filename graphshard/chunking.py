@@ -125,7 +125,26 @@ def _check_range(ids: np.ndarray, n: int, path: Path, etype: str, end: str, offs
 
 def chunk_ogb(src: str | Path, out_dir: str | Path, chunks: int, fmt: str = "numpy",
               overwrite: bool = False) -> Path:
-    """Write the OGB-style folder `src` as a chunked graph of `chunks` chunks per type; returns metadata.json."""
+    """Write the OGB-style folder `src` as a chunked graph of `chunks` chunks per type.
+
+    Parameters
+    ----------
+    src : str or Path
+        The folder (meta.json, `<src>___<rel>___<dst>/edge_index.npy`, feature `.npy` files).
+    out_dir : str or Path
+        The chunked graph's folder.
+    chunks : int
+        Chunks per node and edge type.
+    fmt : str
+        numpy, parquet, csv or mixed.
+    overwrite : bool
+        Replace an existing `out_dir`.
+
+    Returns
+    -------
+    Path
+        The written metadata.json.
+    """
     check_format(fmt)
     chunks = positive("chunks", chunks)
     layout = scan(src)

@@ -40,7 +40,18 @@ class ClusterSpec:
 
 @contextmanager
 def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
-    """A Client for the duration of a step or a run; a local cluster it starts is closed afterwards."""
+    """A Client for the duration of a step or a run; a local cluster it starts is closed afterwards.
+
+    Parameters
+    ----------
+    spec : ClusterSpec, optional
+        A scheduler address, or the size of a local cluster (default: `ClusterSpec()`).
+
+    Yields
+    ------
+    distributed.Client
+        The connected client.
+    """
     from distributed import Client, LocalCluster
 
     spec = spec or ClusterSpec()

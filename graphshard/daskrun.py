@@ -75,9 +75,36 @@ def _star(item: tuple, *, _fn: Callable, **constants) -> Any:
 def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
                  label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
                  star: bool = False, priority: int = 0, **constants) -> TaskGroup:
-    """Submit fn(item, **constants) (fn(*item, ...) with `star`) per item; `label(item)` names it (default: index).
+    """Submit fn(item, **constants) (fn(*item, ...) with `star`) per item as named Dask tasks; `gather_tasks` collects.
+
     With several groups in flight, a worker runs the ready task of the highest `priority` first (Dask's own order,
-    submission order, only tells groups apart that were submitted more than 0.1 s apart)."""
+    submission order, only tells groups apart that were submitted more than 0.1 s apart).
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The cluster; None: the items run here when gathered.
+    step, what : str
+        The key's prefix `<step>-<what>` (the dashboard's task group; named in errors).
+    fn : callable
+        The work for one item.
+    items : sequence
+        One task each.
+    label, detail : callable, optional
+        `label(item)` names the task in its key and in errors (default: its index); `detail(item)` adds a size to
+        errors (e.g. owned edges).
+    star : bool
+        Call fn(*item) instead of fn(item).
+    priority : int
+        Higher runs first on a worker.
+    **constants
+        Passed to every call (sent to the cluster once).
+
+    Returns
+    -------
+    TaskGroup
+        The submitted tasks.
+    """
     items = list(items)
     if star:
         fn, constants = _star, {"_fn": fn, **constants}
@@ -114,7 +141,25 @@ def _scatter_large(client: Client, constants: dict, group: TaskGroup) -> dict:
 
 
 def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
-    """Results of every group, in submission order; the first failure cancels everything and raises one line."""
+    """Results of every group, in submission order; the first failure cancels everything and raises one line.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The cluster the groups were submitted to.
+    *groups : TaskGroup
+        What `submit_tasks` returned.
+
+    Returns
+    -------
+    list of list
+        Per group, the results in item order.
+
+    Raises
+    ------
+    GraphshardError
+        Naming the step, the task's label and what to change (a worker's memory limit, ...).
+    """
     if client is None:
         return [g.results for g in groups]
     futures = [f for g in groups for f in g.futures]
@@ -136,7 +181,18 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
               label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
               star: bool = False, **constants) -> list:
-    """fn(item, **constants) for every item as Dask tasks (here when `client` is None); results in item order."""
+    """fn(item, **constants) for every item as Dask tasks (here when `client` is None); results in item order.
+
+    Parameters
+    ----------
+    client, step, what, fn, items, label, detail, star, **constants
+        As for `submit_tasks`.
+
+    Returns
+    -------
+    list
+        One result per item, in item order.
+    """
     return gather_tasks(client, submit_tasks(client, step, what, fn, items, label=label, detail=detail, star=star,
                                              **constants))[0]
 

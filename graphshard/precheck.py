@@ -123,7 +123,18 @@ def _feature_stat(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: s
 
 
 def precheck(graph: ChunkedGraph | str | Path) -> list[GraphshardError]:
-    """Every problem the chunk files' headers show (empty when they look sound); a bad metadata.json is the one."""
+    """Every problem the chunk files' headers show (ms per file at any size): run before any work is submitted.
+
+    Parameters
+    ----------
+    graph : ChunkedGraph, str or Path
+        The graph, or its metadata.json (or its folder).
+
+    Returns
+    -------
+    list of GraphshardError
+        Empty when the headers look sound; a metadata.json that does not load is the single problem.
+    """
     try:
         graph = as_graph(graph)
     except GraphshardError as err:

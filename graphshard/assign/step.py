@@ -39,7 +39,18 @@ PARTITIONERS = {  # method -> (module, class); imported on use, so that e.g. kam
 
 
 def partitioner_for(method: str) -> Partitioner:
-    """The partitioner object of a method name."""
+    """The partitioner object of a method name.
+
+    Parameters
+    ----------
+    method : str
+        A key of `PARTITIONERS` (random, metis, parmetis, kaminpar, multilevel, file).
+
+    Returns
+    -------
+    Partitioner
+        The method's partitioner (its module is imported now).
+    """
     if method not in PARTITIONERS:
         raise GraphshardError(f"unknown assignment method '{method}': expected one of {', '.join(METHODS)}")
     module, cls = PARTITIONERS[method]
@@ -55,9 +66,31 @@ def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainer
 
 def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options: AssignOptions,
            client: "Client | None" = None, overwrite: bool = False, edge_report: bool = True) -> Path:
-    """Write the assignment folder for `num_parts` partitions at `out_dir`; returns `out_dir`. `edge_report=False`:
-    the report's edge cut, edges per part and communication volume are null, saving a pass over every edge, for a
-    caller that measures them on the written partitions (the flow, when it validates)."""
+    """Write the assignment folder for `num_parts` partitions at `out_dir` (step 1 of the pipeline).
+
+    Parameters
+    ----------
+    metadata : Path or ChunkedGraph
+        The chunked graph, or its metadata.json.
+    out_dir : Path
+        The assignment folder: `<ntype>.txt`, `partition_meta.json`, `assignment_report.json` (+ `trainer_ids/`).
+    num_parts : int
+        Partitions, 1 to the node count.
+    options : AssignOptions
+        The method and its options.
+    client : distributed.Client, optional
+        The cluster of the methods that run Dask tasks (random, multilevel) and of the report.
+    overwrite : bool
+        Replace an existing `out_dir`.
+    edge_report : bool
+        False: the report's edge cut, edges per part and communication volume are null, saving a pass over every edge,
+        for a caller that measures them on the written partitions (the flow, when it validates).
+
+    Returns
+    -------
+    Path
+        `out_dir`.
+    """
     start = time.perf_counter()
     graph = as_graph(metadata)
     if not 1 <= num_parts <= graph.total_nodes:

@@ -265,7 +265,23 @@ def parse_metadata(data: dict, base_dir: Path, source: str | Path = "metadata.js
 
 
 def load_metadata(path: str | Path) -> ChunkedGraph:
-    """Read and validate a `metadata.json`; raise InputError (file, field, expected) when it is bad."""
+    """Read and validate a chunked graph's `metadata.json`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The metadata.json, or its folder.
+
+    Returns
+    -------
+    ChunkedGraph
+        The parsed metadata (chunk paths relative to its folder).
+
+    Raises
+    ------
+    InputError
+        Naming the file, the field and what was expected.
+    """
     path = Path(path).resolve()
     if path.is_dir():
         path = path / "metadata.json"

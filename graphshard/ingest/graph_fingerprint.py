@@ -25,6 +25,17 @@ def fingerprint(graph: ChunkedGraph | str | Path) -> dict:
     """A manifest of the graph's content: every file's path, size and blake2b hash, the counts, and a digest of all.
 
     Two graphs with the same manifest digest have the same bytes, wherever they lie: use it as a cache key.
+
+    Parameters
+    ----------
+    graph : ChunkedGraph, str or Path
+        The graph, or its metadata.json (or its folder).
+
+    Returns
+    -------
+    dict
+        `graph_name`, `metadata_blake2b`, node and edge counts per type, `files` (path relative to the metadata folder
+        when inside it, size, blake2b) and `digest`.
     """
     graph = as_graph(graph)
     files = []

@@ -22,7 +22,19 @@ def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int) -> dict:
 
 
 def summary(graph: ChunkedGraph | str | Path) -> dict:
-    """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only."""
+    """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only.
+
+    Parameters
+    ----------
+    graph : ChunkedGraph, str or Path
+        The graph, or its metadata.json (or its folder).
+
+    Returns
+    -------
+    dict
+        What `graphshard inspect` prints: `graph_name`, `metadata`, `num_nodes`, `num_edges`, `bytes`, `node_types`,
+        `edge_types`.
+    """
     graph = as_graph(graph)
     nodes = {}
     for i, nt in enumerate(graph.node_type):

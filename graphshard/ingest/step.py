@@ -45,15 +45,38 @@ def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, fie
 def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[GraphshardError]:
     """Open every file of a chunked graph and return every problem found (empty when the graph is sound).
 
-    With a `distributed.Client`, each file is checked by one task on the cluster. A metadata.json that does not load
-    is returned as the single problem.
+    Parameters
+    ----------
+    graph : ChunkedGraph, str or Path
+        The graph, or its metadata.json (or its folder).
+    client : distributed.Client, optional
+        One task per file on this cluster; None checks them here, one after another.
+
+    Returns
+    -------
+    list of GraphshardError
+        Every problem, each naming its file and field; a metadata.json that does not load is the single problem.
     """
     return _check(graph, client, hash_files=False)[0]
 
 
 def check_and_hash(graph: ChunkedGraph | str | Path, client=None) -> tuple[list[GraphshardError], list[FileDigest]]:
-    """`check_graph` plus each file's content digest, taken by the same task right after it read the file (one
-    pass per file, the bytes in page cache); `digests.remember` them and `fingerprint` reads no file again."""
+    """`check_graph` plus each file's content digest, taken by the same task right after it read the file.
+
+    One pass per file, the bytes in page cache; `digests.remember` the digests and `fingerprint` reads no file again.
+
+    Parameters
+    ----------
+    graph : ChunkedGraph, str or Path
+        The graph, or its metadata.json (or its folder).
+    client : distributed.Client, optional
+        One task per file on this cluster; None works here.
+
+    Returns
+    -------
+    tuple of (list of GraphshardError, list of FileDigest)
+        The problems, and the blake2b digest of every file that exists.
+    """
     return _check(graph, client, hash_files=True)
 
 

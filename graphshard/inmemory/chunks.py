@@ -109,9 +109,29 @@ def safe_graph_name(name: str) -> str:
 def chunk_graph(g: Any, out_dir: str | Path, num_chunks: int, fmt: str = "numpy", graph_name: str = "graph", *,
                 num_nodes: Any = None, node_feats: Any = None, edge_feats: Any = None,
                 overwrite: bool = False) -> Path:
-    """An in-memory graph (DGL, PyG, scipy, dicts) to the chunked format, `num_chunks` chunks per type.
+    """Write an in-memory graph (DGL, PyG, scipy, dicts) in the chunked format, `num_chunks` chunks per type.
 
-    `fmt`: numpy, parquet, csv or mixed. Returns the path of `metadata.json`, ready for `graphshard run`/`assign`.
+    Parameters
+    ----------
+    g : DGLGraph, PyG Data/HeteroData, scipy sparse matrix or dict
+        The graph, as `partition_graph` takes it.
+    out_dir : str or Path
+        The chunked graph's folder (created complete, or not at all).
+    num_chunks : int
+        Chunks per node and edge type.
+    fmt : str
+        numpy, parquet, csv or mixed.
+    graph_name : str
+        Letters, digits and '_'.
+    num_nodes, node_feats, edge_feats : optional
+        As for `partition_graph`.
+    overwrite : bool
+        Replace an existing `out_dir`.
+
+    Returns
+    -------
+    Path
+        The `metadata.json`, ready for `graphshard run`/`assign`/`shuffle`.
     """
     check_format(fmt)
     num_chunks = positive("num_chunks", num_chunks)

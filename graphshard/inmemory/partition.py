@@ -183,13 +183,30 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
                     seed: int = 0) -> tuple[Any, Any] | None:
     """Partition an in-memory graph into `out_path` as `dgl.distributed.partition_graph` does (same arguments).
 
-    `g`: a DGLGraph/heterograph, a PyG Data/HeteroData, a scipy sparse matrix, or a dict
-    `{(src_type, rel, dst_type): (src, dst)}` (then `num_nodes`, `node_feats`, `edge_feats` describe the rest).
-    graphshard's additions (keyword-only): `client` (a `distributed.Client`; default a local 2-worker cluster),
-    `validate` (check every invariant and write report.json/report.html into `out_path`), `seed`. The chunks and
-    step folders go to a hidden work folder beside `out_path`, removed afterwards.
-    Returns `(orig_nids, orig_eids)` when `return_mapping`, as DGL does (tensors of the input's kind; dicts keyed by
-    node type and canonical edge type for a heterogeneous input).
+    The graph is written once as numpy chunks in a hidden work folder beside `out_path` (removed afterwards), then
+    assigned, shuffled and, with `validate`, validated; the set appears in `out_path` only when complete.
+
+    Parameters
+    ----------
+    g : DGLGraph, PyG Data/HeteroData, scipy sparse matrix or dict
+        The graph; a dict is `{(src_type, rel, dst_type): (src, dst)}` and needs `num_nodes`.
+    graph_name, num_parts, out_path, num_hops, part_method, balance_ntypes, balance_edges : see DGL
+    return_mapping, num_trainers_per_machine, objtype, graph_formats, use_graphbolt : see DGL
+        DGL 2.1's arguments and meanings (`part_method`: a name in `graphshard.assign.PARTITIONERS` but `file`).
+    num_nodes, node_feats, edge_feats : optional
+        For dict and scipy inputs: `{ntype: count}` (or an int), `{type: {name: array}}` (or `{name: array}`).
+    client : distributed.Client, optional
+        Where the work runs; default a local cluster of 2 worker processes.
+    validate : bool
+        Check every invariant and write report.json/report.html into the set.
+    seed : int
+        Every random choice of the assignment derives from it.
+
+    Returns
+    -------
+    tuple or None
+        `(orig_nids, orig_eids)` when `return_mapping`, as DGL returns them (tensors of the input's library; dicts keyed
+        by node type and canonical edge type for a heterogeneous input), else None.
     """
     if use_graphbolt:
         raise GraphshardError("use_graphbolt: graphshard writes DGL's partition format only; convert afterwards "

@@ -26,7 +26,22 @@ PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"
 
 
 def step_key(step: str, inputs: dict[str, str], section: dict | None = None) -> str:
-    """The cache key of a step: input digests + config section + graphshard version."""
+    """The cache key of a step.
+
+    Parameters
+    ----------
+    step : str
+        The step's name.
+    inputs : dict
+        Digests of its inputs (manifests of files, by content).
+    section : dict, optional
+        The config section it uses.
+
+    Returns
+    -------
+    str
+        A hex digest of inputs, section and graphshard's version.
+    """
     return digest_of({"step": step, "version": __version__, "inputs": inputs, "section": section or {}})
 
 

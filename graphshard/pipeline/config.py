@@ -136,7 +136,15 @@ def _resolve_paths(data: dict, base: Path) -> None:
 
 
 def apply_override(data: dict, assignment: str) -> None:
-    """Apply one `key.path=value` override; the value is parsed as YAML (`4` is an int, `[a, b]` a list)."""
+    """Apply one `key.path=value` override to a config tree; the value is parsed as YAML (`4` is an int).
+
+    Parameters
+    ----------
+    data : dict
+        The config tree, changed in place.
+    assignment : str
+        `key.path=value`.
+    """
     key, sep, text = assignment.partition("=")
     if not sep or not key.strip():
         raise InputError("--set", assignment, "key.path=value")
@@ -169,7 +177,20 @@ def _validation_message(err: ValidationError) -> tuple[str, str, str]:
 
 
 def parse_config(data: Any, source: Path) -> PipelineConfig:
-    """Validate a config tree (already overridden); paths are resolved against the config file's folder."""
+    """Validate a config tree (already overridden); paths are resolved against the config file's folder.
+
+    Parameters
+    ----------
+    data : object
+        The YAML's top level (a mapping, or the problem is reported).
+    source : Path
+        The config file (named in every problem).
+
+    Returns
+    -------
+    PipelineConfig
+        The validated config (the assign section resolved for its method).
+    """
     if not isinstance(data, dict):
         raise InputError(source, None, "a YAML mapping at the top level", type(data).__name__)
     _check_keys(data, PipelineConfig, source)
@@ -189,7 +210,20 @@ def parse_config(data: Any, source: Path) -> PipelineConfig:
 
 
 def load_config(path: str | Path, overrides: list[str] | None = None) -> PipelineConfig:
-    """Read a YAML config, apply `--set` overrides, validate; InputError (one line) on any problem."""
+    """Read a YAML config, apply `--set` overrides, validate; InputError (one line) on any problem.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML config.
+    overrides : list of str, optional
+        `key.path=value` strings.
+
+    Returns
+    -------
+    PipelineConfig
+        The validated config.
+    """
     source = Path(path).resolve()
     if not source.is_file():
         raise InputError(source, None, "an existing YAML config file", "no such file")

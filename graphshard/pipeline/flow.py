@@ -78,9 +78,23 @@ def _publish_report_artifacts(summary: dict, tables: dict[str, list[dict]]) -> N
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
 def partition(config: str, overrides: list[str] | None = None, from_step: str | None = None,
               force: list[str] | None = None) -> dict:
-    """Partition the graph a YAML config describes; returns the run summary (output path, figures, step states).
+    """The `graphshard` flow: partition the graph a YAML config describes (ingest, assign, shuffle, validate, publish).
 
-    `overrides` are `key.path=value` strings; `from_step` re-runs that step and the later ones, `force` the named steps.
+    Parameters
+    ----------
+    config : str
+        The YAML config's path.
+    overrides : list of str, optional
+        `key.path=value` strings (the value parsed as YAML), as `--set` takes them.
+    from_step : str, optional
+        Re-run this step and every later one, whatever the cache holds.
+    force : list of str, optional
+        Re-run these steps.
+
+    Returns
+    -------
+    dict
+        The run summary: output paths, headline figures, each step's state.
     """
     start = time.perf_counter()
     link = ui_link(flow_run.get_id())
@@ -136,8 +150,25 @@ def ui_link(flow_run_id: str | None) -> str | None:
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
                  force: list[str] | None = None) -> dict:
-    """Run the flow in this process (summary + its Prefect `flow_run_id`); a failed run raises GraphshardError with
-    the failing step's message."""
+    """Run the flow in this process (what `graphshard run` does after its checks).
+
+    Parameters
+    ----------
+    config : str or Path
+        The YAML config's path.
+    overrides, from_step, force
+        As for `partition`.
+
+    Returns
+    -------
+    dict
+        The run summary and its Prefect `flow_run_id`.
+
+    Raises
+    ------
+    GraphshardError
+        The failing step's one-line message.
+    """
     try:
         with _heartbeats_as_configured():
             state = partition(str(config), overrides or [], from_step, force or [], return_state=True)

@@ -23,7 +23,17 @@ def _inside(child: Path, parent: Path) -> bool:
 
 
 def check_scheduler(address: str, timeout: float, source: Path) -> None:
-    """A TCP connection to the scheduler within `timeout` seconds, else a one-line error."""
+    """A TCP connection to the scheduler within `timeout` seconds, else a one-line error.
+
+    Parameters
+    ----------
+    address : str
+        `tcp://host:port` or `tls://host:port`.
+    timeout : float
+        Seconds.
+    source : Path
+        The config file (named in the error).
+    """
     from distributed.comm.addressing import parse_address, parse_host_port
 
     try:
@@ -44,10 +54,21 @@ def check_scheduler(address: str, timeout: float, source: Path) -> None:
 
 def check_config(cfg: PipelineConfig, published_by_us: bool = False,
                  warn: Callable[[str], Any] = logging.getLogger(__name__).warning):
-    """Everything that can be known to be wrong before work starts; returns the parsed input metadata.
+    """Everything that can be known to be wrong before work starts (one InputError line each).
 
-    `published_by_us`: the output folder was published by this work folder before, so replacing it is allowed.
-    `warn` gets one line per flat assign option the chosen method ignores (the flow sends them to Prefect's log).
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The loaded config.
+    published_by_us : bool
+        The output folder was published by this work folder before, so replacing it is allowed.
+    warn : callable
+        Gets one line per flat assign option the chosen method ignores (the flow sends them to Prefect's log).
+
+    Returns
+    -------
+    ChunkedGraph
+        The parsed input metadata.
     """
     for item in cfg._ignored:
         warn(f"{cfg.source}: {item.warning(f'assign.{item.option}')}")

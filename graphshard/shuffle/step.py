@@ -50,7 +50,28 @@ def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[ShuffleScratch]:
 
 def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Path,
             options: ShuffleOptions | None, client: Client, overwrite: bool = False) -> Path:
-    """Partition a chunked graph by an assignment folder into `out_dir`; returns `<out_dir>/<graph_name>.json`."""
+    """Partition a chunked graph by an assignment folder into `out_dir`: DGL's partition files (step 2 of the pipeline).
+
+    Parameters
+    ----------
+    metadata : str or Path
+        The chunked graph's metadata.json (or its folder).
+    assignment_dir : str or Path
+        An assignment folder (`<ntype>.txt` + `partition_meta.json`), e.g. what `assign` wrote.
+    out_dir : str or Path
+        The partition set's folder (created complete, or not at all).
+    options : ShuffleOptions or None
+        Halo, original-ID files, graph formats, scratch folder; None: the defaults.
+    client : distributed.Client or None
+        The cluster the exchange and the writes run on; None runs them here.
+    overwrite : bool
+        Replace an existing `out_dir`.
+
+    Returns
+    -------
+    Path
+        The partition config, `<out_dir>/<graph_name>.json`.
+    """
     options = options or ShuffleOptions()
     graph = load_metadata(metadata)
     assignment_dir = Path(assignment_dir).resolve()

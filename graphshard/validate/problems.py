@@ -82,5 +82,16 @@ class Hits:
 
 
 def problem_lines(report: dict) -> list[str]:
-    """Each problem of a report dict as one line."""
+    """Each problem of a report dict as one line.
+
+    Parameters
+    ----------
+    report : dict
+        What `validate` returned.
+
+    Returns
+    -------
+    list of str
+        `part<i> <file>: <check>: <message>` per problem, in the report's order.
+    """
     return [str(Problem(**p)) for p in report["problems"]]

@@ -181,7 +181,20 @@ REPORT_FILES = ("report.json", "report.html")
 
 
 def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
-    """Write `report.json` and `report.html` into `out_dir` (each via a temporary name); return both paths."""
+    """Write `report.json` and a self-contained `report.html` into `out_dir` (each via a temporary name).
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The folder (created when missing).
+    report : dict
+        What `validate` returned.
+
+    Returns
+    -------
+    tuple of (Path, Path)
+        The JSON and the HTML file.
+    """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {**report, "problem_lines": problem_lines(report)}
@@ -192,7 +205,22 @@ def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
 
 
 def retarget_report(report_dir: str | Path, config: str | Path) -> tuple[Path, Path]:
-    """Rewrite the report in `report_dir` to name `config`, where the set it describes was published (validation
-    wrote it beside the set in a work folder). Replaces the files, never writes through a hard link to the cache."""
+    """Rewrite the report in `report_dir` to name `config`, where the set it describes was published.
+
+    Validation wrote it beside the set in a work folder. Replaces the files, never writes through a hard link to the
+    cache.
+
+    Parameters
+    ----------
+    report_dir : str or Path
+        The folder holding `report.json` and `report.html`.
+    config : str or Path
+        The published partition config.
+
+    Returns
+    -------
+    tuple of (Path, Path)
+        The JSON and the HTML file.
+    """
     report = json.loads((Path(report_dir) / REPORT_FILES[0]).read_text())
     return write_report(report_dir, {**report, "config": str(config)})

@@ -298,10 +298,34 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
              client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
              step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
              scratch_dir: str | Path | None = None) -> dict:
-    """Check every invariant of formats.md §5 on a partition set; return the report dict (`ok`, `problems`, ...).
+    """Check every invariant of formats.md §5 on a partition set and measure its quality (step 3 of the pipeline).
 
     Problems are returned, not raised: `report["ok"]` is False when any check failed and `report["problems"]` lists
     each one (partition, file, check, message). An unreadable config raises InputError.
+
+    Parameters
+    ----------
+    config_path : str or Path
+        The partition config (`<graph_name>.json`).
+    input_metadata : str or Path, optional
+        The input chunked graph: the partitions are then compared with it row by row (sampled) and by checksums.
+    full : bool
+        Compare every row with the input instead of a seeded sample.
+    client : distributed.Client, optional
+        One task per partition (and per input chunk) on this cluster; None works here.
+    seed, sample_size : int
+        The sample's seed and its size per (partition, type or feature).
+    step_times : dict, optional
+        Seconds per pipeline step, shown in the report.
+    assignment_report : str or Path, optional
+        The assignment step's report, shown beside the measured figures.
+    scratch_dir : str or Path, optional
+        Where the shared arrays go (default: beside the partition set).
+
+    Returns
+    -------
+    dict
+        The report: `ok`, `problems`, `num_problems`, `checks`, `quality`, ... (what `write_report` writes).
     """
     started = time.perf_counter()
     layout = load_layout(config_path)
@@ -337,6 +361,17 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
 
 
 def raise_on_problems(report: dict) -> None:
-    """For callers that want an exception: a GraphshardError listing every problem, one per line."""
+    """For callers that want an exception: a GraphshardError listing every problem, one per line.
+
+    Parameters
+    ----------
+    report : dict
+        What `validate` returned.
+
+    Raises
+    ------
+    GraphshardError
+        When `report["ok"]` is False.
+    """
     if not report["ok"]:
         raise GraphshardError("validation failed:\n" + "\n".join(problem_lines(report)))

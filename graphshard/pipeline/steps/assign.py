@@ -46,7 +46,28 @@ def edge_report(cfg: PipelineConfig) -> bool:
 @task(name="assign", **TASK_OPTIONS)
 def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
                 cluster: ClusterOnDemand | None, force: bool = False) -> StepResult:
-    """Assign nodes to partitions once per (input content, num_parts, assign options)."""
+    """Assign nodes to partitions once per (input content, num_parts, assign options).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The run's config.
+    store : StepStore
+        The work folder's step artifacts.
+    graph : ChunkedGraph
+        The input's metadata.
+    ingested : StepResult
+        The ingest artifact (its digest is the input's content).
+    cluster : ClusterOnDemand or None
+        The run's cluster.
+    force : bool
+        Build even when cached.
+
+    Returns
+    -------
+    StepResult
+        The artifact holding the assignment folder.
+    """
     inputs = {"graph": ingested.digest}
     if cfg.assign.method == "file":
         inputs["assign_dir"] = folder_manifest(cfg.assign.dir).digest

@@ -70,9 +70,32 @@ def step_progress(step: str, client: Client | None) -> StepProgress | nullcontex
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path, Client], dict],
              cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = (),
              progress: bool = True) -> StepResult | State:
-    """The artifact for `key` if it is complete (and not forced): a Cached state; else build it with
-    `make(stage, client)` (the run's cluster is started here, on the first step that needs it), with progress
-    (`progress=False`: the build submits no Dask tasks, its work was done while computing the key)."""
+    """A step's artifact: reused when complete (a Cached state), else built.
+
+    Parameters
+    ----------
+    store : StepStore
+        The work folder's artifacts.
+    step, key : str
+        The step's name and cache key.
+    inputs : dict
+        The input digests the key was made of (recorded in the manifest).
+    make : callable
+        `make(stage, client) -> summary` writes the artifact's files into `stage`.
+    cluster : ClusterOnDemand or None
+        The run's cluster, started here on the first step that builds.
+    force : bool
+        Build even when the artifact exists.
+    volatile : tuple of str
+        Files listed in the manifest but left out of its digest (timings).
+    progress : bool
+        Show the step's Dask tasks (False: the build submits none, its work was done while computing the key).
+
+    Returns
+    -------
+    StepResult or State
+        The built artifact, or a Cached state holding the reused one.
+    """
     logger = get_run_logger()
     if not force:
         hit = store.lookup(step, key)

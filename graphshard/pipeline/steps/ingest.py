@@ -61,7 +61,26 @@ def check_new_files(graph: ChunkedGraph, files: dict[str, Path], hashes: HashCac
 @task(name="ingest", **TASK_OPTIONS)
 def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, cluster: ClusterOnDemand | None,
                 force: bool = False) -> StepResult | State:
-    """Check the input graph once per distinct content (Cached when the input files are unchanged)."""
+    """Check the input graph once per distinct content (Cached when the input files are unchanged).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The run's config.
+    store : StepStore
+        The work folder's step artifacts.
+    graph : ChunkedGraph
+        The input's metadata (from the config's pre-flight check).
+    cluster : ClusterOnDemand or None
+        The run's cluster, started only if the step builds.
+    force : bool
+        Build even when cached.
+
+    Returns
+    -------
+    StepResult or State
+        The artifact (`fingerprint.json`, `summary.json`), or a Cached state holding it.
+    """
     files = graph_files(graph)
     hashes = HashCache(store.root / "input-hashes.json")
     problems = check_new_files(graph, files, hashes, cluster)

@@ -17,7 +17,24 @@ from graphshard.validate.report_html import REPORT_FILES, retarget_report
 @task(name="publish", **TASK_OPTIONS)
 def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
                  validated: StepResult | None) -> str | State:
-    """Swap the finished output into place atomically; Cached when it already holds exactly these artifacts."""
+    """Swap the finished output into place atomically; Cached when it already holds exactly these artifacts.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The run's config.
+    store : StepStore
+        The work folder's step artifacts.
+    shuffled : StepResult
+        The partition set's artifact.
+    validated : StepResult or None
+        The report's artifact (None when the run does not validate).
+
+    Returns
+    -------
+    str or State
+        The output folder, or a Cached state when it was already up to date.
+    """
     sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
     digests = {"partitions": shuffled.digest, "report": validated.digest if validated else None}
     out = cfg.output.dir

@@ -33,7 +33,28 @@ def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path, client: Cl
 @task(name="shuffle", **TASK_OPTIONS)
 def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
                  assigned: StepResult, cluster: ClusterOnDemand, force: bool = False) -> StepResult:
-    """Route edges and features to their owners and write DGL's partition files, once per distinct input."""
+    """Route edges and features to their owners and write DGL's partition files, once per distinct input.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The run's config.
+    store : StepStore
+        The work folder's step artifacts.
+    graph : ChunkedGraph
+        The input's metadata.
+    ingested, assigned : StepResult
+        The ingest and assign artifacts.
+    cluster : ClusterOnDemand
+        The run's cluster.
+    force : bool
+        Build even when cached.
+
+    Returns
+    -------
+    StepResult
+        The artifact holding the partition set (its summary names the partition config).
+    """
     inputs = {"graph": ingested.digest, "assignment": assigned.digest}
     section = {**cfg.section("shuffle"), "scratch_dir": None}
     key = step_key("shuffle", inputs, section)

@@ -49,7 +49,26 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignm
 def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, assigned: StepResult,
                   shuffled: StepResult,
                   cluster: ClusterOnDemand, force: bool = False) -> StepResult:
-    """Prove the partitions right (every invariant of formats.md §5) once per distinct partition set."""
+    """Prove the partitions right (every invariant of formats.md §5) once per distinct partition set.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The run's config.
+    store : StepStore
+        The work folder's step artifacts.
+    ingested, assigned, shuffled : StepResult
+        The artifacts of the steps before.
+    cluster : ClusterOnDemand
+        The run's cluster.
+    force : bool
+        Build even when cached.
+
+    Returns
+    -------
+    StepResult
+        The artifact holding report.json and report.html (a failed check raises, nothing is published).
+    """
     inputs = {"graph": ingested.digest, "partitions": shuffled.digest}
     key = step_key("validate", inputs, cfg.section("validate"))
     config = shuffled.path(shuffled.summary["config"])
