@@ -13,3 +13,21 @@ Prefect is imported by `flow.py` and `steps/` only, never by the library (graphs
 from here). progress.py is also imported by the Dask scheduler (its plugin), so this package must not import Prefect
 at import time.
 """
+
+from __future__ import annotations
+
+import importlib
+
+_PUBLIC = {"run_pipeline": "flow", "partition": "flow", "STEPS": "config", "PipelineConfig": "config",
+           "load_config": "config", "check_config": "preflight"}
+
+
+def __getattr__(name: str):
+    """The public names load on first use: flow.py imports Prefect, which nothing may import by importing this
+    package (the Dask scheduler imports progress.py from it)."""
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'graphshard.pipeline' has no attribute '{name}'")
+    return getattr(importlib.import_module(f"graphshard.pipeline.{_PUBLIC[name]}"), name)
+
+
+__all__ = sorted(_PUBLIC)
