@@ -35,7 +35,34 @@ def grid_edges(side: int, dims: int) -> tuple[np.ndarray, np.ndarray]:
 def generate_grid(out_dir: str | Path, nodes: int = 1 << 14, dims: int = 2, chunks: int = 4, fmt: str = "numpy",
                   seed: int = 0, overwrite: bool = False, feat_dim: int = 16, graph_name: str = "grid") -> Path:
     """Write a grid mesh of about `nodes` nodes (side = round(nodes^(1/dims))), edges in a seeded random order and
-    node IDs scattered by a seeded bijection; same node features as R-MAT. Returns the metadata.json path."""
+    node IDs scattered by a seeded bijection; the same node features as R-MAT.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The chunked graph's folder.
+    nodes : int
+        About this many nodes (side = round(nodes^(1/dims)), at least 2).
+    dims : int
+        Dimensions of the mesh (2: a square grid, 3: a cube).
+    chunks : int
+        Edge and node chunks per type.
+    fmt : str
+        numpy, parquet, csv or mixed (the formats in turn, spec by spec).
+    seed : int
+        Every random choice derives from it: the same arguments give the same bytes.
+    overwrite : bool
+        Replace an existing `out_dir`.
+    feat_dim : int
+        Width of the float32 node feature `feat`.
+    graph_name : str
+        The chunked graph's name.
+
+    Returns
+    -------
+    Path
+        The written metadata.json.
+    """
     check_format(fmt)
     if dims not in (2, 3):
         raise GraphshardError(f"--dims: expected 2 or 3, found {dims}")

@@ -73,10 +73,36 @@ def paper_columns(rng: np.random.Generator, count: int) -> dict[str, np.ndarray]
 def generate_mag(out_dir: str | Path, papers: int = 1000, edges: int | None = None, chunks: int = 2,
                  fmt: str = "numpy", seed: int = 0, overwrite: bool = False, feat_dim: int = 16,
                  graph_name: str = "mag") -> Path:
-    """Write a MAG-like chunked graph; `edges` counts forward edges (reverse types double it). Returns metadata.json.
+    """Write a MAG-like heterogeneous chunked graph (papers, authors, institutions, fields of study).
 
     Node features: paper feat (float32, written in chunks + 1 files, unlike the node chunking), label, year, masks;
     author h_index (float32 1-D); institution and field_of_study have none. Edge feature: writes `feat` (float32 2-D).
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The chunked graph's folder.
+    papers : int
+        Paper count; the other node types scale with it.
+    edges : int, optional
+        Forward edges (reverse types double it); default in ogbn-mag's proportion to papers.
+    chunks : int
+        Edge and node chunks per type.
+    fmt : str
+        numpy, parquet, csv or mixed (the formats in turn, spec by spec).
+    seed : int
+        Every random choice derives from it: the same arguments give the same bytes.
+    overwrite : bool
+        Replace an existing `out_dir`.
+    feat_dim : int
+        Width of the float32 node feature `feat`.
+    graph_name : str
+        The chunked graph's name.
+
+    Returns
+    -------
+    Path
+        The written metadata.json.
     """
     check_format(fmt)
     papers = positive("nodes", papers)

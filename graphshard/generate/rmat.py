@@ -85,7 +85,32 @@ def edge_chunk(seed: int, chunk: int, count: int, nodes: int) -> tuple[np.ndarra
 def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 18, chunks: int = 4,
                   fmt: str = "numpy", seed: int = 0, overwrite: bool = False, feat_dim: int = 16,
                   graph_name: str = "rmat") -> Path:
-    """Write an R-MAT chunked graph with `chunks` edge and node chunks; returns the metadata.json path."""
+    """Write an R-MAT chunked graph (homogeneous, power-law degrees), chunk by chunk (memory bounded by one chunk).
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The chunked graph's folder.
+    nodes, edges : int
+        Node and edge counts.
+    chunks : int
+        Edge and node chunks per type.
+    fmt : str
+        numpy, parquet, csv or mixed (the formats in turn, spec by spec).
+    seed : int
+        Every random choice derives from it: the same arguments give the same bytes.
+    overwrite : bool
+        Replace an existing `out_dir`.
+    feat_dim : int
+        Width of the float32 node feature `feat`.
+    graph_name : str
+        The chunked graph's name.
+
+    Returns
+    -------
+    Path
+        The written metadata.json.
+    """
     check_format(fmt)
     nodes = positive("nodes", nodes, 2)
     chunks = positive("chunks", chunks)
