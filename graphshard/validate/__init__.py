@@ -7,8 +7,22 @@ and a self-contained `report.html`. The validator reads files only: it shares no
 DGL binary reader, and it passes on partitions that DGL itself wrote.
 """
 
-from graphshard.validate.problems import CHECKS, Problem, problem_lines
-from graphshard.validate.report_html import write_report
-from graphshard.validate.runner import raise_on_problems, validate
 
-__all__ = ["CHECKS", "Problem", "problem_lines", "raise_on_problems", "validate", "write_report"]
+from __future__ import annotations
+
+import importlib
+
+# resolved on first use, as graphshard.assign does: importing a submodule (the plan reads `lazy.PIECE_ROWS`) must not
+# import the runner and Dask with it
+_PUBLIC = {"CHECKS": "graphshard.validate.problems", "Problem": "graphshard.validate.problems",
+           "problem_lines": "graphshard.validate.problems", "write_report": "graphshard.validate.report_html",
+           "raise_on_problems": "graphshard.validate.runner", "validate": "graphshard.validate.runner"}
+
+
+def __getattr__(name: str):
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'graphshard.validate' has no attribute '{name}'")
+    return getattr(importlib.import_module(_PUBLIC[name]), name)
+
+
+__all__ = list(_PUBLIC)
