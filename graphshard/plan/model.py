@@ -169,13 +169,24 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
               "ml-initial (METIS on the coarsest level)": min(g.nodes, s.coarse_nodes) * c["ml_coarsest_bytes_per_node"],
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
-    per_level = 2 * s.lp_rounds + 3 + s.refine_rounds + 1
-    tasks = g.edge_chunks + blocks * (1 + bool(s.balance_columns) + per_level) + 3 * per_level + r_tasks
+    tasks = _multilevel_tasks(g, s, blocks) + r_tasks
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), c["flow_base"],
                     int(work), text, tasks, secs, peak, driver)
+
+
+def _multilevel_tasks(g: GraphSizes, s: Settings, blocks: int) -> int:
+    """Level 0 (a task per chunk, then per block), each coarsening level (LP rounds of two task groups per block,
+    numbering, contraction, the coarse blocks), METIS on the coarsest, and per level the projection and the
+    refinement rounds; levels shrink by the measured `ml_shrink` until `multilevel_coarse_nodes`."""
+    shrink = coefficients.load()["ml_shrink"]
+    levels = 0 if g.nodes <= s.coarse_nodes else max(1, math.ceil(math.log(g.nodes / s.coarse_nodes, shrink)))
+    sizes = [max(1, math.ceil(blocks / shrink ** i)) for i in range(levels + 1)]
+    coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
+    refine = sum((1 + s.refine_rounds) * b for b in sizes[:-1])
+    return g.edge_chunks + blocks * (1 + bool(s.balance_columns)) + coarsen + 1 + refine
 
 
 def _id_bytes(g: GraphSizes) -> int:

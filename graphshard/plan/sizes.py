@@ -57,10 +57,9 @@ class GraphSizes:
                   edge_feat_bytes: float = 0.0) -> "GraphSizes":
         """A one-type graph of the given size (numpy int64 chunks): the plan of a graph that does not exist yet."""
         chunks = max(1, math.ceil(edges / chunk_edges))
-        largest = 16 * min(chunk_edges, edges)
+        largest = max(16 * min(chunk_edges, edges), int(node_feat_bytes * nodes / chunks))  # features chunked alike
         return cls(nodes, edges, 1, 1, (nodes,), chunks, min(chunk_edges, edges), node_feat_bytes, edge_feat_bytes,
-                   0, 0, max(largest, int(node_feat_bytes * nodes)), 16 * edges + int(node_feat_bytes * nodes
-                                                                                  + edge_feat_bytes * edges))
+                   0, 0, largest, int(16 * edges + node_feat_bytes * nodes + edge_feat_bytes * edges))
 
 
 def _row_bytes(graph: ChunkedGraph, spec: ChunkFileSpec) -> int:
