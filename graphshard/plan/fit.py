@@ -50,12 +50,13 @@ class Misfit:
     limit: int
     where: str
     advice: tuple[str, ...] = field(default_factory=tuple)
+    unit: str = "bytes"  # or "count"
 
     def line(self) -> str:
         """The one line `graphshard run` refuses with."""
-        change = "; ".join(self.advice)
-        return (f"plan: {self.step}: predicted {self.what} {gb(self.predicted)} ({self.where}) above the limit "
-                f"{gb(self.limit)}: {change}")
+        show = gb if self.unit == "bytes" else (lambda n: f"{n:,}")
+        return (f"plan: {self.step}: predicted {self.what} {show(self.predicted)} ({self.where}) above the limit "
+                f"{show(self.limit)}: {'; '.join(self.advice)}")
 
 
 def gb(n: float) -> str:
@@ -124,12 +125,30 @@ def misfits(sizes: GraphSizes, settings: Settings, steps: list[StepPlan], limits
             found.append(Misfit(st.step, "peak of the flow process", st.flow_peak, flow_cap,
                                 f"{st.peak_task}; the flow host's memory",
                                 tuple(flow_advice(sizes, settings, limits, st))))
+    found += width_misfits(sizes, settings)
     for loc in limits.locations:
         if loc.need > loc.free:
             found.append(Misfit("disk", "space needed", loc.need, loc.free, f"{loc.key} {loc.path}; free there now",
                                 (f"free {gb(loc.need - loc.free)} there or set {loc.key.split(',')[0]} to a "
                                  f"filesystem with {gb(loc.need)} free",)))
     return found
+
+
+def width_misfits(sizes: GraphSizes, settings: Settings) -> list[Misfit]:
+    """Methods that pack both endpoints of an edge into one int64 key (`graph_build.key_bits`: metis, kaminpar,
+    parmetis, multilevel) take fewer than 2^31 nodes; random and file assignments and the shuffle have no such bound
+    (64-bit IDs past `shuffle.plan.NARROW_LIMIT`)."""
+    from graphshard.assign.graph_build import key_bits
+    from graphshard.errors import GraphshardError
+
+    if settings.method in ("random", "file"):
+        return []
+    try:
+        key_bits(sizes.nodes)
+    except GraphshardError:
+        return [Misfit("assign", "node count", sizes.nodes, 2**31 - 1, f"{settings.method} packs edge keys in int64",
+                       ("assign.method: random, or file with an assignment computed elsewhere",), unit="count")]
+    return []
 
 
 def _peak_of(sizes: GraphSizes, settings: Settings, step: str) -> int:
