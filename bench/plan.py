@@ -134,7 +134,22 @@ def measure_run(config: Path, work: Path, client, env: dict) -> dict:
         raise SystemExit(f"graphshard run failed ({proc.returncode}): {err[-2000:]}")
     log = max((work / "logs").glob("run-*.log"), key=lambda p: p.stat().st_mtime)
     tasks = [str(t["key"]) for t in stream.data]
-    return {step: measured_step(step, lo, hi, line, pids, work, tasks) for step, (lo, hi) in windows(log).items()}
+    spans = task_spans(stream.data)
+    return {step: measured_step(step, min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1]),
+                                line, pids, work, tasks) for step, (lo, hi) in windows(log).items()}
+
+
+def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
+    """(first start, last stop) of each step's Dask tasks: ingest checks and hashes new input files before its
+    'building' line, so the log alone misses that part of the step."""
+    spans: dict[str, list[float]] = {}
+    steps = {prefix: step for step, prefix in STEP_PREFIX.items()}
+    for rec in records:
+        step = steps.get(str(rec["key"]).split("-", 1)[0])
+        times = [t for ss in rec.get("startstops", ()) for t in (ss["start"], ss["stop"])]
+        if step and times:
+            spans.setdefault(step, []).extend(times)
+    return {step: (min(ts), max(ts)) for step, ts in spans.items()}
 
 
 def measured_step(step: str, lo: float, hi: float, line: Timeline, pids: dict, work: Path, tasks: list[str]) -> dict:
