@@ -10,7 +10,7 @@ the step (tasks of one step run side by side on a worker's threads).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -173,7 +173,8 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
-    return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), c["flow_base"],
+    flow = c["flow_base"] + c["ml_flow_bytes_per_node"] * g.nodes  # per-node weights and counts of the driver
+    return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
                     int(work), text, tasks, secs, peak, driver)
 
 
@@ -250,6 +251,12 @@ def validate(g: GraphSizes, s: Settings) -> StepPlan:
 
 
 def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
-    """The rows of the plan, in run order."""
-    steps = [ingest(g, s), assign(g, s), shuffle(g, s)]
-    return steps + ([validate(g, s)] if s.validate else [])
+    """The rows of the plan, in run order; after `multilevel`, the workers and the flow process keep what that step
+    left in them."""
+    first = [ingest(g, s), assign(g, s)]
+    later = [shuffle(g, s)] + ([validate(g, s)] if s.validate else [])
+    if s.method == "multilevel":  # the flow process keeps its RSS too
+        kept = coefficients.load()["ml_worker_retained"]
+        later = [replace(st, worker_peak=st.worker_peak + kept, flow_peak=max(st.flow_peak, first[1].flow_peak))
+                 for st in later]
+    return first + later
