@@ -254,24 +254,27 @@ def run_size(edges: int, args, client, env: dict, lines: list[str]) -> None:
 
 
 def predictions(sizes: list[int], workers: list[int], methods: list[str], limit: str) -> list[str]:
-    """The plan for graphs nobody ran here: R-MAT-like, 20 edges per node, 5M-edge chunks, one partition per
-    worker, one thread per worker, the same features."""
-    from graphshard.plan.fit import gb, kill_threshold, worker_limit
+    """The plan for graphs nobody ran here: R-MAT-like, 20 edges per node, 5M-edge chunks, the generator's features,
+    orig-ID files, one partition and one thread per worker; what to change when a step does not fit `limit`."""
+    from graphshard.plan.fit import gb, kill_threshold, worker_advice, worker_limit
     from graphshard.plan.model import Settings, plan_steps
     from graphshard.plan.sizes import GraphSizes
 
-    rows = ["| edges | workers (= partitions) | method | step | worker peak | flow peak | scratch (all workers) | "
-            f"output | Dask tasks | time s | fits {limit} workers? |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    cap = worker_limit(limit, 1, 1) * kill_threshold()
+    rows = ["| edges | workers = partitions | method | step | worker peak | flow peak | scratch (shared) | output | "
+            f"Dask tasks | time s | {limit} workers: what to change |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    cap = int(worker_limit(limit, 1, 1) * kill_threshold())
     for edges, w in zip(sizes, workers):
         g = GraphSizes.synthetic(edges // 20, edges, CHUNK_EDGES, NODE_FEAT_BYTES, EDGE_FEAT_BYTES)
         for method in methods:
             s = Settings(num_parts=w, method=method, orig_nids=True, orig_eids=True, workers=w, threads=1, cores=w)
             for st in plan_steps(g, s):
                 lo, hi = st.seconds
+                advice = worker_advice(g, s, st, cap)
+                change = "fits" if st.worker_peak <= cap else "; ".join(advice) + (
+                    "" if len(advice) > 1 else f" (no partition count or chunk size fits: {st.peak_task})")
                 rows.append(f"| {edges / 1e9:g}B | {w} | {method} | {st.step} | {gb(st.worker_peak)} | "
                             f"{gb(st.flow_peak)} | {gb(st.scratch)} | {gb(st.output)} | {st.tasks:,} | "
-                            f"{lo:,.0f}-{hi:,.0f} | {'yes' if st.worker_peak <= cap else 'no'} |")
+                            f"{lo:,.0f}-{hi:,.0f} | {change} |")
     return rows
 
 
@@ -288,19 +291,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the generated graphs")
     ap.add_argument("--update", action="store_true", help="write the measured coefficients")
     ap.add_argument("--predict", action="store_true", help="also print the plan for 1B/10B/100B on 8/64/512 workers")
+    ap.add_argument("--benchmarks", default=None, metavar="PATH",
+                    help="also append the tables to this file (BENCHMARKS.md) under a dated heading")
     args = ap.parse_args(argv)
 
     env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
-    lines = [TABLE_HEAD]
+    lines, out = [TABLE_HEAD], []
     if args.sizes:
+        load = os.getloadavg()[0]
         with LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
                           processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
             for edges in args.sizes:
                 run_size(edges, args, client, env, lines)
-        print("\n".join(lines))
+        out += [f"Predicted / measured (predicted/measured ratio), {machine()}, load average at start {load:.1f}, "
+                f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}:", "", *lines]
     if args.predict:
-        print()
-        print("\n".join(predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)))
+        out += ["", "Predictions (nobody ran these; the plan's model with the coefficients above):", "",
+                *predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)]
+    print("\n".join(out))
+    if args.benchmarks:
+        with open(args.benchmarks, "a") as fh:
+            fh.write(f"\n### bench/plan.py, {time.strftime('%Y-%m-%d %H:%M')}\n\n`{' '.join(sys.argv)}`\n\n"
+                     + "\n".join(out) + "\n")
     return 0
 
 

@@ -100,7 +100,8 @@ def shape(g: GraphSizes, s: Settings) -> Shape:
 def _seconds(core_seconds: float, s: Settings, tasks: int, parallel: bool = True) -> tuple[float, float]:
     c = coefficients.load()
     cores = max(1, min(s.workers * s.threads, s.cores)) if parallel else 1
-    central = c["core_seconds"]["per_step"] + (core_seconds + tasks * c["core_seconds"]["per_task"]) / cores
+    cs = c["core_seconds"]
+    central = cs["per_step"] + tasks * cs["scheduler_per_task"] + (core_seconds + tasks * cs["per_task"]) / cores
     lo, hi = c["time_spread"]
     return (central * lo, central * hi)
 
@@ -173,7 +174,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
-    flow = c["flow_base"] + c["ml_flow_bytes_per_node"] * g.nodes  # per-node weights and counts of the driver
+    flow = c["flow_base"] + c["ml_flow_extra"]
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
                     int(work), text, tasks, secs, peak, driver)
 
