@@ -76,3 +76,17 @@ def test_forced_wide_paths_write_the_same_partitions(tmp_path, rmat_small, monke
     narrow, wide = _files(tmp_path / "narrow"), _files(tmp_path / "wide")
     assert narrow.keys() == wide.keys() and len(narrow) > 5
     assert all(narrow[k] == wide[k] for k in narrow)
+
+
+def test_parmetis_refuses_mpi_counts_and_idx_past_2_31():
+    """Alltoallv's counts and displacements are C ints: a rank sending 2^31 keys in all (each message smaller) is
+    refused in one line instead of posting negative displacements; a 32-bit idx_t likewise."""
+    from graphshard.assign.parmetis import idx_problem, message_problem
+
+    half = 2**30
+    assert message_problem(np.array([half, half - 1]), np.array([5, 5])) is None
+    assert "displacements past 2^31 - 1" in message_problem(np.array([half, half]), np.array([5, 5]))
+    assert "one MPI message receives" in message_problem(np.array([1, 1]), np.array([2**31, 0]))
+    assert idx_problem(np.int64, 3_000_000_000, 2**33) is None
+    assert "32-bit idx_t" in idx_problem(np.int32, 1000, 2**31)
+    assert idx_problem(np.int32, 2**31 - 1, 10) is None
