@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from graphshard.plan.model import Settings, StepPlan, plan_steps
+from graphshard.plan.model import Settings, StepPlan, gb, plan_steps
 from graphshard.plan.sizes import GraphSizes
 
 
@@ -57,11 +57,6 @@ class Misfit:
         show = gb if self.unit == "bytes" else (lambda n: f"{n:,}")
         return (f"plan: {self.step}: predicted {self.what} {show(self.predicted)} ({self.where}) above the limit "
                 f"{show(self.limit)}: {'; '.join(self.advice)}")
-
-
-def gb(n: float) -> str:
-    """Bytes for a person: MB below 1 GB, else GB (decimal units, as Dask's memory_limit strings)."""
-    return f"{n / 1e6:,.0f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
 
 def kill_threshold() -> float:

@@ -81,6 +81,13 @@ class Shape:
     local_nodes: float
 
 
+def gb(n: float) -> str:
+    """Bytes for a person: kB below 1 MB, MB below 1 GB, else GB (decimal units, as Dask's memory_limit strings)."""
+    if n < 1e6:
+        return f"{n / 1e3:,.0f} kB"
+    return f"{n / 1e6:,.0f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
+
+
 def shape(g: GraphSizes, s: Settings) -> Shape:
     """The largest partition, from the method's expected cut and edge imbalance (coefficients)."""
     c = coefficients.load()
@@ -117,7 +124,7 @@ def ingest(g: GraphSizes, s: Settings) -> StepPlan:
     task = c["ingest_bytes_per_file_byte"] * g.largest_file
     secs = _seconds(c["core_seconds"]["ingest_per_byte"] * g.input_bytes, s, tasks)
     return StepPlan("ingest", "check + hash every input file", _worker(task, s), c["flow_base"], 0, 200 * tasks,
-                    tasks, secs, f"check-file (largest file {g.largest_file / 1e6:,.0f} MB)", "chunk")
+                    tasks, secs, f"check-file (largest file {gb(g.largest_file)})", "chunk")
 
 
 def _assignment_bytes(g: GraphSizes, s: Settings) -> int:

@@ -23,7 +23,7 @@ def text(plan: RunPlan) -> str:
     """The whole plan: graph, step table, limits, and whether it fits (with what to change)."""
     g, s, lim = plan.sizes, plan.settings, plan.limits
     lines = [f"graph: {g.nodes:,} nodes, {g.edges:,} edges in {g.edge_chunks} chunks (largest {g.largest_chunk:,}), "
-             f"{g.input_bytes / 1e9:.2f} GB of input; {s.num_parts} partitions, method {s.method}", ""]
+             f"{gb(g.input_bytes)} of input; {s.num_parts} partitions, method {s.method}", ""]
     lines += table([HEADER] + [_row(st) for st in plan.steps])
     worker = ("memory limit not known before connecting (external scheduler): not checked" if lim.external else
               f"memory_limit {gb(lim.worker_memory)} (killed at {gb(lim.worker_memory * kill_threshold())})"
