@@ -14,7 +14,7 @@ import numpy as np
 
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
-from graphshard.shuffle.plan import ShufflePlan
+from graphshard.shuffle.plan import ShufflePlan, id_dtype_for
 from graphshard.shuffle.scratch import read_bucket
 
 
@@ -98,7 +98,7 @@ def _local_table(num_nodes: int, lo: int, hi: int, halo_nodes: np.ndarray) -> np
     """new ID -> local ID over the whole new-ID space (4 bytes per node of the graph; a gather beats a binary
     search over the halo by 10x): owned node x -> x - lo, halo node -> (hi - lo) + its rank among the halo."""
     local_count = hi - lo + len(halo_nodes)
-    table = np.empty(num_nodes, dtype=np.int32 if local_count < np.iinfo(np.int32).max else np.int64)
+    table = np.empty(num_nodes, dtype=id_dtype_for(local_count))
     table[lo:hi] = np.arange(hi - lo)
     table[halo_nodes] = np.arange(hi - lo, local_count)
     return table
