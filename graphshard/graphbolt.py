@@ -38,9 +38,15 @@ class GraphboltOptions(BaseModel):
     store_inner_edge: bool = False
 
 
+def missing_modules() -> list[str]:
+    """DGL and torch, those not installed here (found without importing them; a folder named `dgl` on the path,
+    a namespace package, does not count)."""
+    return [m for m in ("dgl", "torch") if getattr(importlib.util.find_spec(m), "origin", None) is None]
+
+
 def require_dgl(what: str) -> None:
-    """Refuse, in one line, when DGL or torch cannot be imported here (checked without importing them)."""
-    missing = [m for m in ("dgl", "torch") if importlib.util.find_spec(m) is None]
+    """Refuse, in one line, when DGL or torch cannot be imported here."""
+    missing = missing_modules()
     if missing:
         raise GraphshardError(f"{what}: GraphBolt output is written by DGL's own converter, and {' and '.join(missing)} "
                               f"cannot be imported here; install them: {INSTALL_HINT}")
