@@ -3,13 +3,15 @@
 The conversion adds `part<i>/fused_csc_sampling_graph.pt` (GraphBolt's sampling graph) to every partition and
 records it in the partition config (`part_graph_graphbolt`, `node_map_dtype`, `edge_map_dtype`), exactly as
 `dgl.distributed.partition_graph(..., use_graphbolt=True)` does. It runs as one Dask task (DGL 2.1 converts the
-partitions in one loop); graphshard imports DGL and torch only inside that task, and only when asked.
+partitions in one loop, with no per-partition entry point), or in this process when DGL is loaded here already;
+graphshard imports DGL and torch only inside that task, and only when asked.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -101,9 +103,11 @@ def _convert(config: str, *, options: dict, debug: bool) -> str:
 def to_graphbolt(config_path: str | Path, options: GraphboltOptions, client: Client | None = None) -> Path:
     """Convert the partition set of `config_path` to GraphBolt's format in place (DGL 2.1's result, file for file).
 
+    Runs in this process when DGL is already loaded here (an in-memory caller with a DGLGraph), else as a Dask task;
     DGL's debug mode (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
     require_dgl("use_graphbolt")
     config = str(Path(config_path).resolve())
-    run_tasks(client, "graphbolt", "convert", _convert, [config], label=lambda _: "all-partitions",
+    here = "dgl.distributed" in sys.modules  # loaded by the caller: a worker would import DGL and torch first
+    run_tasks(None if here else client, "graphbolt", "convert", _convert, [config], label=lambda _: "all-partitions",
               options=options.model_dump(), debug=DEBUG_ENV in os.environ)
     return Path(config)
