@@ -27,6 +27,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.fsutil import publish
+from graphshard.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.shuffle import DispatchOptions, dispatch
@@ -159,8 +160,10 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool) -> Path:
-    """Assign, dispatch (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
+               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool,
+               graphbolt: GraphboltOptions | None) -> Path:
+    """Assign, dispatch (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
+    partition config."""
     assign_input = add_features(metadata, "assign", classes) if classes else metadata
     assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
                         edge_report=not validate)  # validation measures the cut on the output
@@ -170,6 +173,8 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
         metadata = add_features(metadata, "dispatch", node, edge)
     config = dispatch(metadata, assignment, work / "partitions", dispatch_options, client)
     config = _rename(config, name)
+    if graphbolt is not None:
+        to_graphbolt(config, graphbolt, client)
     if validate:
         _validate(config, metadata, assignment, client, work)
     return config
@@ -180,20 +185,19 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
                     return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
                     graph_formats: Any = None, use_graphbolt: bool = False, *, num_nodes: Any = None,
                     node_feats: Any = None, edge_feats: Any = None, client: Any = None, validate: bool = False,
-                    seed: int = 0) -> tuple[Any, Any] | None:
+                    seed: int = 0, **kwargs: Any) -> tuple[Any, Any] | None:
     """Partition an in-memory graph into `out_path` as `dgl.distributed.partition_graph` does (same arguments).
 
     `g`: a DGLGraph/heterograph, a PyG Data/HeteroData, a scipy sparse matrix, or a dict
     `{(src_type, rel, dst_type): (src, dst)}` (then `num_nodes`, `node_feats`, `edge_feats` describe the rest).
     graphshard's additions (keyword-only): `client` (a `distributed.Client`; default a local 2-worker cluster),
     `validate` (check every invariant and write report.json/report.html into `out_path`), `seed`. The chunks and
-    step folders go to a hidden work folder beside `out_path`, removed afterwards.
+    step folders go to a hidden work folder beside `out_path`, removed afterwards. `use_graphbolt` and `**kwargs`
+    (`store_eids`, `store_inner_node`, `store_inner_edge`) are DGL's: the set is converted by DGL's own converter.
     Returns `(orig_nids, orig_eids)` when `return_mapping`, as DGL does (tensors of the input's kind; dicts keyed by
     node type and canonical edge type for a heterogeneous input).
     """
-    if use_graphbolt:
-        raise GraphshardError("use_graphbolt: graphshard writes DGL's partition format only; convert afterwards "
-                              "with dgl.distributed.dgl_partition_to_graphbolt")
+    graphbolt = options_from_kwargs(use_graphbolt, kwargs)
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         raise GraphshardError(f"graph_name: expected a non-empty name without '/', found {graph_name!r}")
     if not isinstance(num_parts, int) or num_parts < 1:
@@ -211,7 +215,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
         with cluster as active:
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
-                                work, validate)
+                                work, validate, graphbolt)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         if validate:  # the report names where the set is published, not the work folder it was checked in
             from graphshard.validate import retarget_report
