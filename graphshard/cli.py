@@ -14,7 +14,8 @@ import sys
 from graphshard import __version__, heap, logs
 from graphshard.errors import GraphshardError
 
-COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server"]
+COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server",
+            "fetch"]
 
 
 DEBUG_HELP = "print tracebacks and Dask's own worker messages on the terminal (they always go to the log file)"

@@ -65,13 +65,16 @@ def check_location(where: str | Location, write: bool = False, storage: Storage 
     fs = _quick_fs(loc, storage)
     bucket = loc.path.split("/", 1)[0]
     with storage.translated(loc, "read"):
+        if not write:  # one HEAD (a listing only if that finds nothing): needs no permission to list the bucket
+            try:
+                fs.info(loc.path)
+            except PermissionError:
+                fs.cat_file(loc.path, start=0, end=1)  # a GET's refusal says why (a HEAD's 403 has no body)
+                raise
+            return loc
         fs.ls(bucket, refresh=True)
-        if not write and not fs.exists(loc.path):
-            raise StorageError(f"{loc}: no such file or object; correct the URL")
-    if write:
-        probe = loc.join(f"{PROBE}{uuid.uuid4().hex}")
-        with storage.translated(loc, "write"):
-            with fs.open(probe.path, "wb") as fh:
-                fh.write(b"graphshard write probe\n")
-            fs.rm(probe.path)
+    probe = loc.join(f"{PROBE}{uuid.uuid4().hex}")
+    with storage.translated(loc, "write"):
+        fs.pipe_file(probe.path, b"graphshard write probe\n")
+        fs.rm(probe.path)
     return loc

@@ -97,7 +97,7 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
         what = (f"the store denied {action} access{where}; check the credentials (environment, profile or "
                 f"storage_options) and that they may {action} here, or choose another location")
     elif kind == "missing":
-        what = "no such file or object"
+        what = "no such file or object; correct the location"
     else:
         what = f"cannot {action}: {type(err).__name__}: {err}"
     return StorageError(scrub(f"{loc}: {what}", secrets))

@@ -87,13 +87,15 @@ class Storage:
         """Store failures inside the block as one StorageError line naming `loc` (see storage.failures)."""
         return translated(loc, action, self.endpoint(loc), secrets_of(self.options.for_location(loc)))
 
-    def open_read(self, where: str | Location, block_size: int = READ_BLOCK) -> BinaryIO:
-        """A seekable binary file over the object (reads are ranged requests of `block_size`)."""
+    def open_read(self, where: str | Location, block_size: int = READ_BLOCK, cache_type: str = "readahead"
+                  ) -> BinaryIO:
+        """A seekable binary file over the object: reads are ranged requests of at least `block_size` bytes
+        (`cache_type="none"`: each read is exactly one ranged request, for streaming a copy in bounded memory)."""
         loc = location(where)
         with self.translated(loc, "read"):
             if loc.is_local:
                 return open(loc.path, "rb")
-            return self.fs(loc).open(loc.path, "rb", block_size=block_size)
+            return self.fs(loc).open(loc.path, "rb", block_size=block_size, cache_type=cache_type)
 
     def read_range(self, where: str | Location, start: int, end: int) -> bytes:
         """Bytes [start, end) of a file or object: one ranged request."""
@@ -146,6 +148,15 @@ class Storage:
             return
         with self.translated(loc, "write"):
             self.fs(loc).pipe_file(loc.path, data)
+
+    def upload(self, local: str | os.PathLike, where: str | Location, block: int = READ_BLOCK) -> int:
+        """Copy a local file to `where` atomically, streaming `block` bytes at a time; returns its size."""
+        size = 0
+        with open(local, "rb") as fin, self.write_atomic(where) as fout:
+            while data := fin.read(block):
+                fout.write(data)
+                size += len(data)
+        return size
 
     def exists(self, where: str | Location) -> bool:
         loc = location(where)
