@@ -7,6 +7,7 @@ and the developer's own AWS settings are untouched; subprocesses started by such
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -86,11 +87,12 @@ def threaded_server() -> Iterator[S3Server]:
 
 
 @contextmanager
-def authenticating_server() -> Iterator[S3Server]:
-    """A moto server in its own process that checks credentials (INITIAL_NO_AUTH_ACTION_COUNT=0): every key is
-    unknown to it, so any request is refused as wrong credentials."""
+def authenticating_server(setup_actions: int = 0) -> Iterator[S3Server]:
+    """A moto server in its own process that checks credentials after its first `setup_actions` requests
+    (INITIAL_NO_AUTH_ACTION_COUNT): with 0, every key is unknown to it, so any request is refused as wrong
+    credentials."""
     port = free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "0"}
+    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(setup_actions)}
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
@@ -100,3 +102,24 @@ def authenticating_server() -> Iterator[S3Server]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+READ_ONLY = {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": ["s3:GetObject", "s3:ListBucket"], "Resource": "*"}]}
+
+
+@contextmanager
+def read_only_bucket() -> Iterator[tuple[S3Server, str]]:
+    """(a server whose credentials may only read and list, `s3://<bucket>`): an IAM user with a read-only policy on
+    a server that checks credentials after the four set-up requests made here."""
+    import boto3
+
+    with authenticating_server(setup_actions=4) as server:
+        kw = {"endpoint_url": server.endpoint, "aws_access_key_id": server.key,
+              "aws_secret_access_key": server.secret, "region_name": REGION}
+        iam = boto3.client("iam", **kw)
+        boto3.client("s3", **kw).create_bucket(Bucket="read-only-bucket")
+        iam.create_user(UserName="reader")
+        iam.put_user_policy(UserName="reader", PolicyName="read-only", PolicyDocument=json.dumps(READ_ONLY))
+        key = iam.create_access_key(UserName="reader")["AccessKey"]
+        yield S3Server(server.endpoint, key["AccessKeyId"], key["SecretAccessKey"]), "s3://read-only-bucket"

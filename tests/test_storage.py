@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from graphshard.storage import Storage, StorageError, check_location, location
-from s3_helpers import DUMMY_SECRET, authenticating_server, free_port
+from s3_helpers import DUMMY_SECRET, authenticating_server, free_port, read_only_bucket
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -145,7 +145,20 @@ def test_wrong_credentials(monkeypatch):
         assert "opt-secret-9876" not in line and line.startswith("s3://bucket/x: the store denied read access")
 
 
-def test_unknown_protocol_and_missing_package():
+def test_no_write_permission(monkeypatch):
+    """Credentials that may read but not write: the write pre-flight names the URL and says so; reading passes."""
+    with read_only_bucket() as (server, bucket):
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        with pytest.raises(StorageError) as err:
+            check_location(f"{bucket}/out", write=True)
+        line = str(err.value)
+        assert line.startswith(f"{bucket}/out: the store denied write access") and server.secret not in line
+        with pytest.raises(StorageError, match="no such file or object"):
+            check_location(f"{bucket}/in/missing.json")
+
+
+def test_unknown_protocol():
     with pytest.raises(Exception, match="unknown storage protocol 'nosuch'"):
         Storage().exists("nosuch://b/x")
 
