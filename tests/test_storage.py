@@ -89,7 +89,8 @@ def test_storage_options_per_prefix(s3_server, monkeypatch):
     for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name, raising=False)
     bucket = s3_server.new_bucket()
-    storage = Storage({bucket + "/": s3_server.options(), "s3://elsewhere/": {"anon": True}})
+    storage = Storage({bucket + "/": s3_server.options(), "s3://": {"anon": True}})
+    assert storage.options.for_location(location("s3://other/x")) == {"anon": True}
     storage.write_bytes(f"{bucket}/k/x.bin", b"abc")
     assert storage.read_bytes(f"{bucket}/k/x.bin") == b"abc"
     assert check_location(f"{bucket}/k", write=True, storage=storage).url == f"{bucket}/k"
@@ -110,6 +111,9 @@ def test_missing_bucket_and_object(s3_env):
     line = str(err.value)
     assert "\n" not in line and "s3://no-such-bucket-here/out" in line and "does not exist" in line
     assert DUMMY_SECRET not in line
+    with pytest.raises(StorageError, match="^s3://no-such-bucket-here/x.bin: bucket 'no-such-bucket-here' does not"):
+        with Storage().write_atomic("s3://no-such-bucket-here/x.bin") as fh:
+            fh.write(b"x" * (6 << 20))  # the multipart upload starts here, inside the caller's block
     bucket = s3_env.new_bucket()
     with pytest.raises(StorageError, match="no such file or object"):
         check_location(f"{bucket}/missing.json")

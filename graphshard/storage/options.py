@@ -2,13 +2,14 @@
 
 Without options, each store's SDK finds credentials and endpoints where it looks by default (S3: AWS_ACCESS_KEY_ID,
 AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_PROFILE and the shared config files). Options given for a prefix
-(`{"s3://bucket-a/": {"key": ..., "secret": ..., "endpoint_url": ...}}`) are passed to that store's filesystem; the
-longest matching prefix wins. Their values are never shown: `StorageOptions`' repr lists prefixes and key names only.
+(`{"s3://bucket-a/": {"key": ..., "secret": ..., "endpoint_url": ...}, "s3://": {...}}`, a bare `s3://` meaning every
+bucket) are passed to that store's filesystem; the longest matching prefix wins. Their values are never shown: `StorageOptions`' repr lists prefixes and key names only.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -41,7 +42,8 @@ class StorageOptions:
             if not isinstance(opts, Mapping):
                 raise GraphshardError(f"storage_options[{redact(prefix)!r}]: expected a mapping of filesystem "
                                       f"options, found {type(opts).__name__}")
-            self._options[location(prefix)] = dict(opts)
+            whole = re.fullmatch(r"([a-zA-Z][a-zA-Z0-9+.-]*)://", str(prefix))  # "s3://": every bucket
+            self._options[Location(whole.group(1).lower(), "") if whole else location(prefix)] = dict(opts)
         self._cache: dict[tuple, AbstractFileSystem] = {}
         self._lock = threading.Lock()
 

@@ -10,11 +10,10 @@ reader sees the old content or the whole new one, never a part.
 from __future__ import annotations
 
 import os
-import sys
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Iterator, Mapping
 
 from graphshard.storage.failures import secrets_of, translated
 from graphshard.storage.locations import Location, location
@@ -42,22 +41,55 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-@contextmanager
-def _local_atomic(path: str) -> Iterator[BinaryIO]:
-    folder, name = os.path.split(path)
-    os.makedirs(folder, exist_ok=True)
-    temp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        with open(temp, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise
-    _fsync_dir(folder)
+class _LocalAtomicFile:
+    """A local file written under a hidden temporary sibling: `close` flushes and fsyncs it, `commit` replaces the
+    target with it (and fsyncs the folder), `discard` deletes it: the interface of fsspec's autocommit=False files."""
+
+    def __init__(self, path: str):
+        self.path = path
+        folder, name = os.path.split(path)
+        os.makedirs(folder, exist_ok=True)
+        self.temp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.f = open(self.temp, "wb")
+
+    def write(self, data) -> int:
+        return self.f.write(data)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def close(self) -> None:
+        if not self.f.closed:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+
+    def commit(self) -> None:
+        os.replace(self.temp, self.path)
+        _fsync_dir(os.path.dirname(self.path))
+
+    def discard(self) -> None:
+        self.f.close()
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
+
+
+class _Writer:
+    """What `write_atomic` yields: the file's `write`/`tell`/`flush`, with the store's failures as StorageError."""
+
+    def __init__(self, fh, translate: Callable[[], ContextManager]):
+        self._fh, self._translate = fh, translate
+
+    def write(self, data) -> int:
+        with self._translate():
+            return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        with self._translate():
+            self._fh.flush()
 
 
 class Storage:
@@ -110,28 +142,16 @@ class Storage:
             return self.fs(loc).cat_file(loc.path)
 
     @contextmanager
-    def write_atomic(self, where: str | Location) -> Iterator[BinaryIO]:
+    def write_atomic(self, where: str | Location) -> Iterator[_Writer]:
         """A binary file to write; it appears at `where` whole when the block ends, and not at all if it raises.
         The store's failures become one StorageError line; the block's own exceptions pass unchanged."""
         loc = location(where)
-        if loc.is_local:
-            with self.translated(loc, "write"):
-                writer = _local_atomic(loc.path)
-                fh = writer.__enter__()
-            try:
-                yield fh
-            except BaseException:
-                writer.__exit__(*sys.exc_info())
-                raise
-            with self.translated(loc, "write"):
-                writer.__exit__(None, None, None)
-            return
         with self.translated(loc, "write"):
-            fh = self.fs(loc).open(loc.path, "wb", autocommit=False)
+            fh = _LocalAtomicFile(loc.path) if loc.is_local else self.fs(loc).open(loc.path, "wb", autocommit=False)
         try:
-            yield fh
+            yield _Writer(fh, lambda: self.translated(loc, "write"))
         except BaseException:
-            fh.discard()  # aborts the multipart upload: nothing appears
+            fh.discard()  # an object store aborts the multipart upload: nothing appears
             fh.closed = True  # so that garbage collection does not try to upload what is left
             raise
         with self.translated(loc, "write"):
