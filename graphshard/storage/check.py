@@ -8,7 +8,7 @@ import tempfile
 import uuid
 from typing import TYPE_CHECKING
 
-from graphshard.storage.failures import StorageError
+from graphshard.storage.failures import StorageError, classify
 from graphshard.storage.locations import Location, location
 from graphshard.storage.options import make_filesystem
 from graphshard.storage.store import Storage
@@ -54,6 +54,20 @@ def _check_local(loc: Location, write: bool) -> None:
                            "another location") from None
 
 
+def _head(fs: AbstractFileSystem, loc: Location, must_exist: bool) -> None:
+    """One HEAD (and, when it finds nothing, a one-key listing of the prefix, which names a missing bucket): needs no
+    permission to list the whole bucket. A HEAD's 403 has no body, so a one-byte GET says whether the credentials
+    or the grant is wrong. A missing object is fine for a location about to be written."""
+    try:
+        fs.info(loc.path, refresh=True)
+    except PermissionError:
+        fs.cat_file(loc.path, start=0, end=1)
+        raise
+    except FileNotFoundError as err:
+        if must_exist or classify(err) == "bucket":
+            raise
+
+
 def check_location(where: str | Location, write: bool = False, storage: Storage | None = None) -> Location:
     """Raise one StorageError line (naming the location, never a secret) unless `where` can be read (it exists)
     or, with `write`, written (a probe object is written and deleted). Returns the parsed location."""
@@ -63,16 +77,10 @@ def check_location(where: str | Location, write: bool = False, storage: Storage 
         _check_local(loc, write)
         return loc
     fs = _quick_fs(loc, storage)
-    bucket = loc.path.split("/", 1)[0]
     with storage.translated(loc, "read"):
-        if not write:  # one HEAD (a listing only if that finds nothing): needs no permission to list the bucket
-            try:
-                fs.info(loc.path)
-            except PermissionError:
-                fs.cat_file(loc.path, start=0, end=1)  # a GET's refusal says why (a HEAD's 403 has no body)
-                raise
-            return loc
-        fs.ls(bucket, refresh=True)
+        _head(fs, loc, must_exist=not write)
+    if not write:
+        return loc
     probe = loc.join(f"{PROBE}{uuid.uuid4().hex}")
     with storage.translated(loc, "write"):
         fs.pipe_file(probe.path, b"graphshard write probe\n")

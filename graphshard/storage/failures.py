@@ -62,7 +62,7 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
         err = err.__cause__ or err.__context__
 
 
-def _kind(err: BaseException) -> str:
+def classify(err: BaseException) -> str:
     """unreachable | credentials | bucket | missing | permission | other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
     if any(s in text for s in _CREDENTIALS):
@@ -84,7 +84,7 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
     """The one-line StorageError for `err` raised while doing `action` (e.g. "read", "write") at `loc`."""
     where = f" (endpoint {redact(endpoint)})" if endpoint else ""
     bucket = loc.path.split("/", 1)[0]
-    kind = _kind(err)
+    kind = classify(err)
     if kind == "unreachable":
         what = (f"cannot reach the store{where}; check the endpoint (AWS_ENDPOINT_URL or storage_options "
                 "endpoint_url) and the network")
