@@ -53,7 +53,7 @@ def test_dict_heterograph_metis_balance_and_mapping(tmp_path, dask_cluster_clien
     meta = json.loads(config.read_text())
     assert meta["graph_name"] == "shop-graph" and meta["part_method"] == "metis" and meta["num_parts"] == 3
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
-        ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.json"]
+        ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.digests.json", "shop-graph.json"]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["ok"] and report["config"] == str(config)  # where the set is, not the work folder it was checked in
     check_mapping(config, g["num_nodes"], g["edges"], g["node_feats"], g["edge_feats"], nids, eids)
@@ -87,7 +87,7 @@ def test_scipy_homogeneous_random_returns_arrays_and_replaces_earlier_set(tmp_pa
     nids, eids = graphshard.partition_graph(m, "g", 2, out, part_method="random", node_feats={"feat": feat},
                                             edge_feats={"w": weight}, return_mapping=True, graph_formats="csc")
     assert isinstance(nids, np.ndarray) and isinstance(eids, np.ndarray)
-    assert sorted(p.name for p in out.iterdir()) == ["g.json", "part0", "part1"]
+    assert sorted(p.name for p in out.iterdir()) == ["g.digests.json", "g.json", "part0", "part1"]
     check_mapping(out / "g.json", {"_N": n}, {("_N", "_E", "_N"): (coo.row, coo.col)}, {"_N": {"feat": feat}},
                   {("_N", "_E", "_N"): {"w": weight}}, {"_N": nids}, {("_N", "_E", "_N"): eids})
 

@@ -26,6 +26,7 @@ from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
+from graphshard.formats.set_digests import digests_name
 from graphshard.fsutil import publish
 from graphshard.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
@@ -143,6 +144,7 @@ def _rename(config: Path, graph_name: str) -> Path:
     target = config.with_name(f"{graph_name}.json")
     cfg.model_copy(update={"graph_name": graph_name}).save(target)
     config.unlink()
+    config.with_name(digests_name(config.name)).rename(target.with_name(digests_name(target.name)))
     return target
 
 
