@@ -16,7 +16,8 @@ from graphshard.errors import GraphshardError
 
 # command -> its module in graphshard/commands/ (a module may list ALIASES: other names of its command)
 COMMANDS = {"inspect": "inspect", "generate": "generate", "chunk": "chunk", "assign": "assign", "shuffle": "shuffle",
-            "validate": "validate", "report": "report", "run": "run", "serve": "serve_flow", "server": "prefect_server"}
+            "validate": "validate", "report": "report", "run": "run", "plan": "plan", "fetch": "fetch",
+            "serve": "serve_flow", "server": "prefect_server"}
 ALIASES = {"dispatch": "shuffle"}  # `graphshard dispatch`, the shuffle command's first name
 
 

@@ -76,3 +76,30 @@ def dask_cluster_client():
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
             Client(cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on a free 127.0.0.1 port for the whole session (tests/s3_helpers.py); no environment set."""
+    from s3_helpers import threaded_server
+
+    with threaded_server() as server:
+        yield server
+
+
+@pytest.fixture
+def s3_env(s3_server, monkeypatch: pytest.MonkeyPatch):
+    """The AWS environment pointing at the session's S3 server with its dummy credentials, for this test only."""
+    from s3_helpers import AWS_VARS
+
+    for name in AWS_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in s3_server.env().items():
+        monkeypatch.setenv(name, value)
+    return s3_server
+
+
+@pytest.fixture
+def s3_bucket(s3_env) -> str:
+    """A fresh bucket on the session's S3 server (environment set as s3_env does): `s3://<name>`."""
+    return s3_env.new_bucket()

@@ -15,9 +15,12 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.partition_reader import load_partition
 from graphshard.formats.readers import read_chunk, read_edge_chunk
+from graphshard.shuffle.graphbolt import missing_modules
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from api_checks import check_mapping  # noqa: E402
+
+NO_DGL = pytest.mark.skipif(not missing_modules(), reason="DGL and torch are installed here")
 
 BUYS, BOUGHT, FOLLOWS = ("user", "buys", "item"), ("item", "bought-by", "user"), ("user", "follows", "user")
 
@@ -50,7 +53,7 @@ def test_dict_heterograph_metis_balance_and_mapping(tmp_path, dask_cluster_clien
     meta = json.loads(config.read_text())
     assert meta["graph_name"] == "shop-graph" and meta["part_method"] == "metis" and meta["num_parts"] == 3
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == \
-        ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.json"]
+        ["part0", "part1", "part2", "report.html", "report.json", "shop-graph.digests.json", "shop-graph.json"]
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["ok"] and report["config"] == str(config)  # where the set is, not the work folder it was checked in
     check_mapping(config, g["num_nodes"], g["edges"], g["node_feats"], g["edge_feats"], nids, eids)
@@ -84,7 +87,7 @@ def test_scipy_homogeneous_random_returns_arrays_and_replaces_earlier_set(tmp_pa
     nids, eids = graphshard.partition_graph(m, "g", 2, out, part_method="random", node_feats={"feat": feat},
                                             edge_feats={"w": weight}, return_mapping=True, graph_formats="csc")
     assert isinstance(nids, np.ndarray) and isinstance(eids, np.ndarray)
-    assert sorted(p.name for p in out.iterdir()) == ["g.json", "part0", "part1"]
+    assert sorted(p.name for p in out.iterdir()) == ["g.digests.json", "g.json", "part0", "part1"]
     check_mapping(out / "g.json", {"_N": n}, {("_N", "_E", "_N"): (coo.row, coo.col)}, {"_N": {"feat": feat}},
                   {("_N", "_E", "_N"): {"w": weight}}, {"_N": nids}, {("_N", "_E", "_N"): eids})
 
@@ -113,7 +116,11 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"g": [1, 2]}, "expected a DGLGraph, a PyG Data/HeteroData, a scipy sparse matrix or a dict"),
     ({"part_method": "fennel"}, "part_method: expected one of random, metis"),
     ({"objtype": "size"}, "objtype: expected 'cut' or 'vol'"),
-    ({"use_graphbolt": True}, "use_graphbolt"),
+    pytest.param({"use_graphbolt": True}, "use_graphbolt: GraphBolt output is written by DGL's own converter, and "
+                 "dgl and torch cannot be imported here; install them: pip install 'dgl>=2.1' torch", marks=NO_DGL),
+    ({"use_graphbolt": True, "store_eids": True, "graph_format": "csc"},
+     "partition_graph: unexpected keyword argument 'graph_format'; DGL 2.1 passes extra keyword arguments to "
+     "dgl_partition_to_graphbolt, which takes store_eids, store_inner_node, store_inner_edge"),
     ({"num_hops": -1}, "num_hops"),
     ({"graph_formats": ["dense"]}, "graph_formats"),
     ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),

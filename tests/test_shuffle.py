@@ -204,13 +204,14 @@ def test_cli_help():
 
 
 def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
-    """The oracle itself fails on a lighter halo than asked and on one changed feature value."""
-    from graphshard.formats.dgl_binary import load_tensor_dict, save_tensor_dict
+    """The oracle itself fails on a lighter halo than asked (DGL's pipeline's set: its fields, then its halo) and on
+    one changed feature value."""
+    from graphshard.formats.dgl_binary import load_graph, load_tensor_dict, save_graph, save_tensor_dict
 
     md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=9)
     config, _ = run_and_check(shuffle_client, md, tmp_path, 2, halo_mode="in_edges")
     asg = tmp_path / "asg"
-    with pytest.raises(AssertionError, match="differs from DGL's"):
+    with pytest.raises(AssertionError, match="part 0: fields"):
         check_partitions(config, md, asg, "full")
     feats_file = config.parent / "part1" / "node_feat.dgl"
     feats = load_tensor_dict(feats_file)
@@ -218,6 +219,13 @@ def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
     save_tensor_dict(feats_file, feats)
     with pytest.raises(AssertionError, match="rows differ"):
         check_partitions(config, md, asg, "in_edges")
+    for part in (0, 1):  # without the pipeline's _TYPE fields, the halo itself is caught (part 0, before part 1)
+        graph = load_graph(config.parent / f"part{part}" / "graph.dgl")
+        save_graph(config.parent / f"part{part}" / "graph.dgl", graph.num_nodes, graph.src, graph.dst,
+                   {k: v for k, v in graph.ndata.items() if k != "_TYPE"},
+                   {k: v for k, v in graph.edata.items() if k != "_TYPE"})
+    with pytest.raises(AssertionError, match="differs from DGL's"):
+        check_partitions(config, md, asg, "full")
 
 
 def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):

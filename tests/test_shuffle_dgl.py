@@ -1,4 +1,4 @@
-"""dispatch's halo equals DGL 2.1's own `partition_graph` on the same graph and the same assignment.
+"""the shuffle's halo equals DGL 2.1's own `partition_graph` on the same graph and the same assignment.
 
 DGL runs in its own venv (bench/dgl_compat.sh builds /work/dgl-venv) through bench/dgl_partition.py; its random
 assignment is read back from its orig-ID files and given to dispatch. Per partition, the inner and halo node sets and

@@ -30,7 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="full: partition_graph's halo; in_edges: owned in-edges only, as DGL's pipeline writes")
     parser.add_argument("--save-orig-nids", action="store_true", help="write part<i>/orig_nids.dgl")
     parser.add_argument("--save-orig-eids", action="store_true", help="write part<i>/orig_eids.dgl")
-    parser.add_argument("--graph-formats", type=_formats, default=["coo"], help="e.g. coo,csc (COO is always written)")
+    parser.add_argument("--graph-formats", type=_formats, default=["coo"],
+                        help="e.g. coo,csc: the formats graph.dgl saves, as DGL's graph_formats (default coo)")
     parser.add_argument("--scratch-dir", default=None, help="folder for the exchange's bucket files "
                         "(default: inside the output's staging folder; must be visible to every worker)")
     parser.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")

@@ -27,9 +27,11 @@ from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
+from graphshard.formats.set_digests import digests_name
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.shuffle import ShuffleOptions, shuffle
+from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,7 @@ def _rename(config: Path, graph_name: str) -> Path:
     target = config.with_name(f"{graph_name}.json")
     cfg.model_copy(update={"graph_name": graph_name}).save(target)
     config.unlink()
+    config.with_name(digests_name(config.name)).rename(target.with_name(digests_name(target.name)))
     return target
 
 
@@ -159,8 +162,10 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool) -> Path:
-    """Assign, shuffle (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
+               classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool,
+               graphbolt: GraphboltOptions | None) -> Path:
+    """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
+    partition config."""
     assign_input = add_features(metadata, "assign", classes) if classes else metadata
     assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
                         edge_report=not validate)  # validation measures the cut on the output
@@ -170,6 +175,8 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
         metadata = add_features(metadata, "shuffle", node, edge)
     config = shuffle(metadata, assignment, work / "partitions", shuffle_options, client)
     config = _rename(config, name)
+    if graphbolt is not None:
+        to_graphbolt(config, graphbolt, client)
     if validate:
         _validate(config, metadata, assignment, client, work)
     return config
@@ -180,7 +187,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
                     return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
                     graph_formats: Any = None, use_graphbolt: bool = False, *, num_nodes: Any = None,
                     node_feats: Any = None, edge_feats: Any = None, client: Any = None, validate: bool = False,
-                    seed: int = 0) -> tuple[Any, Any] | None:
+                    seed: int = 0, **kwargs: Any) -> tuple[Any, Any] | None:
     """Partition an in-memory graph into `out_path` as `dgl.distributed.partition_graph` does (same arguments).
 
     The graph is written once as numpy chunks in a hidden work folder beside `out_path` (removed afterwards), then
@@ -193,6 +200,9 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     graph_name, num_parts, out_path, num_hops, part_method, balance_ntypes, balance_edges : see DGL
     return_mapping, num_trainers_per_machine, objtype, graph_formats, use_graphbolt : see DGL
         DGL 2.1's arguments and meanings (`part_method`: a name in `graphshard.assign.PARTITIONERS` but `file`).
+    **kwargs
+        DGL's GraphBolt choices (`store_eids`, `store_inner_node`, `store_inner_edge`), with `use_graphbolt`: the
+        set is converted by DGL's own converter.
     num_nodes, node_feats, edge_feats : optional
         For dict and scipy inputs: `{ntype: count}` (or an int), `{type: {name: array}}` (or `{name: array}`).
     client : distributed.Client, optional
@@ -208,9 +218,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         `(orig_nids, orig_eids)` when `return_mapping`, as DGL returns them (tensors of the input's library; dicts keyed
         by node type and canonical edge type for a heterogeneous input), else None.
     """
-    if use_graphbolt:
-        raise GraphshardError("use_graphbolt: graphshard writes DGL's partition format only; convert afterwards "
-                              "with dgl.distributed.dgl_partition_to_graphbolt")
+    graphbolt = options_from_kwargs(use_graphbolt, kwargs)
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         raise GraphshardError(f"graph_name: expected a non-empty name without '/', found {graph_name!r}")
     if not isinstance(num_parts, int) or num_parts < 1:
@@ -228,7 +236,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
         with cluster as active:
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
-                                work, validate)
+                                work, validate, graphbolt)
         mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         if validate:  # the report names where the set is published, not the work folder it was checked in
             from graphshard.validate import retarget_report

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from graphshard.assign.options import AssignOptions, IgnoredOption, OptionConflict, resolve
 from graphshard.cluster import ClusterSpec
 from graphshard.errors import GraphshardError, InputError
+from graphshard.shuffle.graphbolt import GraphboltOptions
 from graphshard.shuffle.options import ShuffleOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
@@ -35,10 +36,20 @@ class InputSection(_Section):
 
 
 class OutputSection(_Section):
-    """Where the finished partition set (and the quality report) is published."""
+    """Where the finished partition set (and the quality report) is published; `graphbolt` adds GraphBolt's
+    sampling graph per partition (DGL's converter, with its `store_*` choices), as `use_graphbolt=True` in DGL."""
 
     dir: Path
     overwrite: bool = False
+    graphbolt: bool = False
+    store_eids: bool = False
+    store_inner_node: bool = False
+    store_inner_edge: bool = False
+
+    def graphbolt_options(self) -> GraphboltOptions | None:
+        """The conversion's options, None when no GraphBolt output is asked for."""
+        return GraphboltOptions(**self.model_dump(include=set(GraphboltOptions.model_fields))) \
+            if self.graphbolt else None
 
 
 class ValidateSection(_Section):

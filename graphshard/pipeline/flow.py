@@ -26,7 +26,7 @@ from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_pro
 from prefect.states import State
 from prefect.utilities.urls import url_for
 
-from graphshard import logs
+from graphshard import diskfull, logs
 from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import StepStore
 from graphshard.pipeline.config import STEPS, PipelineConfig, load_config
@@ -180,4 +180,6 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     err = state.result(raise_on_failure=False)
     if isinstance(err, GraphshardError):
         raise err
+    if diskfull.is_full(err):  # a write of the flow process itself (an artifact, a manifest, publishing)
+        raise GraphshardError(diskfull.line(f"flow run {state.name.lower()}", err)) from err
     raise GraphshardError(f"flow run {state.name.lower()}: {type(err).__name__}: {err}")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from graphshard.errors import GraphshardError, InputError
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
 
 
 def _inside(child: Path, parent: Path) -> bool:
@@ -100,6 +101,11 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
                          cfg.graph_name)
     if cfg.num_parts > graph.total_nodes:
         raise InputError(src, "num_parts", f"at most the number of nodes ({graph.total_nodes})", cfg.num_parts)
+    stored = [k for k in GraphboltOptions.model_fields if getattr(cfg.output, k)]
+    if stored and not cfg.output.graphbolt:
+        raise InputError(src, f"output.{stored[0]}", "only with output.graphbolt: true", True)
+    if cfg.output.graphbolt:
+        require_dgl(f"{src}: output.graphbolt")
     if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
         raise InputError(src, "assign.dir", "an existing assignment folder for method file (assign.dir or "
                          "assign.file.dir)", str(cfg.assign.dir))

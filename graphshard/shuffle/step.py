@@ -17,6 +17,7 @@ from graphshard.daskrun import run_tasks
 from graphshard.errors import InputError
 from graphshard.formats.assignment import read_meta
 from graphshard.formats.chunked import load_metadata
+from graphshard.formats.set_digests import write_set_digests
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.options import ShuffleOptions
@@ -113,6 +114,7 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
                    lambda it: f"{owned[0][it[0]]:,} owned nodes, {owned[1][it[0]]:,} owned edges",
                    plan=plan, nodes=nodes, edges=edges, out_dir=stage)
     digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
+    write_set_digests(stage, graph.graph_name, written)  # <graph_name>.digests.json: what `graphshard fetch` checks
     return write_config(plan, nodes, edges, part_method, stage)
 
 

@@ -1,0 +1,135 @@
+"""`fetch`: copy a published partition set (or some of its parts) from any location to local disk, checked against
+the set's digests file, so that a training host gets its partition in a form DGL's `load_partition` reads.
+
+The partition config is copied verbatim: DGL's `load_partition(config, i)` opens only `part-<i>`'s files (paths
+relative to the config), while `load_partition_book` needs `num_parts` and every part's ID ranges, so a config for a
+subset must still describe all parts; parts not fetched are named there but absent. Everything is built in a staging
+folder beside `out_dir` and moved into place only when every file matched its digest.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import xxhash
+
+from graphshard.atomic import staged_output
+from graphshard.errors import GraphshardError
+from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
+from graphshard.storage import Location, Storage, check_location, location
+
+COPY_BLOCK = 8 << 20  # bytes per ranged read: a transfer holds one block in memory
+TRANSFERS = 4
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What `fetch` copied: the local config, the parts, the number of files and their bytes."""
+
+    config: Path
+    parts: list[int]
+    files: int
+    bytes: int
+
+
+def _safe_rel(rel: str, where: str) -> str:
+    """A path relative to the config that stays inside the set's folder (it becomes a path under `out_dir`)."""
+    norm = posixpath.normpath(rel)
+    if "://" in rel or norm.startswith(("/", "../")) or norm == "..":
+        raise GraphshardError(f"{where}: names {rel!r}; fetch copies sets whose config names every file by a path "
+                              "relative to the config, inside its folder")
+    return norm
+
+
+def _part_files(layout, part: int, listed: dict[str, FileEntry], config: Location) -> list[str]:
+    """The files of one partition: those the digests file lists in the folder of its graph (the config's three
+    and the optional original-ID files); each file the config names must be listed."""
+    named = [_safe_rel(layout.rel(part, key), f"{config} part-{part}") for key in ("part_graph", "node_feats",
+                                                                                   "edge_feats")]
+    for rel in named:
+        if rel not in listed:
+            raise GraphshardError(f"{config}: part-{part} names {rel}, which the set's digests file does not list; "
+                                  "the config and the digests file are from different sets: publish the set again")
+    folder = posixpath.dirname(named[0])
+    return sorted({*named, *(r for r in listed if posixpath.dirname(r) == folder)})
+
+
+def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry) -> int:
+    """Stream one file to `dst`, hashing as it goes; one line naming the file when it differs from its digest."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    h, size = xxhash.xxh3_128(), 0
+    with storage.open_read(src, block_size=COPY_BLOCK, cache_type="none") as fin, open(dst, "wb") as fout:
+        while block := fin.read(COPY_BLOCK):
+            h.update(block)
+            fout.write(block)
+            size += len(block)
+    if size != want.size or h.hexdigest() != want.digest:
+        found = f"{size:,} bytes" if size != want.size else f"xxh3_128 {h.hexdigest()}"
+        raise GraphshardError(f"{src}: {found}, but the set's digests file lists {want.size:,} bytes with xxh3_128 "
+                              f"{want.digest}: the file changed after the set was written or the copy is damaged; "
+                              "nothing was fetched")
+    return size
+
+
+def parse_parts(text: str | None, num_parts: int, source: str) -> list[int]:
+    """`"0,3"` -> [0, 3]; None -> every part; ids outside 0..num_parts-1 are one line naming them."""
+    if text is None:
+        return list(range(num_parts))
+    try:
+        parts = sorted({int(p) for p in text.split(",") if p.strip()})
+    except ValueError:
+        raise GraphshardError(f"--parts {text!r}: expected comma-separated partition ids such as 0,3") from None
+    bad = [p for p in parts if not 0 <= p < num_parts]
+    if not parts or bad:
+        raise GraphshardError(f"--parts {text!r}: expected ids in 0..{num_parts - 1} ({source} has {num_parts} "
+                              f"parts), found {bad or 'none'}")
+    return parts
+
+
+def _checked_layout(config_file: Path, source: Location):
+    from graphshard.validate.layout import check_layout, load_layout
+
+    layout = load_layout(config_file)
+    problems = check_layout(layout)
+    if problems:
+        raise GraphshardError(f"{source}: not a valid partition config: {problems[0].message}")
+    return layout
+
+
+def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storage: Storage | None = None,
+          overwrite: bool = False, transfers: int = TRANSFERS) -> Fetched:
+    """Copy the partition config at `config_url` and the listed parts (`"0,3"`; None: all) into `out_dir`."""
+    storage = storage or Storage()
+    config = location(config_url)
+    out = location(out_dir)
+    if not out.is_local:
+        raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
+    check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not
+    config_bytes = storage.read_bytes(config)
+    digests_loc = config.parent.join(digests_name(config.name))
+    if not storage.exists(digests_loc):
+        raise GraphshardError(f"{digests_loc}: no digests file beside the partition config, so the files cannot be "
+                              "checked; publish the set again with this graphshard (the shuffle step writes it)")
+    digests_bytes = storage.read_bytes(digests_loc)
+    num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
+    with staged_output(out.local_path(), overwrite) as stage:
+        (stage / config.name).write_bytes(config_bytes)
+        (stage / digests_loc.name).write_bytes(digests_bytes)
+        layout = _checked_layout(stage / config.name, config)
+        if num_listed != layout.num_parts:
+            raise GraphshardError(f"{digests_loc}: lists {num_listed} parts, the config {layout.num_parts}: they are "
+                                  "from different sets; publish the set again")
+        chosen = parse_parts(parts, layout.num_parts, str(config))
+        files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
+        with ThreadPoolExecutor(max(1, transfers)) as pool:
+            jobs = [pool.submit(_copy, storage, config.parent.join(rel), stage / rel, listed[rel]) for rel in files]
+            try:
+                total = sum(job.result() for job in as_completed(jobs))
+            except BaseException:
+                for job in jobs:
+                    job.cancel()
+                raise
+    return Fetched(out.local_path() / config.name, chosen, len(files), total)

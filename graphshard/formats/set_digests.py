@@ -1,0 +1,71 @@
+"""The partition set's digests file, `<graph_name>.digests.json` beside `<graph_name>.json` (DGL does not read it):
+every partition file of the set with its size and xxh3_128, so that a copy (`graphshard fetch`) can be checked.
+
+The digests are the ones the partition writers took while writing (`digests.FileDigest`), matched to the files by
+their stat identity: the set is never read again to make this file. The partition config itself is not listed: it
+is the entry point that names the files, and `partition_graph` rewrites it (graph name) after the shuffle.
+
+    {"version": 1, "algorithm": "xxh3_128", "num_parts": 2,
+     "files": {"part0/graph.dgl": {"size": 1234, "digest": "9f..."}, ...}}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from graphshard.digests import FAST, FileDigest, identity
+from graphshard.errors import GraphshardError, InputError
+
+SUFFIX = ".digests.json"
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One listed file: its size in bytes and its digest (hex)."""
+
+    size: int
+    digest: str
+
+
+def digests_name(config_name: str) -> str:
+    """`rmat.json` -> `rmat.digests.json`."""
+    return f"{config_name.removesuffix('.json')}{SUFFIX}"
+
+
+def write_set_digests(out_dir: Path, graph_name: str, written: Sequence[Iterable[FileDigest]]) -> Path:
+    """Write `<graph_name>.digests.json` for the files under `out_dir/part<i>/`, from `written[i]` (the digests
+    partition i's writer returned); a file there that its writer did not hash is an error, not a read."""
+    from graphshard.storage import Storage
+
+    files: dict[str, dict] = {}
+    for part, digests in enumerate(written):
+        known = {d.identity: d for d in digests if d.algorithm == FAST}
+        folder = Path(out_dir) / f"part{part}"
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            digest = known.get(identity(os.stat(path)))
+            if digest is None:
+                raise GraphshardError(f"{path}: not hashed by its partition writer (internal error)")
+            files[path.relative_to(out_dir).as_posix()] = {"size": digest.identity[2], "digest": digest.hexdigest}
+    target = Path(out_dir) / digests_name(f"{graph_name}.json")
+    text = json.dumps({"version": VERSION, "algorithm": FAST, "num_parts": len(written), "files": files}, indent=1)
+    Storage().write_bytes(target, text.encode())
+    return target
+
+
+def parse_set_digests(data: bytes, source: str) -> tuple[int, dict[str, FileEntry]]:
+    """(num_parts, {path relative to the config's folder: FileEntry}) from a digests file's bytes."""
+    try:
+        doc = json.loads(data)
+        if doc.get("version") != VERSION or doc.get("algorithm") != FAST:
+            raise InputError(source, "version/algorithm", f"version {VERSION} with algorithm {FAST}",
+                             f"{doc.get('version')}/{doc.get('algorithm')}")
+        files = {str(rel): FileEntry(int(e["size"]), str(e["digest"])) for rel, e in doc["files"].items()}
+        return int(doc["num_parts"]), files
+    except (ValueError, TypeError, KeyError, AttributeError) as err:
+        raise InputError(source, None, "a partition set digests file written by graphshard",
+                         f"unreadable ({type(err).__name__}: {err})") from None

@@ -1,0 +1,115 @@
+"""Store failures as one line naming the location (never a secret) and what to change.
+
+Maps what fsspec, s3fs/botocore, gcsfs, adlfs and the OS raise to `StorageError`: unreachable endpoint, missing
+bucket, missing object, wrong credentials, no permission. Any secret the user gave (storage_options values under
+secret-looking keys, the SDK's secret environment variables) is removed from the text as well.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator, Mapping
+
+from graphshard.errors import GraphshardError
+from graphshard.storage.locations import Location, redact
+
+_SECRET_KEY = re.compile(r"(?i)secret|token|password|passwd|credential|sas|connection_string|account_key|^key$")
+_SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
+               "AZURE_STORAGE_CONNECTION_STRING", "AZURE_CLIENT_SECRET")
+_CREDENTIALS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
+                "AuthenticationFailed", "AuthorizationFailure", "invalid_grant", "Unable to locate credentials",
+                "NoCredentialsError", "Could not find credentials", "Anonymous caller")
+_UNREACHABLE = ("EndpointConnectionError", "ConnectTimeout", "ConnectionError", "ClientConnectorError",
+                "Could not connect", "Cannot connect", "Name or service not known", "Connection refused",
+                "ServerDisconnectedError", "ReadTimeout", "ConnectTimeoutError")
+
+
+class StorageError(GraphshardError):
+    """A location that cannot be used as asked; the message is one line and holds no secret."""
+
+
+def secrets_of(options: Mapping[str, Any] | None) -> list[str]:
+    """String values under secret-looking keys (nested mappings too) and the SDKs' secret environment variables."""
+    found = [os.environ[k] for k in _SECRET_ENV if os.environ.get(k)]
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, Mapping):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, str) and _SECRET_KEY.search(key) and len(value) >= 4:
+            found.append(value)
+
+    walk(options or {})
+    return found
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """One line of `text`, redacted, with every secret value replaced."""
+    text = redact(" ".join(str(text).split()))
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return text
+
+
+def _chain(err: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        yield err
+        err = err.__cause__ or err.__context__
+
+
+def classify(err: BaseException) -> str:
+    """unreachable | credentials | bucket | missing | permission | other."""
+    text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
+    if any(s in text for s in _CREDENTIALS):
+        return "credentials"
+    if any(s in text for s in _UNREACHABLE) or any(isinstance(e, (ConnectionError, TimeoutError))
+                                                   for e in _chain(err)):
+        return "unreachable"
+    if "NoSuchBucket" in text or "bucket does not exist" in text or "ContainerNotFound" in text:
+        return "bucket"
+    if isinstance(err, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
+        return "permission"
+    if isinstance(err, FileNotFoundError) or getattr(err, "errno", None) == errno.ENOENT:
+        return "missing"
+    return "other"
+
+
+def describe(loc: Location, action: str, err: BaseException, endpoint: str | None, secrets: Iterable[str] = ()
+             ) -> StorageError:
+    """The one-line StorageError for `err` raised while doing `action` (e.g. "read", "write") at `loc`."""
+    where = f" (endpoint {redact(endpoint)})" if endpoint else ""
+    bucket = loc.path.split("/", 1)[0]
+    kind = classify(err)
+    if kind == "unreachable":
+        what = (f"cannot reach the store{where}; check the endpoint (AWS_ENDPOINT_URL or storage_options "
+                "endpoint_url) and the network")
+    elif kind == "credentials":
+        what = (f"the store refused the credentials{where}; check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the "
+                "profile, or the storage_options key/secret for this prefix")
+    elif kind == "bucket":
+        what = f"bucket {bucket!r} does not exist{where}; create it or correct the URL"
+    elif kind == "permission":
+        what = (f"the store denied {action} access{where}; check the credentials (environment, profile or "
+                f"storage_options) and that they may {action} here, or choose another location")
+    elif kind == "missing":
+        what = "no such file or object; correct the location"
+    else:
+        what = f"cannot {action}: {type(err).__name__}: {err}"
+    return StorageError(scrub(f"{loc}: {what}", secrets))
+
+
+@contextmanager
+def translated(loc: Location, action: str, endpoint: str | None = None, secrets: Iterable[str] = ()
+               ) -> Iterator[None]:
+    """Raise what the store raises inside the block as one StorageError line (GraphshardErrors pass through)."""
+    try:
+        yield
+    except GraphshardError:
+        raise
+    except Exception as err:  # noqa: BLE001 - every store and SDK failure becomes one line
+        raise describe(loc, action, err, endpoint, secrets) from err

@@ -1,0 +1,211 @@
+"""`Storage`: every file operation on a location, local path or URL alike: open for reading (and byte ranges),
+atomic write of one file or object, list and delete a prefix, exists and size.
+
+Atomic write: a local file is written to a hidden temporary sibling, fsynced and `os.replace`d into place (then the
+folder is fsynced); an object is one PUT or one multipart upload that the store shows only once it is complete
+(fsspec's `autocommit=False`: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
+reader sees the old content or the whole new one, never a part.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Iterator, Mapping
+
+from graphshard.storage.failures import secrets_of, translated
+from graphshard.storage.locations import Location, location
+from graphshard.storage.options import StorageOptions
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
+
+READ_BLOCK = 8 << 20  # bytes per read request when streaming an object
+
+
+@dataclass(frozen=True, order=True)
+class Entry:
+    """One file under a listed prefix: its path below the prefix (POSIX form) and its size in bytes."""
+
+    rel: str
+    size: int
+
+
+def _fsync_dir(folder: str) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class _LocalAtomicFile:
+    """A local file written under a hidden temporary sibling: `close` flushes and fsyncs it, `commit` replaces the
+    target with it (and fsyncs the folder), `discard` deletes it: the interface of fsspec's autocommit=False files."""
+
+    def __init__(self, path: str):
+        self.path = path
+        folder, name = os.path.split(path)
+        os.makedirs(folder, exist_ok=True)
+        self.temp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        self.f = open(self.temp, "wb")
+
+    def write(self, data) -> int:
+        return self.f.write(data)
+
+    def tell(self) -> int:
+        return self.f.tell()
+
+    def close(self) -> None:
+        if not self.f.closed:
+            self.f.flush()
+            os.fsync(self.f.fileno())
+            self.f.close()
+
+    def commit(self) -> None:
+        os.replace(self.temp, self.path)
+        _fsync_dir(os.path.dirname(self.path))
+
+    def discard(self) -> None:
+        self.f.close()
+        if os.path.exists(self.temp):
+            os.unlink(self.temp)
+
+
+class _Writer:
+    """What `write_atomic` yields: the file's `write`/`tell`/`flush`, with the store's failures as StorageError."""
+
+    def __init__(self, fh, translate: Callable[[], ContextManager]):
+        self._fh, self._translate = fh, translate
+
+    def write(self, data) -> int:
+        with self._translate():
+            return self._fh.write(data)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def flush(self) -> None:
+        with self._translate():
+            self._fh.flush()
+
+
+class Storage:
+    """The storage layer over fsspec; `options` is `storage_options` per URL prefix (see `StorageOptions`).
+
+    Picklable (filesystems are made again where it is unpickled), so Dask tasks can take it as an argument."""
+
+    def __init__(self, options: Mapping[str, Mapping[str, Any]] | StorageOptions | None = None):
+        self.options = options if isinstance(options, StorageOptions) else StorageOptions(options)
+
+    def __repr__(self) -> str:
+        return f"Storage({self.options!r})"
+
+    def fs(self, loc: Location, **extra: Any) -> AbstractFileSystem:
+        return self.options.filesystem(loc, **extra)
+
+    def endpoint(self, loc: Location) -> str | None:
+        """The endpoint a location's requests go to, when the store has one (S3: options, then AWS_ENDPOINT_URL)."""
+        if loc.is_local:
+            return None
+        opts = self.options.for_location(loc)
+        return (opts.get("endpoint_url") or (opts.get("client_kwargs") or {}).get("endpoint_url")
+                or (os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+                    if loc.protocol in ("s3", "s3a") else None))
+
+    def translated(self, loc: Location, action: str):
+        """Store failures inside the block as one StorageError line naming `loc` (see storage.failures)."""
+        return translated(loc, action, self.endpoint(loc), secrets_of(self.options.for_location(loc)))
+
+    def open_read(self, where: str | Location, block_size: int = READ_BLOCK, cache_type: str = "readahead"
+                  ) -> BinaryIO:
+        """A seekable binary file over the object: reads are ranged requests of at least `block_size` bytes
+        (`cache_type="none"`: each read is exactly one ranged request, for streaming a copy in bounded memory)."""
+        loc = location(where)
+        with self.translated(loc, "read"):
+            if loc.is_local:
+                return open(loc.path, "rb")
+            return self.fs(loc).open(loc.path, "rb", block_size=block_size, cache_type=cache_type)
+
+    def read_range(self, where: str | Location, start: int, end: int) -> bytes:
+        """Bytes [start, end) of a file or object: one ranged request."""
+        loc = location(where)
+        with self.translated(loc, "read"):
+            return self.fs(loc).cat_file(loc.path, start=start, end=end)
+
+    def read_bytes(self, where: str | Location) -> bytes:
+        """A whole (small) file or object."""
+        loc = location(where)
+        with self.translated(loc, "read"):
+            return self.fs(loc).cat_file(loc.path)
+
+    @contextmanager
+    def write_atomic(self, where: str | Location) -> Iterator[_Writer]:
+        """A binary file to write; it appears at `where` whole when the block ends, and not at all if it raises.
+        The store's failures become one StorageError line; the block's own exceptions pass unchanged."""
+        loc = location(where)
+        with self.translated(loc, "write"):
+            fh = _LocalAtomicFile(loc.path) if loc.is_local else self.fs(loc).open(loc.path, "wb", autocommit=False)
+        try:
+            yield _Writer(fh, lambda: self.translated(loc, "write"))
+        except BaseException:
+            fh.discard()  # an object store aborts the multipart upload: nothing appears
+            fh.closed = True  # so that garbage collection does not try to upload what is left
+            raise
+        with self.translated(loc, "write"):
+            fh.close()
+            fh.commit()
+
+    def write_bytes(self, where: str | Location, data: bytes) -> None:
+        """Write a whole (small) file or object atomically: one PUT for an object (`write_atomic` would make it a
+        three-request multipart upload)."""
+        loc = location(where)
+        if loc.is_local:
+            with self.write_atomic(loc) as fh:
+                fh.write(data)
+            return
+        with self.translated(loc, "write"):
+            self.fs(loc).pipe_file(loc.path, data)
+
+    def upload(self, local: str | os.PathLike, where: str | Location, block: int = READ_BLOCK) -> int:
+        """Copy a local file to `where` atomically, streaming `block` bytes at a time; returns its size."""
+        size = 0
+        with open(local, "rb") as fin, self.write_atomic(where) as fout:
+            while data := fin.read(block):
+                fout.write(data)
+                size += len(data)
+        return size
+
+    def exists(self, where: str | Location) -> bool:
+        loc = location(where)
+        with self.translated(loc, "read"):
+            return bool(self.fs(loc).exists(loc.path))
+
+    def size(self, where: str | Location) -> int:
+        loc = location(where)
+        with self.translated(loc, "read"):
+            return int(self.fs(loc).size(loc.path))
+
+    def listing(self, prefix: str | Location) -> list[Entry]:
+        """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none."""
+        loc = location(prefix)
+        with self.translated(loc, "list"):
+            found = self.fs(loc).find(loc.path, detail=True)
+        root = loc.path.rstrip("/") + "/"
+        return sorted(Entry(info["name"][len(root):] if info["name"].startswith(root) else info["name"],
+                            int(info.get("size") or 0))
+                      for info in found.values() if info.get("type") != "directory")
+
+    def delete_prefix(self, prefix: str | Location) -> int:
+        """Delete every file under a prefix (and the prefix's folder, locally); returns how many files went."""
+        loc = location(prefix)
+        entries = self.listing(loc)
+        fs = self.fs(loc)
+        with self.translated(loc, "delete"):
+            if entries:
+                fs.rm([loc.join(e.rel).path for e in entries])
+            if loc.is_local and os.path.isdir(loc.path):
+                fs.rm(loc.path, recursive=True)
+        return len(entries)

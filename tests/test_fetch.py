@@ -1,0 +1,155 @@
+"""The set's digests file and `graphshard fetch`: from a local path and from moto's S3, byte-identical files that
+graphshard's reader loads, a subset of parts, a tampered object refused in one line, bad locations in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from s3_helpers import DUMMY_SECRET, authenticating_server, free_port
+
+import graphshard
+from graphshard.cli import main
+from graphshard.digests import read_digest
+from graphshard.errors import InputError
+from graphshard.formats.partition_reader import load_partition
+from graphshard.storage import Storage, location
+
+NAME = "ogbn-tiny"  # the chunked format refuses this name: partition_graph renames the config (and digests) back
+
+
+@pytest.fixture(scope="module")
+def part_set(tmp_path_factory, dask_cluster_client) -> Path:
+    """A validated 3-part heterogeneous set written by partition_graph (orig-ID files included); its config path."""
+    rng = np.random.default_rng(5)
+    num_nodes = {"user": 400, "item": 150}
+    edges = {("user", "buys", "item"): (rng.integers(0, 400, 2500), rng.integers(0, 150, 2500)),
+             ("user", "follows", "user"): (rng.integers(0, 400, 1200), rng.integers(0, 400, 1200))}
+    node_feats = {"user": {"feat": rng.random((400, 8), dtype=np.float32)}, "item": {"label": rng.integers(0, 5, 150)}}
+    out = tmp_path_factory.mktemp("set") / "out"
+    graphshard.partition_graph(edges, NAME, 3, out, part_method="random", num_nodes=num_nodes, node_feats=node_feats,
+                               validate=True, client=dask_cluster_client)
+    return out / f"{NAME}.json"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _upload(folder: Path, url: str) -> None:
+    storage = Storage()
+    for rel in _files(folder):
+        storage.upload(folder / rel, location(url).join(rel))
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(["fetch", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_set_carries_its_digests(part_set: Path):
+    """Every partition file, with the size and xxh3_128 its writer took; the validated set accepts the file."""
+    folder = part_set.parent
+    doc = json.loads((folder / f"{NAME}.digests.json").read_text())
+    part_files = {rel for rel in _files(folder) if rel.startswith("part")}
+    assert doc["algorithm"] == "xxh3_128" and doc["num_parts"] == 3 and set(doc["files"]) == part_files
+    assert {"part0/graph.dgl", "part2/node_feat.dgl", "part1/edge_feat.dgl"} <= part_files
+    for rel, entry in doc["files"].items():
+        assert entry == {"size": (folder / rel).stat().st_size, "digest": read_digest(folder / rel)}
+    assert json.loads((folder / "report.json").read_text())["ok"]
+    assert not (folder / "ogbn_tiny.digests.json").exists() and len(list(folder.glob("*.digests.json"))) == 1
+
+
+def test_shuffle_digests_and_fetch_orig_ids(rmat_small: Path, tmp_path: Path, dask_cluster_client, capsys):
+    """The shuffle step library function (as `graphshard run`/`shuffle` call it) lists the orig-ID files too, and
+    fetch copies them with their part."""
+    from graphshard.assign import assign
+    from graphshard.assign.options import AssignOptions
+    from graphshard.shuffle import ShuffleOptions, shuffle
+
+    assignment = assign(rmat_small, tmp_path / "assignment", 2, AssignOptions(method="random"),
+                        client=dask_cluster_client)
+    config = shuffle(rmat_small, assignment, tmp_path / "set", ShuffleOptions(save_orig_nids=True,
+                      save_orig_eids=True), dask_cluster_client)
+    doc = json.loads(config.with_name("rmat.digests.json").read_text())
+    assert {"part1/orig_nids.dgl", "part1/orig_eids.dgl"} <= set(doc["files"])
+    assert all(read_digest(config.parent / rel) == e["digest"] for rel, e in doc["files"].items())
+    code, _, _ = _run(capsys, str(config), "--out", str(tmp_path / "got"), "--parts", "1")
+    got = _files(tmp_path / "got")
+    assert code == 0 and sorted(got) == ["part1/edge_feat.dgl", "part1/graph.dgl", "part1/node_feat.dgl",
+                                         "part1/orig_eids.dgl", "part1/orig_nids.dgl", "rmat.digests.json",
+                                         "rmat.json"]
+    assert all(got[k] == (config.parent / k).read_bytes() for k in got)
+
+
+def test_fetch_local_whole_set(part_set: Path, tmp_path: Path, capsys):
+    code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "got"))
+    assert code == 0 and err == "" and "fetched part(s) 0,1,2" in out
+    got, src = _files(tmp_path / "got"), _files(part_set.parent)
+    assert got == {k: v for k, v in src.items() if not k.startswith("report.")}  # byte for byte
+    for p in range(3):
+        mine, theirs = load_partition(tmp_path / "got" / part_set.name, p), load_partition(part_set, p)
+        np.testing.assert_array_equal(mine.graph.src, theirs.graph.src)
+        np.testing.assert_array_equal(mine.node_feats["user/feat"], theirs.node_feats["user/feat"])
+
+
+def test_fetch_s3_subset(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    _upload(part_set.parent, f"{s3_bucket}/sets/tiny")
+    url = f"{s3_bucket}/sets/tiny/{part_set.name}"
+    code, out, _ = _run(capsys, url, "--out", str(tmp_path / "got"), "--parts", "2,0", "--transfers", "3")
+    assert code == 0 and "fetched part(s) 0,2" in out
+    got, src = _files(tmp_path / "got"), _files(part_set.parent)
+    assert sorted(got) == sorted(k for k in src if k.startswith(("part0/", "part2/", NAME)))
+    assert all(got[k] == src[k] for k in got)
+    config = tmp_path / "got" / part_set.name
+    part = load_partition(config, 2)
+    assert part.book.num_partitions() == 3 and part.graph_name == NAME  # the config still describes every part
+    with pytest.raises(InputError, match="part1/graph.dgl: expected a readable DGL graph file"):
+        load_partition(config, 1)  # not fetched
+
+
+def test_tampered_object_refused(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    _upload(part_set.parent, f"{s3_bucket}/set")
+    storage = Storage()
+    target = f"{s3_bucket}/set/part1/node_feat.dgl"
+    data = bytearray(storage.read_bytes(target))
+    data[-1] ^= 0xFF
+    storage.write_bytes(target, bytes(data))
+    code, out, err = _run(capsys, f"{s3_bucket}/set/{part_set.name}", "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"graphshard fetch: error: {target}: xxh3_128 ") and "nothing was fetched" in err
+    assert os.listdir(tmp_path) == []  # neither the folder nor its staging sibling
+
+
+def test_bad_parts_and_missing_digests(part_set: Path, tmp_path: Path, capsys):
+    code, _, err = _run(capsys, str(part_set), "--out", str(tmp_path / "a"), "--parts", "1,7")
+    assert code == 2 and "expected ids in 0..2" in err and "[7]" in err
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / part_set.name).write_bytes(part_set.read_bytes())
+    code, _, err = _run(capsys, str(bare / part_set.name), "--out", str(tmp_path / "b"))
+    assert code == 2 and "no digests file beside the partition config" in err
+    assert sorted(os.listdir(tmp_path)) == ["bare"]
+
+
+@pytest.mark.parametrize("case", ["unreachable", "bucket", "credentials"])
+def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
+    """One line naming the URL and what to change, never the secret; nothing created."""
+    url = "s3://no-such-bucket-7/sets/g.json"
+    expected = {"unreachable": "cannot reach the store", "bucket": "bucket 'no-such-bucket-7' does not exist",
+                "credentials": "the store refused the credentials"}[case]
+    if case == "unreachable":
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    if case == "credentials":
+        with authenticating_server() as server:
+            monkeypatch.setenv("AWS_ENDPOINT_URL", server.endpoint)
+            code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    else:
+        code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"graphshard fetch: error: {url}: {expected}") and DUMMY_SECRET not in err
+    assert os.listdir(tmp_path) == []

@@ -1,0 +1,175 @@
+"""The storage layer (graphshard/storage) on local paths and on moto's S3: locations, reads (whole and ranged),
+atomic writes, listing, deleting, and one-line failures that name the URL and never the secret."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pytest
+from s3_helpers import DUMMY_SECRET, authenticating_server, free_port, read_only_bucket
+
+from graphshard.storage import Storage, StorageError, check_location, location
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request, tmp_path):
+    """A fresh empty prefix: a local folder, or a bucket on the session's S3 server."""
+    if request.param == "local":
+        return str(tmp_path / "store")
+    return request.getfixturevalue("s3_bucket") + "/prefix"
+
+
+def test_locations_parse_join_and_resolve():
+    assert location("s3://b/a/./c/../d").url == "s3://b/a/d"
+    assert location("parts/p0", base="s3://b/configs").url == "s3://b/configs/parts/p0"
+    assert location("s3://other/x", base="s3://b/c").url == "s3://other/x"
+    assert location("file:///tmp/x/").url == "/tmp/x"
+    assert location("/tmp/a").join("b", "c.json").url == "/tmp/a/b/c.json"
+    assert location("gs://b/k").parent.url == "gs://b"
+    assert location("s3://b/k/part0/graph.dgl").relative_to(location("s3://b/k")) == "part0/graph.dgl"
+    with pytest.raises(Exception, match="climbs out of the bucket"):
+        location("../../x", base="s3://b/c")
+    with pytest.raises(Exception, match="found no bucket"):
+        location("s3://")
+
+
+def test_secrets_never_shown():
+    url = "https://user:hunter22@example.com/x.json?X-Amz-Signature=abcdef&part=1"
+    assert "hunter22" not in str(location(url)) and "abcdef" not in repr(location(url))
+    storage = Storage({"s3://b/": {"key": "AKIA-visible-id", "secret": "topsecret-value"}})
+    assert "topsecret-value" not in repr(storage) and "topsecret-value" not in repr(pickle.loads(pickle.dumps(storage)))
+
+
+def test_write_read_list_delete(root):
+    storage = Storage()
+    base = location(root)
+    payload = bytes(range(256)) * 1000
+    storage.write_bytes(base.join("a/one.bin"), payload)
+    with storage.write_atomic(base.join("two.txt")) as fh:
+        fh.write(b"hello ")
+        fh.write(b"world")
+    assert storage.read_bytes(base.join("a/one.bin")) == payload
+    assert storage.read_range(base.join("a/one.bin"), 1000, 1010) == payload[1000:1010]
+    with storage.open_read(base.join("a/one.bin"), block_size=4096) as fh:
+        fh.seek(5000)
+        assert fh.read(3) == payload[5000:5003]
+    assert storage.exists(base.join("two.txt")) and storage.size(base.join("two.txt")) == 11
+    assert [(e.rel, e.size) for e in storage.listing(base)] == [("a/one.bin", len(payload)), ("two.txt", 11)]
+    assert storage.delete_prefix(base) == 2
+    assert storage.listing(base) == [] and not storage.exists(base.join("two.txt"))
+
+
+def test_failed_atomic_write_leaves_nothing(root):
+    """A write that fails midway shows neither a partial object nor a temporary file; the old content stays."""
+    storage = Storage()
+    target = location(root).join("config.json")
+    storage.write_bytes(target, b"old")
+    with pytest.raises(RuntimeError):
+        with storage.write_atomic(target) as fh:
+            fh.write(b"x" * (6 << 20))  # over s3fs's 5 MiB block: a multipart upload has started
+            raise RuntimeError("crash mid-write")
+    assert storage.read_bytes(target) == b"old"
+    assert [e.rel for e in storage.listing(location(root))] == ["config.json"]
+
+
+def test_multipart_write_is_whole(s3_bucket):
+    storage = Storage()
+    target = location(s3_bucket).join("big.bin")
+    data = bytes(range(251)) * (60_000)  # ~15 MB: three parts
+    with storage.write_atomic(target) as fh:
+        for i in range(0, len(data), 1 << 20):
+            fh.write(data[i:i + (1 << 20)])
+    assert storage.size(target) == len(data) and storage.read_range(target, len(data) - 7, len(data)) == data[-7:]
+
+
+def test_storage_options_per_prefix(s3_server, monkeypatch):
+    """Credentials and the endpoint from storage_options alone (no AWS environment at all)."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    bucket = s3_server.new_bucket()
+    storage = Storage({bucket + "/": s3_server.options(), "s3://": {"anon": True}})
+    assert storage.options.for_location(location("s3://other/x")) == {"anon": True}
+    storage.write_bytes(f"{bucket}/k/x.bin", b"abc")
+    assert storage.read_bytes(f"{bucket}/k/x.bin") == b"abc"
+    assert check_location(f"{bucket}/k", write=True, storage=storage).url == f"{bucket}/k"
+
+
+def test_check_location_local(tmp_path):
+    assert check_location(tmp_path / "new" / "out", write=True).url == str(tmp_path / "new" / "out")
+    with pytest.raises(StorageError, match="no such file or folder"):
+        check_location(tmp_path / "missing.json")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(StorageError, match="is a file, not a folder"):
+        check_location(tmp_path / "f" / "out", write=True)
+
+
+def test_missing_bucket_and_object(s3_env):
+    with pytest.raises(StorageError) as err:
+        check_location("s3://no-such-bucket-here/out", write=True)
+    line = str(err.value)
+    assert "\n" not in line and "s3://no-such-bucket-here/out" in line and "does not exist" in line
+    assert DUMMY_SECRET not in line
+    with pytest.raises(StorageError, match="^s3://no-such-bucket-here/x.bin: bucket 'no-such-bucket-here' does not"):
+        with Storage().write_atomic("s3://no-such-bucket-here/x.bin") as fh:
+            fh.write(b"x" * (6 << 20))  # the multipart upload starts here, inside the caller's block
+    bucket = s3_env.new_bucket()
+    with pytest.raises(StorageError, match="no such file or object"):
+        check_location(f"{bucket}/missing.json")
+    with pytest.raises(StorageError, match="no such file or object"):
+        Storage().read_bytes(f"{bucket}/missing.json")
+
+
+def test_unreachable_endpoint(s3_env, monkeypatch):
+    dead = f"http://127.0.0.1:{free_port()}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", dead)
+    with pytest.raises(StorageError) as err:
+        check_location("s3://bucket/out", write=True)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("s3://bucket/out: cannot reach the store") and dead in line
+    assert DUMMY_SECRET not in line
+
+
+def test_wrong_credentials(monkeypatch):
+    """A store that checks credentials refuses ours: one line, the URL, no secret, what to change."""
+    with authenticating_server() as server:
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        for write in (False, True):
+            with pytest.raises(StorageError) as err:
+                check_location("s3://bucket/in/metadata.json", write=write)
+            line = str(err.value)
+            assert "\n" not in line and line.startswith("s3://bucket/in/metadata.json: the store refused the "
+                                                        "credentials") and DUMMY_SECRET not in line
+        storage = Storage({"s3://bucket/": {"secret": "opt-secret-9876", "key": "k"}})
+        with pytest.raises(StorageError) as err:
+            storage.read_bytes("s3://bucket/x")
+        line = str(err.value)  # a HEAD request's 403 has no body: S3 cannot say whether the key or the grant is wrong
+        assert "opt-secret-9876" not in line and line.startswith("s3://bucket/x: the store denied read access")
+
+
+def test_no_write_permission(monkeypatch):
+    """Credentials that may read but not write: the write pre-flight names the URL and says so; reading passes."""
+    with read_only_bucket() as (server, bucket):
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        with pytest.raises(StorageError) as err:
+            check_location(f"{bucket}/out", write=True)
+        line = str(err.value)
+        assert line.startswith(f"{bucket}/out: the store denied write access") and server.secret not in line
+        with pytest.raises(StorageError, match="no such file or object"):
+            check_location(f"{bucket}/in/missing.json")
+
+
+def test_unknown_protocol():
+    with pytest.raises(Exception, match="unknown storage protocol 'nosuch'"):
+        Storage().exists("nosuch://b/x")
+
+
+def test_storage_import_is_light():
+    """Importing the storage layer loads neither fsspec's stores nor boto (the CLI's start stays fast)."""
+    code = ("import sys, graphshard.storage; "
+            "print(sorted(m for m in ('s3fs', 'botocore', 'aiobotocore', 'fsspec') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
