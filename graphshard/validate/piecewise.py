@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ctypes
 from contextlib import contextmanager
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
-from graphshard.formats.dgl_columns import Column
+if TYPE_CHECKING:
+    from graphshard.formats.dgl_columns import Column
 
 PIECE_ROWS = 1 << 18  # rows per piece (small pieces keep temporaries in cache); tests set it tiny
 
