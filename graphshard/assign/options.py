@@ -61,6 +61,9 @@ class AssignOptions(BaseModel):
     multilevel_block_edges: int = Field(default=4_000_000, ge=1)
     multilevel_lp_rounds: int = Field(default=6, ge=1)
     multilevel_refine_rounds: int = Field(default=8, ge=0)
+    multilevel_initial: Literal["kaminpar", "metis"] = "kaminpar"
+    multilevel_initial_tries: int = Field(default=1, ge=1)
+    multilevel_fm: bool = True
 
     @property
     def has_constraints(self) -> bool:

@@ -159,7 +159,7 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
         budget = (plan.bound - load) // len(level.blocks)
         results = run_tasks(client, STEP, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
                             level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
-                            budget=budget)
+                            budget=budget, fm=plan.options.multilevel_fm)
         load, moved = _sum_deltas(results, load)
         remove(level.parts(rnd))
         rnd += 1
@@ -183,4 +183,4 @@ def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.nd
     ufactor = tight if level.nodes * tight >= 10 * plan.nparts * 1000 else opts.ufactor
     return run_tasks(client, STEP, "ml-initial", partition_coarsest, [level], label=lambda lv: f"L{lv.index}",
                      nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
-                     metis_lib=opts.metis_lib)[0]
+                     method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
