@@ -21,17 +21,31 @@ from pathlib import Path
 from measure import machine, run  # bench/measure.py
 
 # family -> (generator, its arguments, assignment options every method gets)
-MAG_BALANCE = {"balance_ntypes": ["paper", "author", "institution", "field_of_study"]}
+MAG_BALANCE = {"balance_ntypes": ["ntype", "paper/train_mask"]}  # a class per node type x paper train mask
 FAMILIES = {
     "rmat-100k": ("rmat", {"nodes": 100_000, "edges": 2_000_000, "seed": 0}, {}),
     "rmat-300k-s2": ("rmat", {"nodes": 300_000, "edges": 6_000_000, "seed": 2}, {}),
     "rmat-1m": ("rmat", {"nodes": 1_000_000, "edges": 20_000_000, "seed": 0}, {}),
     "grid2d-250k": ("grid", {"nodes": 250_000, "dims": 2}, {}),
+    "grid2d-1m": ("grid", {"nodes": 1_000_000, "dims": 2}, {}),
+    "grid3d-1m": ("grid", {"nodes": 1_000_000, "dims": 3}, {}),
+    "planted-500k": ("planted", {"nodes": 500_000, "edges": 5_000_000}, {}),
+    "geometric-1m": ("geometric", {"nodes": 1_000_000}, {}),
+    "chunglu-500k": ("chunglu", {"nodes": 500_000, "edges": 5_000_000}, {}),
+    "mag-100k": ("mag", {"papers": 100_000}, MAG_BALANCE),
     "grid3d-216k": ("grid", {"nodes": 216_000, "dims": 3}, {}),
     "planted-200k": ("planted", {"nodes": 200_000, "edges": 2_000_000}, {}),
     "geometric-500k": ("geometric", {"nodes": 500_000}, {}),
     "chunglu-200k": ("chunglu", {"nodes": 200_000, "edges": 2_000_000}, {}),
     "mag-50k": ("mag", {"papers": 50_000}, MAG_BALANCE),
+    # small screening graphs (under 1M edges: they may run outside the heavy-work lock)
+    "rmat-50k": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1}, {}),
+    "grid2d-62k": ("grid", {"nodes": 62_500, "dims": 2}, {}),
+    "grid3d-64k": ("grid", {"nodes": 64_000, "dims": 3}, {}),
+    "planted-50k": ("planted", {"nodes": 50_000, "edges": 500_000}, {}),
+    "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
+    "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
+    "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
 }
 # row name -> assignment options (method and its own options)
 METHODS = {
