@@ -23,7 +23,9 @@ Fields:
   with METIS in one task (the one task that holds a whole graph: this one). `multilevel_block_edges`: input edges
   per block task (blocks = ceil(edges / this); the block count does not depend on the cluster, so results do not
   either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
-  the nodes); `multilevel_refine_rounds`: refinement rounds per level at most.
+  the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
+  the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`
+  (the best of `multilevel_initial_tries` seeds); `multilevel_fm`: a boundary FM pass after each refinement sweep.
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis ships).
 """
 
