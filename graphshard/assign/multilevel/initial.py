@@ -1,6 +1,7 @@
 """The coarsest level, partitioned in one task: KaMinPar's strong preset when only node counts are balanced and the
-level has at most KAMINPAR_MAX_ENTRIES adjacency entries (through the weighted ParHiP file its binding reads), else METIS (multi-constraint, edge weights) through metis_capi, the best
-of `tries` seeds. Both with node and edge weights, one thread, seeded: the same level gives the same parts."""
+level has at most KAMINPAR_MAX_ENTRIES adjacency entries (through the weighted ParHiP file its binding reads), else
+METIS (multi-constraint, edge weights) through metis_capi, the best of `tries` seeds. Both with node and edge weights,
+one thread, seeded: the same level gives the same parts."""
 
 from __future__ import annotations
 
