@@ -149,6 +149,11 @@ def test_disk_short_of_the_plan_is_refused(tmp_path, example_graph, monkeypatch)
         gate.check(cfg, check_config(cfg))
     assert str(err.value).startswith("plan: disk: predicted space needed ") and "work_dir" in str(err.value)
     assert "above the limit 1 MB" in str(err.value)
+    # an earlier run's artifacts in the work folder (a cached re-run writes nothing): not refused
+    done = tmp_path / "work" / "shuffle" / "key" / "partitions"
+    done.mkdir(parents=True)
+    (done / "part0.bin").write_bytes(b"x" * 8_000_000)
+    assert not gate.check(cfg, check_config(cfg)).misfits
 
 
 def test_methods_that_pack_edge_keys_need_fewer_than_2_31_nodes():
