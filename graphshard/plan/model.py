@@ -99,8 +99,8 @@ def shape(g: GraphSizes, s: Settings) -> Shape:
     else:
         out_edges = owned * cut if s.halo_mode == "full" else 0.0
         local = owned + out_edges * (1 if s.halo_hops == 1 else s.halo_hops)
-        halo_nodes = min(g.nodes * (1 - 1 / k), c["halo_nodes_per_cut_edge"] * cut * owned * (1 + (s.halo_mode == "full"))
-                         * s.halo_hops)
+        ends = cut * owned * (1 + (s.halo_mode == "full")) * s.halo_hops  # cut in-edges' sources, out-edges' ends
+        halo_nodes = min(g.nodes * (1 - 1 / k), c["halo_nodes_per_cut_edge"] * ends)
     return Shape(cut, owned, local, g.nodes / k, g.nodes / k + halo_nodes)
 
 
@@ -174,7 +174,8 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     blocks = max(1, math.ceil(g.edges / s.block_edges))
     tasks_ = {"ml-route (one edge chunk)": g.largest_chunk * c["ml_route_bytes_per_edge"],
               "ml-block (one level-0 block)": g.edges / blocks * c["ml_block_bytes_per_edge"],
-              "ml-initial (METIS on the coarsest level)": min(g.nodes, s.coarse_nodes) * c["ml_coarsest_bytes_per_node"],
+              "ml-initial (METIS on the coarsest level)":
+                  min(g.nodes, s.coarse_nodes) * c["ml_coarsest_bytes_per_node"],
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s, blocks) + r_tasks
