@@ -24,8 +24,9 @@ def watch(locations: dict[str, Path]) -> None:
 
 def is_full(err: BaseException) -> bool:
     """Whether an exception means the filesystem (or the user's quota) is full."""
-    return isinstance(err, OSError) and (err.errno in (errno.ENOSPC, errno.EDQUOT)
-                                         or bool(_SHORT_WRITE.search(str(err))))
+    if not isinstance(err, OSError):
+        return False
+    return err.errno in (errno.ENOSPC, errno.EDQUOT) or bool(_SHORT_WRITE.search(str(err)))
 
 
 def _existing(path: Path) -> Path:

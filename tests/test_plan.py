@@ -61,8 +61,8 @@ def test_example_plan_shape_and_figures(tmp_path, capsys, example_graph):
                for s in plan["steps"])
     assert plan["limits"]["worker_memory"] == 2_000_000_000 and not plan["limits"]["external"]
     assert [loc["key"] for loc in plan["limits"]["locations"]] == ["work_dir"]  # output.dir: same filesystem
-    overrides = [x for o in shipped("example", example_graph, tmp_path) for x in ("--set", o)]
-    assert main(["plan", str(config), *overrides]) == 0
+    sets = [x for o in shipped("example", example_graph, tmp_path) for x in ("--set", o)]
+    assert main(["plan", str(config), *sets]) == 0
     text = capsys.readouterr().out
     assert "worker peak" in text and "\nfits: yes" in text and text.count("\nshuffle (4 partitions") == 1
 
@@ -86,8 +86,8 @@ def test_mag_plan_metis_in_the_flow_host(tmp_path, capsys, mag_small, monkeypatc
     assert code == 0 and plan["graph"]["node_types"] == 4 and plan["settings"]["method"] == "metis"
     step = {s["step"]: s for s in plan["steps"]}
     c = coefficients.load()
-    metis_flow = c["flow_base"] + c["flow_bytes_per_edge"]["metis"] * plan["graph"]["edges"]
-    assert step["assign"]["flow_peak"] == int(metis_flow)
+    metis = c["flow_bytes_per_edge"]["metis"]
+    assert step["assign"]["flow_peak"] == int(c["flow_base"] + metis * plan["graph"]["edges"])
     assert "flow host" in step["assign"]["detail"] and plan["limits"]["worker_memory"] == 4_000_000_000
     # a flow host just above the flow process's baseline cannot hold METIS's graph: refused, multilevel suggested
     monkeypatch.setattr("graphshard.plan.build.host_memory", lambda: c["flow_base"] + 1)
@@ -150,6 +150,11 @@ def test_disk_short_of_the_plan_is_refused(tmp_path, example_graph, monkeypatch)
         gate.check(cfg, check_config(cfg))
     assert str(err.value).startswith("plan: disk: predicted space needed ") and "work_dir" in str(err.value)
     assert "above the limit 1 MB" in str(err.value)
+    # an earlier run's artifacts in the work folder (a cached re-run writes nothing): not refused
+    done = tmp_path / "work" / "shuffle" / "key" / "partitions"
+    done.mkdir(parents=True)
+    (done / "part0.bin").write_bytes(b"x" * 8_000_000)
+    assert not gate.check(cfg, check_config(cfg)).misfits
 
 
 def test_methods_that_pack_edge_keys_need_fewer_than_2_31_nodes():

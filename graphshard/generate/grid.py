@@ -9,7 +9,7 @@ import numpy as np
 
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import chunk_bounds
-from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_formats
 from graphshard.generate.common import chunk_rng, scatter_ids
 from graphshard.generate.rmat import ETYPE, NTYPE, add_node_features
 
@@ -74,7 +74,7 @@ def generate_grid(out_dir: str | Path, nodes: int = 1 << 14, dims: int = 2, chun
     order = chunk_rng(seed, "grid:order").permutation(len(src))
     src, dst = scatter_ids(src[order], n, seed, "grid"), scatter_ids(dst[order], n, seed, "grid")
     edge_bounds, node_bounds = chunk_bounds(len(src), chunks), chunk_bounds(n, chunks)
-    formats = {name: spec_format(fmt, i) for i, name in enumerate(["edges", "feat", "label", "train_mask"])}
+    formats = spec_formats(fmt, ["edges", "feat", "label", "train_mask"])
     with ChunkedGraphWriter(out_dir, graph_name, [NTYPE], [ETYPE], overwrite=overwrite) as writer:
         for i in range(chunks):
             lo, hi = edge_bounds[i], edge_bounds[i + 1]

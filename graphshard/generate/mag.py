@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import chunk_bounds
-from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_formats
 from graphshard.generate.common import chunk_rng, scatter_ids
 
 # Node counts relative to papers and the split of forward edges, after ogbn-mag (736k papers, 21.1M forward edges).
@@ -115,7 +115,7 @@ def generate_mag(out_dir: str | Path, papers: int = 1000, edges: int | None = No
     rev = [reverse_etype(s, r, d) for s, r, d, _, _ in RELATIONS]
     spec_names = [*fwd, *rev, "writes:feat", "paper:feat", "paper:label", "paper:year", "paper:train_mask",
                   "paper:val_mask", "paper:test_mask", "author:h_index"]
-    formats = {name: spec_format(fmt, i) for i, name in enumerate(spec_names)}
+    formats = spec_formats(fmt, spec_names)
     with ChunkedGraphWriter(out_dir, graph_name, list(NODE_RATIO), fwd + rev, overwrite=overwrite) as writer:
         for relation, f_et, r_et in zip(RELATIONS, fwd, rev):
             bounds = chunk_bounds(ecounts[f_et], chunks)

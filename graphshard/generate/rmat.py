@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import chunk_bounds
-from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_format
+from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_formats
 from graphshard.generate.common import chunk_rng, scatter_ids
 
 PROBS = (0.57, 0.19, 0.19, 0.05)  # a, b, c, d: quadrant probabilities per recursion level
@@ -118,7 +118,7 @@ def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 1
     feat_dim = positive("feat-dim", feat_dim)
     nodes = max(nodes, chunks)
     node_bounds, edge_bounds = chunk_bounds(nodes, chunks), chunk_bounds(edges, chunks)
-    formats = {name: spec_format(fmt, i) for i, name in enumerate(["edges", "feat", "label", "train_mask", "weight"])}
+    formats = spec_formats(fmt, ["edges", "feat", "label", "train_mask", "weight"])
     with ChunkedGraphWriter(out_dir, graph_name, [NTYPE], [ETYPE], overwrite=overwrite) as writer:
         for i in range(chunks):
             src, dst, weight = edge_chunk(seed, i, edge_bounds[i + 1] - edge_bounds[i], nodes)

@@ -63,12 +63,27 @@ def disk_needs(cfg: PipelineConfig, steps: list[StepPlan]) -> dict[str, tuple[Pa
     bucket_dir = cfg.shuffle.scratch_dir
     work = max(by["assign"].scratch + text, text + parts + (0 if bucket_dir else by["shuffle"].scratch),
                text + parts + (by["validate"].scratch + by["validate"].output if "validate" in by else 0))
-    needs = {"work_dir": (cfg.work, work)}
+    needs = {"work_dir": (cfg.work, max(0, work - _cached_bytes(cfg.work)))}
     if bucket_dir:
         needs["shuffle.scratch_dir"] = (Path(bucket_dir), by["shuffle"].scratch)
     if _device(cfg.output.dir) != _device(cfg.work):
         needs["output.dir"] = (cfg.output.dir, parts)
     return needs
+
+
+def _cached_bytes(work: Path) -> int:
+    """Bytes of the assignment and partition artifacts already in the work folder: a re-run whose steps are cached
+    writes nothing there, so a disk they filled must not refuse it (a changed config may need them anew: then the
+    disk-full line, not the plan, reports it)."""
+    total = 0
+    for step in ("assign", "shuffle"):
+        for root, _, files in os.walk(work / step):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                except OSError:  # removed meanwhile (another run's cleanup)
+                    pass
+    return total
 
 
 def _device(path: Path) -> int:

@@ -99,8 +99,8 @@ def shape(g: GraphSizes, s: Settings) -> Shape:
     else:
         out_edges = owned * cut if s.halo_mode == "full" else 0.0
         local = owned + out_edges * (1 if s.halo_hops == 1 else s.halo_hops)
-        halo_nodes = min(g.nodes * (1 - 1 / k),
-                         c["halo_nodes_per_cut_edge"] * cut * owned * (1 + (s.halo_mode == "full")) * s.halo_hops)
+        ends = cut * owned * (1 + (s.halo_mode == "full")) * s.halo_hops  # cut in-edges' sources, out-edges' ends
+        halo_nodes = min(g.nodes * (1 - 1 / k), c["halo_nodes_per_cut_edge"] * ends)
     return Shape(cut, owned, local, g.nodes / k, g.nodes / k + halo_nodes)
 
 

@@ -49,9 +49,8 @@ class GraphSizes:
             edge_types=len(graph.edge_type), nodes_per_type=tuple(graph.num_nodes(nt) for nt in graph.node_type),
             edge_chunks=len(chunks), largest_chunk=max(chunks, default=0),
             node_feat_bytes=node_bytes / max(graph.total_nodes, 1),
-            edge_feat_bytes=edge_bytes / max(graph.total_edges, 1),
-            features=len(feats), feature_files=sum(len(spec.data) for spec in feats),
-            largest_file=max(sizes, default=0),
+            edge_feat_bytes=edge_bytes / max(graph.total_edges, 1), features=len(feats),
+            feature_files=sum(len(spec.data) for spec in feats), largest_file=max(sizes, default=0),
             input_bytes=sum(sizes))
 
     @classmethod
