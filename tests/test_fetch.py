@@ -153,3 +153,5 @@ def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"graphshard fetch: error: {url}: {expected}") and DUMMY_SECRET not in err
     assert os.listdir(tmp_path) == []
+    log = max(Path(os.environ["GRAPHSHARD_LOG_DIR"]).glob("fetch-*.log"), key=lambda p: p.stat().st_mtime)
+    assert url in log.read_text() and DUMMY_SECRET not in log.read_text()  # the traceback there: no secret either
