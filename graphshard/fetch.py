@@ -96,7 +96,10 @@ def parse_parts(text: str | None, num_parts: int, source: str) -> list[int]:
 def _checked_layout(config_file: Path, source: Location) -> Layout:
     from graphshard.validate.layout import check_layout, load_layout
 
-    layout = load_layout(config_file)
+    try:
+        layout = load_layout(config_file)
+    except GraphshardError as err:  # named by its staged copy: name the source instead
+        raise GraphshardError(str(err).replace(str(config_file.resolve()), str(source))) from None
     problems = check_layout(layout)
     if problems:
         raise GraphshardError(f"{source}: not a valid partition config: {problems[0].message}")
