@@ -25,7 +25,6 @@ from graphshard.errors import GraphshardError
 if TYPE_CHECKING:
     from distributed import Client
 
-GRAPHBOLT_FILE = "fused_csc_sampling_graph.pt"
 DEBUG_ENV = "DGL_DIST_DEBUG"  # DGL's debug mode: every node/edge field is kept in the GraphBolt graph
 INSTALL_HINT = "pip install 'dgl>=2.1' torch (e.g. dgl==2.1.0 torch==2.1.2, as bench/dgl_compat.sh installs)"
 
@@ -50,8 +49,8 @@ def require_dgl(what: str) -> None:
     """Refuse, in one line, when DGL or torch cannot be imported here."""
     missing = missing_modules()
     if missing:
-        raise GraphshardError(f"{what}: GraphBolt output is written by DGL's own converter, and {' and '.join(missing)} "
-                              f"cannot be imported here; install them: {INSTALL_HINT}")
+        raise GraphshardError(f"{what}: GraphBolt output is written by DGL's own converter, and "
+                              f"{' and '.join(missing)} cannot be imported here; install them: {INSTALL_HINT}")
 
 
 def options_from_kwargs(use_graphbolt: bool, kwargs: dict) -> GraphboltOptions | None:
