@@ -10,6 +10,7 @@ graphshard imports DGL and torch only inside that task, and only when asked.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import warnings
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from graphshard.dasktasks import run_tasks
 from graphshard.errors import GraphshardError
+from graphshard.formats.set_digests import add_set_digests
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -103,10 +105,13 @@ def to_graphbolt(config_path: str | Path, options: GraphboltOptions, client: Cli
     """Convert the partition set of `config_path` to GraphBolt's format in place (DGL 2.1's result, file for file).
 
     Runs in this process when DGL is already loaded here (an in-memory caller with a DGLGraph), else as a Dask task;
-    DGL's debug mode (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
+    the new files join the set's digests file (what `graphshard fetch` copies and checks). DGL's debug mode
+    (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
     require_dgl("use_graphbolt")
     config = str(Path(config_path).resolve())
     here = "dgl.distributed" in sys.modules  # loaded by the caller: a worker would import DGL and torch first
     run_tasks(None if here else client, "graphbolt", "convert", _convert, [config], label=lambda _: "all-partitions",
               options=options.model_dump(), debug=DEBUG_ENV in os.environ)
+    meta = json.loads(Path(config).read_text())
+    add_set_digests(Path(config), [meta[f"part-{i}"]["part_graph_graphbolt"] for i in range(meta["num_parts"])])
     return Path(config)

@@ -3,6 +3,8 @@
 The same graph is partitioned by DGL and by graphshard, then every partition file is described the same way (names,
 dtypes, shapes with their row count named: `N`/`E` = the partition's nodes/edges, `inner:<type>` = its inner nodes
 or edges of that type) and the descriptions must be equal; with one partition the shapes are compared as numbers.
+graphshard's one extra file, the set's digests file `<graph>.digests.json` (DGL's loaders ignore it), must list
+every partition file.
 Also: GraphBolt output (`use_graphbolt=True` and its keyword arguments) loaded by DGL's GraphBolt loaders, and the
 options DGL's own tests do not cover (trainers per machine, balance_ntypes, balance_edges, objtype='vol').
 Run inside the DGL venv: `bash bench/dgl_compat.sh test`.
@@ -25,6 +27,7 @@ pytest.importorskip("distributed")
 
 import graphshard  # noqa: E402
 from graphshard.errors import GraphshardError  # noqa: E402
+from graphshard.formats.set_digests import digests_name  # noqa: E402
 
 pytestmark = pytest.mark.dgl
 GB_FILE = "fused_csc_sampling_graph.pt"
@@ -101,7 +104,8 @@ def _graphbolt(path: Path, rows: dict, exact: bool) -> dict:
 def describe(config: Path) -> dict:
     """Every partition file of a set as names, dtypes and shapes, and the config's keys and value types."""
     cfg = json.loads(config.read_text())
-    out = {"files": sorted(str(p.relative_to(config.parent)) for p in config.parent.rglob("*") if p.is_file()),
+    out = {"files": sorted(str(p.relative_to(config.parent)) for p in config.parent.rglob("*")
+                           if p.is_file() and p.name != digests_name(config.name)),
            "config": {k: type(v).__name__ for k, v in cfg.items()},
            "parts": {k: sorted(v) for k, v in cfg.items() if k.startswith("part-")},
            "types": (cfg["ntypes"], cfg["etypes"], sorted(cfg["node_map"]), sorted(cfg["edge_map"]))}
@@ -134,6 +138,9 @@ def both(tmp_path: Path, client, kind: str, num_parts: int, **kwargs) -> tuple[d
         mapping = fn(GRAPHS[kind](), "g", num_parts, str(tmp_path / who), return_mapping=True, **kwargs, **extra)
         described.append(describe(tmp_path / who / "g.json"))
         mappings.append(mapping)
+    # graphshard's one addition: the digests file (DGL's loaders ignore it) lists every partition file, GraphBolt's too
+    listed = json.loads((tmp_path / "gs" / digests_name("g.json")).read_text())["files"]
+    assert sorted(listed) == [f for f in described[1]["files"] if f.startswith("part")]
     return described[0], described[1], mappings[0], mappings[1]
 
 
