@@ -176,7 +176,9 @@ def test_graphbolt_as_dgl_writes_it(tmp_path: Path, client, kind: str, num_parts
 def test_graphbolt_set_samples_in_dgl(tmp_path: Path, client) -> None:
     """A GraphBolt set partitions and samples: DGL's loader, then GraphBolt's neighbour sampler on a partition."""
     g = _homo()
-    graphshard.partition_graph(g, "g", 2, tmp_path / "gs", use_graphbolt=True, store_eids=True, client=client)
+    graphshard.partition_graph(g, "g", 2, tmp_path / "gs", use_graphbolt=True, store_eids=True, client=client,
+                               validate=True)  # graphshard's checks pass on the converted set
+    assert json.loads((tmp_path / "gs" / "report.json").read_text())["ok"]
     part, *_ = dgl.distributed.load_partition(str(tmp_path / "gs" / "g.json"), 1, use_graphbolt=True)
     seeds = torch.arange(min(32, part.total_num_nodes), dtype=part.indices.dtype)
     sub = part.sample_neighbors(seeds, torch.LongTensor([4]))
