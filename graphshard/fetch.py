@@ -13,6 +13,7 @@ import posixpath
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import xxhash
 
@@ -20,6 +21,9 @@ from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
 from graphshard.storage import Location, Storage, check_location, location
+
+if TYPE_CHECKING:
+    from graphshard.validate.layout import Layout
 
 COPY_BLOCK = 8 << 20  # bytes per ranged read: a transfer holds one block in memory
 TRANSFERS = 4
@@ -44,7 +48,7 @@ def _safe_rel(rel: str, where: str) -> str:
     return norm
 
 
-def _part_files(layout, part: int, listed: dict[str, FileEntry], config: Location) -> list[str]:
+def _part_files(layout: Layout, part: int, listed: dict[str, FileEntry], config: Location) -> list[str]:
     """The files of one partition: those the digests file lists in the folder of its graph (the config's three
     and the optional original-ID files); each file the config names must be listed."""
     named = [_safe_rel(layout.rel(part, key), f"{config} part-{part}") for key in ("part_graph", "node_feats",
@@ -89,10 +93,13 @@ def parse_parts(text: str | None, num_parts: int, source: str) -> list[int]:
     return parts
 
 
-def _checked_layout(config_file: Path, source: Location):
+def _checked_layout(config_file: Path, source: Location) -> Layout:
     from graphshard.validate.layout import check_layout, load_layout
 
-    layout = load_layout(config_file)
+    try:
+        layout = load_layout(config_file)
+    except GraphshardError as err:  # named by its staged copy: name the source instead
+        raise GraphshardError(str(err).replace(str(config_file.resolve()), str(source))) from None
     problems = check_layout(layout)
     if problems:
         raise GraphshardError(f"{source}: not a valid partition config: {problems[0].message}")

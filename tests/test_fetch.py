@@ -133,6 +133,12 @@ def test_bad_parts_and_missing_digests(part_set: Path, tmp_path: Path, capsys):
     (bare / part_set.name).write_bytes(part_set.read_bytes())
     code, _, err = _run(capsys, str(bare / part_set.name), "--out", str(tmp_path / "b"))
     assert code == 2 and "no digests file beside the partition config" in err
+    broken = json.loads(part_set.read_text())
+    del broken["edge_map"]
+    (bare / part_set.name).write_text(json.dumps(broken))
+    (bare / f"{NAME}.digests.json").write_bytes((part_set.parent / f"{NAME}.digests.json").read_bytes())
+    code, _, err = _run(capsys, str(bare / part_set.name), "--out", str(tmp_path / "c"))
+    assert code == 2 and err.startswith(f"graphshard fetch: error: {bare / part_set.name}: field 'edge_map'")
     assert sorted(os.listdir(tmp_path)) == ["bare"]
 
 
@@ -153,3 +159,5 @@ def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert err.startswith(f"graphshard fetch: error: {url}: {expected}") and DUMMY_SECRET not in err
     assert os.listdir(tmp_path) == []
+    log = max(Path(os.environ["GRAPHSHARD_LOG_DIR"]).glob("fetch-*.log"), key=lambda p: p.stat().st_mtime)
+    assert url in log.read_text() and DUMMY_SECRET not in log.read_text()  # the traceback there: no secret either

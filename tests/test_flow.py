@@ -44,6 +44,10 @@ def test_example_config_from_nothing_then_fully_cached(tmp_path, rmat_small, das
         book_nodes += int(inner.sum())
         assert part.node_feats["_N/feat"].shape[0] == inner.sum()
     assert book_nodes == 2000
+    # the published set carries its digests: a training host fetches one part, checked against them
+    assert main(["fetch", published, "--out", str(tmp_path / "host"), "--parts", "3"]) == 0
+    assert (tmp_path / "host" / "part3" / "graph.dgl").read_bytes() == \
+        (tmp_path / "out" / "part3" / "graph.dgl").read_bytes()
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "out").rglob("*")}
 
     summary = run(config)  # second identical run: no work at all

@@ -12,11 +12,13 @@ import pytest
 from invariants import check_partitions
 
 from graphshard.cli import main
+from graphshard.commands.shuffle import STORE_CHOICES
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph
 from graphshard.shuffle import ShuffleOptions, shuffle
+from graphshard.shuffle.graphbolt import GraphboltOptions, missing_modules
 
 ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
 
@@ -195,6 +197,21 @@ def test_cli(shuffle_client, make_graph, tmp_path, capsys):
            "--scheduler", address]
     assert main(bad) == 2
     assert "nowhere" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--store-eids"], "--store-eids: only with --graphbolt"),
+    pytest.param(["--graphbolt"], "--graphbolt: GraphBolt output is written by DGL's own converter",
+                 marks=pytest.mark.skipif(not missing_modules(), reason="DGL and torch are installed")),
+])
+def test_cli_graphbolt_refusals_before_work(make_graph, tmp_path, capsys, extra, words):
+    md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=9)
+    asg = random_assignment(md, tmp_path / "asg", 2)
+    assert main(["dispatch", "--in", str(md), "--partitions", str(asg), "--out", str(tmp_path / "out"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+    assert STORE_CHOICES == tuple(GraphboltOptions.model_fields)  # the flags are DGL's converter's keywords
 
 
 def test_cli_help():

@@ -56,9 +56,12 @@ def test_write_read_list_delete(root):
         fh.seek(5000)
         assert fh.read(3) == payload[5000:5003]
     assert storage.exists(base.join("two.txt")) and storage.size(base.join("two.txt")) == 11
+    sibling = location(root + "2").join("keep.bin")  # a prefix that starts like this one is not under it
+    storage.write_bytes(sibling, b"keep")
     assert [(e.rel, e.size) for e in storage.listing(base)] == [("a/one.bin", len(payload)), ("two.txt", 11)]
     assert storage.delete_prefix(base) == 2
     assert storage.listing(base) == [] and not storage.exists(base.join("two.txt"))
+    assert storage.read_bytes(sibling) == b"keep"
 
 
 def test_failed_atomic_write_leaves_nothing(root):

@@ -12,10 +12,11 @@ import logging
 import re
 import shutil
 import tempfile
+import time
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 from pydantic import ValidationError
@@ -38,6 +39,21 @@ log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
+
+
+class Phases:
+    """Wall seconds per phase of one call, logged at its end (the record's `phases`; bench/api.py reports them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - start, 2)
 
 
 def part_methods() -> list[str]:
@@ -163,22 +179,25 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
                classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool,
-               graphbolt: GraphboltOptions | None) -> Path:
+               graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
     partition config."""
-    assign_input = add_features(metadata, "assign", classes) if classes else metadata
-    assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
-                        edge_report=not validate)  # validation measures the cut on the output
-    trainers = options.num_trainers_per_machine
-    if trainers > 1:
-        node, edge = _trainer_features(graph, assignment, num_parts * trainers)
-        metadata = add_features(metadata, "shuffle", node, edge)
-    config = shuffle(metadata, assignment, work / "partitions", shuffle_options, client)
-    config = _rename(config, name)
+    with phases("assign"):
+        assign_input = add_features(metadata, "assign", classes) if classes else metadata
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
+                            edge_report=not validate)  # validation measures the cut on the output
+    with phases("shuffle"):
+        trainers = options.num_trainers_per_machine
+        if trainers > 1:
+            node, edge = _trainer_features(graph, assignment, num_parts * trainers)
+            metadata = add_features(metadata, "shuffle", node, edge)
+        config = _rename(shuffle(metadata, assignment, work / "partitions", shuffle_options, client), name)
     if graphbolt is not None:
-        to_graphbolt(config, graphbolt, client)
+        with phases("graphbolt"):
+            to_graphbolt(config, graphbolt, client)
     if validate:
-        _validate(config, metadata, assignment, client, work)
+        with phases("validate"):
+            _validate(config, metadata, assignment, client, work)
     return config
 
 
@@ -231,19 +250,24 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     _check_out_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+    phases = Phases()
     try:
-        metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
+        with phases("chunks"):
+            metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
         cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with cluster as active:
+        with phases("on cluster"), cluster as active:
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
-                                work, validate, graphbolt)
-        mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
-        if validate:  # the report names where the set is published, not the work folder it was checked in
-            from graphshard.validate import retarget_report
+                                work, validate, graphbolt, phases)
+        with phases("mapping"):
+            mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        with phases("publish"):
+            if validate:  # the report names where the set is published, not the work folder it was checked in
+                from graphshard.validate import retarget_report
 
-            retarget_report(config.parent, out / config.name)
-        move_into_place(config.parent, out, overwrite=True)
+                retarget_report(config.parent, out / config.name)
+            move_into_place(config.parent, out, overwrite=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log.info("partition_graph: %d partitions of '%s' in %s", num_parts, graph_name, out)
+    log.info("partition_graph: %d partitions of '%s' in %s; phases (s): %s", num_parts, graph_name, out,
+             phases.seconds, extra={"phases": phases.seconds})
     return mapping

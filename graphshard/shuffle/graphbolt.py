@@ -10,6 +10,7 @@ graphshard imports DGL and torch only inside that task, and only when asked.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import warnings
@@ -21,11 +22,11 @@ from pydantic import BaseModel, ConfigDict
 
 from graphshard.daskrun import run_tasks
 from graphshard.errors import GraphshardError
+from graphshard.formats.set_digests import add_set_digests
 
 if TYPE_CHECKING:
     from distributed import Client
 
-GRAPHBOLT_FILE = "fused_csc_sampling_graph.pt"
 DEBUG_ENV = "DGL_DIST_DEBUG"  # DGL's debug mode: every node/edge field is kept in the GraphBolt graph
 INSTALL_HINT = "pip install 'dgl>=2.1' torch (e.g. dgl==2.1.0 torch==2.1.2, as bench/dgl_compat.sh installs)"
 
@@ -51,8 +52,7 @@ def require_dgl(what: str) -> None:
     missing = missing_modules()
     if missing:
         raise GraphshardError(f"{what}: GraphBolt output is written by DGL's own converter, and "
-                              f"{' and '.join(missing)} "
-                              f"cannot be imported here; install them: {INSTALL_HINT}")
+                              f"{' and '.join(missing)} cannot be imported here; install them: {INSTALL_HINT}")
 
 
 def options_from_kwargs(use_graphbolt: bool, kwargs: dict) -> GraphboltOptions | None:
@@ -105,10 +105,13 @@ def to_graphbolt(config_path: str | Path, options: GraphboltOptions, client: Cli
     """Convert the partition set of `config_path` to GraphBolt's format in place (DGL 2.1's result, file for file).
 
     Runs in this process when DGL is already loaded here (an in-memory caller with a DGLGraph), else as a Dask task;
-    DGL's debug mode (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
+    the new files join the set's digests file (what `graphshard fetch` copies and checks). DGL's debug mode
+    (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
     require_dgl("use_graphbolt")
     config = str(Path(config_path).resolve())
     here = "dgl.distributed" in sys.modules  # loaded by the caller: a worker would import DGL and torch first
     run_tasks(None if here else client, "graphbolt", "convert", _convert, [config], label=lambda _: "all-partitions",
               options=options.model_dump(), debug=DEBUG_ENV in os.environ)
+    meta = json.loads(Path(config).read_text())
+    add_set_digests(Path(config), [meta[f"part-{i}"]["part_graph_graphbolt"] for i in range(meta["num_parts"])])
     return Path(config)

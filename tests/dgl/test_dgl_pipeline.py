@@ -1,4 +1,5 @@
-"""The pipeline's GraphBolt output (`output.graphbolt: true`), read by DGL 2.1's GraphBolt loaders.
+"""The pipeline's and `graphshard dispatch`'s GraphBolt output (`output.graphbolt: true`, `--graphbolt`), read by
+DGL 2.1's GraphBolt loaders.
 
 Run inside the DGL venv: `bash bench/dgl_compat.sh test`. The conversion is part of the shuffle step (its cache key
 holds the GraphBolt choices), so validation checks and publish swaps in the converted set.
@@ -47,3 +48,19 @@ def test_pipeline_graphbolt_output_loads_in_dgl(tmp_path: Path, make_graph, dask
                                    "output.store_inner_node=false"])
     assert rerun["steps"]["shuffle"] == "Completed"  # another set: the choices are in the step's key
     assert not list((tmp_path / "out").rglob("fused_csc_sampling_graph.pt"))
+
+
+def test_dispatch_cli_graphbolt_loads_in_dgl(tmp_path: Path, make_graph) -> None:
+    from graphshard.assign import assign
+    from graphshard.assign.options import AssignOptions
+    from graphshard.cli import main
+
+    metadata = make_graph("rmat", nodes=800, edges=6000, chunks=2)
+    assignment = assign(metadata, tmp_path / "asg", 2, AssignOptions(method="random"))
+    assert main(["dispatch", "--in", str(metadata), "--partitions", str(assignment), "--out", str(tmp_path / "out"),
+                 "--workers", "1", "--graphbolt", "--store-inner-edge"]) == 0
+    part_config = next(p for p in (tmp_path / "out").glob("*.json") if not p.name.endswith(".digests.json"))
+    for p in range(2):
+        g, *_ = dgl.distributed.load_partition(str(part_config), p, use_graphbolt=True)
+        assert isinstance(g, dgl.graphbolt.FusedCSCSamplingGraph)
+        assert "inner_edge" in g.edge_attributes  # (debug mode keeps every other field too)

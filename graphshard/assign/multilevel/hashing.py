@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from graphshard.splitmix import GOLDEN, M1
+
+if TYPE_CHECKING:
+    from graphshard.assign.multilevel.store import Level
 
 
 def salt_of(seed: int, level: int, rnd: int) -> np.uint64:
@@ -29,7 +34,7 @@ def half(salt: np.uint64, lo: int, hi: int) -> np.ndarray:
     return (mix_ids(salt, lo, hi) & np.uint64(1)).astype(bool)
 
 
-def active_nodes(level, salt: np.uint64, lo: int, hi: int) -> np.ndarray:
+def active_nodes(level: Level, salt: np.uint64, lo: int, hi: int) -> np.ndarray:
     """The nodes of [lo, hi) that may move this round: a seeded half (`half`) when other blocks move at the same
     time, every node when the level is one block."""
     return half(salt, lo, hi) if len(level.bounds) > 2 else np.ones(hi - lo, dtype=bool)
