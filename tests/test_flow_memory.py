@@ -24,8 +24,9 @@ ONE_LINE = re.compile(r"graphshard run: error: shuffle: write-partitions part(\d
 
 
 def _run(config: Path, memory_limit: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*GRAPHSHARD, "run", str(config), "--set", f"cluster.memory_limit={memory_limit}"],
-                          env=subprocess_env(), capture_output=True, text=True, timeout=600)
+    # --force-plan: the plan check would refuse the small limit before any work; this test is about the workers
+    return subprocess.run([*GRAPHSHARD, "run", str(config), "--set", f"cluster.memory_limit={memory_limit}",
+                           "--force-plan"], env=subprocess_env(), capture_output=True, text=True, timeout=600)
 
 
 def test_partition_above_the_memory_limit_then_raised(tmp_path, make_graph):
