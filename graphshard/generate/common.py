@@ -8,6 +8,7 @@ from math import gcd
 
 import numpy as np
 
+from graphshard._deprecated import renamed
 from graphshard.errors import GraphshardError
 
 
@@ -26,3 +27,12 @@ def scatter_ids(ids: np.ndarray, n: int, seed: int, stream: str) -> np.ndarray:
         m += 1
     c = int(rng.integers(0, n))
     return (ids * m + c) % n
+
+
+__getattr__ = renamed(__name__, {  # the chunk writers' helpers, which lived here until 0.1
+    "chunk_bounds": "graphshard.formats.chunked:chunk_bounds",
+    "check_format": "graphshard.formats.chunked_writer:check_format",
+    "spec_format": "graphshard.formats.chunked_writer:spec_format",
+    "positive": "graphshard.formats.chunked_writer:positive",
+    "GENERATOR_FORMATS": "graphshard.formats.chunked_writer:WRITE_FORMATS",
+})

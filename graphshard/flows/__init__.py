@@ -1,0 +1,5 @@
+"""Deprecated: graphshard.flows moved to graphshard.pipeline (this thin module goes in graphshard 0.2)."""
+
+from graphshard._deprecated import moved_module
+
+moved_module(__name__, ["graphshard.pipeline"], globals())

@@ -1,0 +1,6 @@
+"""Deprecated: graphshard.flows.publish moved to graphshard.pipeline.publish
+(this thin module goes in graphshard 0.2)."""
+
+from graphshard._deprecated import moved_module
+
+moved_module(__name__, ["graphshard.pipeline.publish"], globals())

@@ -1,0 +1,6 @@
+"""Deprecated: graphshard.tasks.assign moved to graphshard.pipeline.steps.assign
+(this thin module goes in graphshard 0.2)."""
+
+from graphshard._deprecated import moved_module
+
+moved_module(__name__, ["graphshard.pipeline.steps.assign"], globals())
