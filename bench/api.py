@@ -4,6 +4,8 @@ Each (side, method) runs in a fresh process that loads the chunked graph into on
 (bench/dgl_partition.load_dgl_graph), then calls the side's `partition_graph(g, ..., return_mapping=True)`.
 Measured per run: the call's wall time, the process's wall time, and the peak of the summed RSS of the process and
 all its descendants (graphshard's Dask scheduler and workers), sampled every 50 ms, so the caller's graph is included.
+graphshard's rows also hold its phases (`phases_s`: chunks, on cluster = cluster start + assign + dispatch + stop,
+assign, dispatch, mapping, publish), as partition_graph logs them.
 
     flock /tmp/graphshard-heavy.lock /work/dgl-venv/bin/python bench/api.py --graph /work/data/rmat20m/metadata.json
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -35,17 +38,31 @@ def one_run(graph: Path, side: str, method: str, parts: int, out: Path) -> dict:
 
         g = load_dgl_graph(load_metadata(graph))
         loaded = time.perf_counter()
+        phases = PhaseRecorder()
         if side == "dgl":
             from dgl.distributed import partition_graph
         else:
             from graphshard import partition_graph
+            logging.getLogger("graphshard.inmemory.partition").addHandler(phases)
+            logging.getLogger("graphshard.inmemory.partition").setLevel(logging.INFO)
         nids, eids = partition_graph(g, "rmat", parts, str(out), num_hops=1, part_method=method,
                                      return_mapping=True)
         call = time.perf_counter() - loaded
     return {"side": side, "method": method, "num_parts": parts, "nodes": g.num_nodes(), "edges": g.num_edges(),
             "load_s": round(loaded - start, 2), "call_s": round(call, 2),
             "process_s": round(time.perf_counter() - start, 2), "peak_tree_rss_gib": round(rss.total / 2**30, 3),
-            "mapping_types": [type(nids).__name__, type(eids).__name__]}
+            "mapping_types": [type(nids).__name__, type(eids).__name__], "phases_s": phases.seconds}
+
+
+class PhaseRecorder(logging.Handler):
+    """Keeps the `phases` graphshard.partition_graph logs at its end (wall seconds per phase)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seconds: dict = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seconds.update(getattr(record, "phases", {}))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,8 +14,8 @@ import sys
 from graphshard import __version__, heap, logs
 from graphshard.errors import GraphshardError
 
-COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "serve", "server",
-            "fetch"]
+COMMANDS = ["inspect", "generate", "chunk", "assign", "dispatch", "validate", "report", "run", "plan", "fetch", "serve",
+            "server"]
 
 
 DEBUG_HELP = "print tracebacks and Dask's own worker messages on the terminal (they always go to the log file)"

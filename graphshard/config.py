@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from graphshard.assign.options import AssignOptions, IgnoredOption, OptionConflict, resolve
 from graphshard.cluster import ClusterSpec
 from graphshard.errors import GraphshardError, InputError
+from graphshard.graphbolt import GraphboltOptions, require_dgl
 from graphshard.shuffle.options import DispatchOptions
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
@@ -37,10 +38,20 @@ class InputSection(_Section):
 
 
 class OutputSection(_Section):
-    """Where the finished partition set (and the quality report) is published."""
+    """Where the finished partition set (and the quality report) is published; `graphbolt` adds GraphBolt's
+    sampling graph per partition (DGL's converter, with its `store_*` choices), as `use_graphbolt=True` in DGL."""
 
     dir: Path
     overwrite: bool = False
+    graphbolt: bool = False
+    store_eids: bool = False
+    store_inner_node: bool = False
+    store_inner_edge: bool = False
+
+    def graphbolt_options(self) -> GraphboltOptions | None:
+        """The conversion's options, None when no GraphBolt output is asked for."""
+        return GraphboltOptions(**self.model_dump(include=set(GraphboltOptions.model_fields))) \
+            if self.graphbolt else None
 
 
 class ValidateSection(_Section):
@@ -273,6 +284,11 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
                          cfg.graph_name)
     if cfg.num_parts > graph.total_nodes:
         raise InputError(src, "num_parts", f"at most the number of nodes ({graph.total_nodes})", cfg.num_parts)
+    stored = [k for k in GraphboltOptions.model_fields if getattr(cfg.output, k)]
+    if stored and not cfg.output.graphbolt:
+        raise InputError(src, f"output.{stored[0]}", "only with output.graphbolt: true", True)
+    if cfg.output.graphbolt:
+        require_dgl(f"{src}: output.graphbolt")
     if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
         raise InputError(src, "assign.dir", "an existing assignment folder for method file (assign.dir or "
                          "assign.file.dir)", str(cfg.assign.dir))

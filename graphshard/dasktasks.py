@@ -164,6 +164,10 @@ def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
     if isinstance(err, (KilledWorker, MemoryError)):
         what = "Dask workers died repeatedly running this task" if isinstance(err, KilledWorker) else "out of memory"
         return GraphshardError(f"{where}: {what}{_memory_hint(group.memory_limit)}; nothing was published")
+    from graphshard.plan import diskfull
+
+    if diskfull.is_full(err):
+        return GraphshardError(diskfull.line(where, err))
     return GraphshardError(f"{where} failed: {type(err).__name__}: {err}")
 
 

@@ -18,7 +18,7 @@ from graphshard.formats.chunked import ChunkedGraph, load_metadata
 from graphshard.formats.dgl_binary import load_graph, load_tensor_dict
 from graphshard.formats.readers import read_edge_chunk, read_rows
 
-NODE_DTYPES = {"_ID": np.int64, "inner_node": np.uint8, "part_id": np.int64, "_TYPE": np.int16}
+NODE_DTYPES = {"_ID": np.int64, "inner_node": np.uint8, "part_id": np.int64, "_TYPE": np.int32}
 EDGE_DTYPES = {"_ID": np.int64, "inner_edge": np.uint8, "_TYPE": np.int32}
 
 
@@ -139,6 +139,13 @@ def check_partitions(config_path: Path, metadata: Path, assignment_dir: Path, ha
         files = config[f"part-{p}"]
         local = load_graph(base / files["part_graph"])
         nd, ed = local.ndata, local.edata
+        # DGL 2.1's partition_graph: _TYPE for heterographs or one partition, part_id unless one partition; its
+        # distributed pipeline (in_edges): _TYPE always
+        one = ex.num_parts == 1 and halo_mode == "full"
+        typed = len(g.node_type) > 1 or len(g.edge_type) > 1 or halo_mode == "in_edges" or one
+        assert ("_TYPE" in nd, "_TYPE" in ed, "part_id" in nd) == (typed, typed, not one), f"part {p}: fields"
+        nd = {"_TYPE": np.zeros(local.num_nodes, np.int32), "part_id": np.zeros(local.num_nodes, np.int64), **nd}
+        ed = {"_TYPE": np.zeros(local.num_edges, np.int32), **ed}
         # §5.1 reserved fields with exact dtypes
         for key, dtype in NODE_DTYPES.items():
             assert nd[key].dtype == dtype, f"part {p} ndata[{key}] is {nd[key].dtype}, expected {np.dtype(dtype)}"

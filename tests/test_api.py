@@ -12,12 +12,15 @@ import pytest
 
 import graphshard
 from graphshard.errors import GraphshardError
+from graphshard.graphbolt import missing_modules
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.partition_reader import load_partition
 from graphshard.formats.readers import read_chunk, read_edge_chunk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from api_checks import check_mapping  # noqa: E402
+
+NO_DGL = pytest.mark.skipif(not missing_modules(), reason="DGL and torch are installed here")
 
 BUYS, BOUGHT, FOLLOWS = ("user", "buys", "item"), ("item", "bought-by", "user"), ("user", "follows", "user")
 
@@ -113,7 +116,11 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"g": [1, 2]}, "expected a DGLGraph, a PyG Data/HeteroData, a scipy sparse matrix or a dict"),
     ({"part_method": "fennel"}, "part_method: expected one of random, metis"),
     ({"objtype": "size"}, "objtype: expected 'cut' or 'vol'"),
-    ({"use_graphbolt": True}, "use_graphbolt"),
+    pytest.param({"use_graphbolt": True}, "use_graphbolt: GraphBolt output is written by DGL's own converter, and "
+                 "dgl and torch cannot be imported here; install them: pip install 'dgl>=2.1' torch", marks=NO_DGL),
+    ({"use_graphbolt": True, "store_eids": True, "graph_format": "csc"},
+     "partition_graph: unexpected keyword argument 'graph_format'; DGL 2.1 passes extra keyword arguments to "
+     "dgl_partition_to_graphbolt, which takes store_eids, store_inner_node, store_inner_edge"),
     ({"num_hops": -1}, "num_hops"),
     ({"graph_formats": ["dense"]}, "graph_formats"),
     ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),

@@ -10,6 +10,7 @@ import yaml
 
 from graphshard.cli import main
 from graphshard.config import PipelineConfig, load_config
+from graphshard.graphbolt import missing_modules
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,6 +103,11 @@ BAD = [
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
     ("file method without folder", lambda t, m: (write_config(t, m, assign={"method": "file"}), "assign.dir"), []),
+    ("graphbolt choice without graphbolt", lambda t, m: (write_config(t, m), "output.store_eids"),
+     ["--set", "output.store_eids=true"]),
+    pytest.param("graphbolt without DGL", lambda t, m: (write_config(t, m), "output.graphbolt: GraphBolt output is "
+                 "written by DGL's own converter"), ["--set", "output.graphbolt=true"],
+                 marks=pytest.mark.skipif(not missing_modules(), reason="DGL and torch are installed")),
     ("malformed --set", lambda t, m: (write_config(t, m), "key.path=value"), ["--set", "num_parts"]),
     ("unknown --set key", lambda t, m: (write_config(t, m), "did you mean 'shuffle.halo_hops'"),
      ["--set", "shuffle.halo_hop=2"]),
@@ -115,7 +121,7 @@ def _text(folder: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("name,build,extra", BAD, ids=[b[0] for b in BAD])
+@pytest.mark.parametrize("name,build,extra", BAD, ids=[getattr(b, "values", b)[0] for b in BAD])
 def test_bad_config_one_line_before_work(name, build, extra, tmp_path, rmat_small, capsys):
     config, words = build(tmp_path, rmat_small)
     before = sorted(p.name for p in tmp_path.iterdir())

@@ -103,3 +103,10 @@ def test_method_block_overrides_the_flat_value_and_other_blocks_are_not_read(tmp
     assert cfg.assign.multilevel_lp_rounds == 5 and cfg.assign.objtype == "cut"
     with pytest.raises(Exception, match="assign.kaminpar.balance_ntypes.*known: kaminpar_preset, kaminpar_threads"):
         load_config(config, ["assign.kaminpar.balance_ntypes=[_N]"])
+
+
+def test_every_option_is_read_by_some_method():
+    """A new option must be entered in HONOURS, else resolve() would silently reset it to its default."""
+    from graphshard.assign.options import COMMON, HONOURS, FlatOptions
+
+    assert set(FlatOptions.model_fields) == COMMON | set().union(*HONOURS.values())

@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 
 from graphshard.cli import main
+from graphshard.commands.dispatch import STORE_CHOICES
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.dgl_binary import load_graph
+from graphshard.graphbolt import GraphboltOptions, missing_modules
 from graphshard.shuffle import DispatchOptions, dispatch
 from invariants import check_partitions
 
@@ -196,6 +198,21 @@ def test_cli(shuffle_client, make_graph, tmp_path, capsys):
     assert "nowhere" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("extra, words", [
+    (["--store-eids"], "--store-eids: only with --graphbolt"),
+    pytest.param(["--graphbolt"], "--graphbolt: GraphBolt output is written by DGL's own converter",
+                 marks=pytest.mark.skipif(not missing_modules(), reason="DGL and torch are installed")),
+])
+def test_cli_graphbolt_refusals_before_work(make_graph, tmp_path, capsys, extra, words):
+    md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=9)
+    asg = random_assignment(md, tmp_path / "asg", 2)
+    assert main(["dispatch", "--in", str(md), "--partitions", str(asg), "--out", str(tmp_path / "out"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
+    assert STORE_CHOICES == tuple(GraphboltOptions.model_fields)  # the flags are DGL's converter's keywords
+
+
 def test_cli_help():
     with pytest.raises(SystemExit) as exit_:
         main(["dispatch", "--help"])
@@ -203,13 +220,14 @@ def test_cli_help():
 
 
 def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
-    """The oracle itself fails on a lighter halo than asked and on one changed feature value."""
-    from graphshard.formats.dgl_binary import load_tensor_dict, save_tensor_dict
+    """The oracle itself fails on a lighter halo than asked (DGL's pipeline's set: its fields, then its halo) and on
+    one changed feature value."""
+    from graphshard.formats.dgl_binary import load_graph, load_tensor_dict, save_graph, save_tensor_dict
 
     md = make_graph("rmat", nodes=300, edges=2000, chunks=2, seed=9)
     config, _ = run_and_check(shuffle_client, md, tmp_path, 2, halo_mode="in_edges")
     asg = tmp_path / "asg"
-    with pytest.raises(AssertionError, match="differs from DGL's"):
+    with pytest.raises(AssertionError, match="part 0: fields"):
         check_partitions(config, md, asg, "full")
     feats_file = config.parent / "part1" / "node_feat.dgl"
     feats = load_tensor_dict(feats_file)
@@ -217,6 +235,13 @@ def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
     save_tensor_dict(feats_file, feats)
     with pytest.raises(AssertionError, match="rows differ"):
         check_partitions(config, md, asg, "in_edges")
+    for part in (0, 1):  # without the pipeline's _TYPE fields, the halo itself is caught (part 0, before part 1)
+        graph = load_graph(config.parent / f"part{part}" / "graph.dgl")
+        save_graph(config.parent / f"part{part}" / "graph.dgl", graph.num_nodes, graph.src, graph.dst,
+                   {k: v for k, v in graph.ndata.items() if k != "_TYPE"},
+                   {k: v for k, v in graph.edata.items() if k != "_TYPE"})
+    with pytest.raises(AssertionError, match="differs from DGL's"):
+        check_partitions(config, md, asg, "full")
 
 
 def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):

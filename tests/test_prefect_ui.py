@@ -42,6 +42,19 @@ def _rendered(browser: Browser, url: str, needles: list[str], timeout: float = 1
     return text
 
 
+def _tab(browser: Browser, name: str, needles: list[str], timeout: float = 60) -> str:
+    """Click the page's tab called `name` and wait until the page's text shows every needle."""
+    click = (f"(() => {{ const t = [...document.querySelectorAll('*')].find(e => !e.children.length && "
+             f"e.textContent.trim() === {name!r}); if (t) t.click(); return !!t; }})()")  # the click bubbles up
+    assert browser.evaluate(click), f"no tab {name!r} on the page"
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline and not all(n in text for n in needles):
+        time.sleep(0.5)
+        text = browser.evaluate("document.body.innerText") or ""
+    return text
+
+
 @pytest.mark.slow
 def test_printed_prefect_link_shows_the_run_in_chromium(tmp_path, rmat_small, own_home):
     exe = chromium()
@@ -67,6 +80,7 @@ def test_printed_prefect_link_shows_the_run_in_chromium(tmp_path, rmat_small, ow
     try:
         text = _rendered(browser, link, [flow_run["name"], *TASKS])
         shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        artifacts = _tab(browser, "Artifacts", ["graphshard-summary"])
     finally:
         browser.close()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -74,3 +88,5 @@ def test_printed_prefect_link_shows_the_run_in_chromium(tmp_path, rmat_small, ow
     assert "Can't connect to Server API" not in text, text[:2000]
     missing = [n for n in [flow_run["name"], *TASKS] if n not in text]
     assert not missing, (missing, text[:3000])
+    assert "Completed" in text  # the run's state
+    assert "graphshard-summary" in artifacts, artifacts[:3000]  # the report artifact

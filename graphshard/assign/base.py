@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from distributed import Client
 
 from graphshard.assign.options import AssignOptions
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import ChunkedGraph
+
+if TYPE_CHECKING:
+    from distributed import Client  # type hints only: the plan imports this module's constants without Dask
 
 TEXT_BLOCK = 1 << 22  # rows per block when streaming an assignment file
 

@@ -22,6 +22,7 @@ from graphshard.formats.chunked import ChunkedGraph
 
 # ParHiP version bits, least significant first: no edge weights, no vertex weights, 32-bit edge ids, 32-bit vertex ids
 PARHIP_UNWEIGHTED_32BIT_VIDS = 0b1011
+PARHIP_WEIGHTED_64BIT = 0b0000  # node and edge weights, every field 64 bits wide
 HEADER_BYTES = 24
 
 
@@ -35,6 +36,19 @@ def write_parhip(path: Path, indptr: np.ndarray, indices: np.ndarray) -> Path:
         first = HEADER_BYTES + 8 * (n + 1)
         (first + 4 * indptr.astype(np.uint64)).astype(np.uint64).tofile(fh)
         indices.astype(np.uint32).tofile(fh)
+    return path
+
+
+def write_parhip_weighted(path: Path, indptr: np.ndarray, indices: np.ndarray, vwgt: np.ndarray,
+                          adjwgt: np.ndarray) -> Path:
+    """Write a symmetric CSR with node and edge weights as a ParHiP binary graph, every field 64 bits wide
+    (header, byte offsets of the neighbour lists, neighbours, node weights, edge weights)."""
+    n, m = len(indptr) - 1, int(indptr[-1])
+    with open(path, "wb") as fh:
+        np.array([PARHIP_WEIGHTED_64BIT, n, m], dtype=np.uint64).tofile(fh)
+        (HEADER_BYTES + 8 * (n + 1) + 8 * indptr.astype(np.uint64)).astype(np.uint64).tofile(fh)
+        for arr in (indices, vwgt, adjwgt):
+            np.asarray(arr, dtype=np.int64).tofile(fh)
     return path
 
 

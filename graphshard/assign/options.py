@@ -23,7 +23,9 @@ Fields:
   with METIS in one task (the one task that holds a whole graph: this one). `multilevel_block_edges`: input edges
   per block task (blocks = ceil(edges / this); the block count does not depend on the cluster, so results do not
   either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
-  the nodes); `multilevel_refine_rounds`: refinement rounds per level at most.
+  the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
+  the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`
+  (the best of `multilevel_initial_tries` seeds); `multilevel_fm`: a boundary FM pass after each refinement sweep.
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis ships).
 - `random`, `metis`, `parmetis`, `kaminpar`, `multilevel`, `file`: per-method blocks holding the options only that
   method reads (e.g. `metis: {balance_ntypes: [paper/train_mask]}`); the chosen method's block overrides the flat
@@ -48,7 +50,7 @@ from graphshard.errors import GraphshardError
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_block_edges", "multilevel_lp_rounds",
-                        "multilevel_refine_rounds"})
+                        "multilevel_refine_rounds", "multilevel_initial", "multilevel_initial_tries", "multilevel_fm"})
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
 HONOURS: dict[str, frozenset[str]] = {
     "random": frozenset({"balanced"}),
@@ -99,6 +101,9 @@ class FlatOptions(BaseModel):
     multilevel_block_edges: int = Field(default=4_000_000, ge=1)
     multilevel_lp_rounds: int = Field(default=6, ge=1)
     multilevel_refine_rounds: int = Field(default=8, ge=0)
+    multilevel_initial: Literal["kaminpar", "metis"] = "kaminpar"
+    multilevel_initial_tries: int = Field(default=1, ge=1)
+    multilevel_fm: bool = True
 
 
 class MethodBlock(BaseModel):

@@ -141,6 +141,29 @@ def seed_scotch(lib: ctypes.CDLL, idx: type, seed: int) -> None:
         lib.SCOTCH_randomReset()
 
 
+MPI_INT_MAX = 2**31 - 1  # MPI's counts and displacements are C ints
+
+
+def message_problem(counts: np.ndarray, rcounts: np.ndarray) -> str | None:
+    """Why an Alltoallv of these per-rank counts cannot be posted: a count or a displacement (the running sum, up
+    to the total) past a C int, the negative MPI counts DGL's ParMETIS pipeline crashed with at 1-2B edges."""
+    for what, c in (("sends", counts), ("receives", rcounts)):
+        if c.max(initial=0) > MPI_INT_MAX:
+            return f"one MPI message {what} {int(c.max()):,} keys (more than 2^31 - 1): use more ranks"
+        if int(c.sum()) > MPI_INT_MAX:
+            return f"a rank {what} {int(c.sum()):,} keys in all (displacements past 2^31 - 1): use more ranks"
+    return None
+
+
+def idx_problem(idx: type, nodes: int, entries: int) -> str | None:
+    """Why a graph does not fit the library's idx_t (node IDs and this rank's adjacency offsets)."""
+    limit = int(np.iinfo(idx).max)
+    if nodes > limit or entries > limit:
+        return (f"{nodes:,} nodes / {entries:,} adjacency entries on a rank exceed the library's "
+                f"{np.dtype(idx).itemsize * 8}-bit idx_t: use a 64-bit build (parmetis_idx_bits: 64) or more ranks")
+    return None
+
+
 def exchange_keys(comm, keys: np.ndarray, owners: np.ndarray, size: int) -> np.ndarray:
     """Send every key to its owner rank (Alltoallv over int64); returns the keys this rank received."""
     from mpi4py import MPI
@@ -150,8 +173,9 @@ def exchange_keys(comm, keys: np.ndarray, owners: np.ndarray, size: int) -> np.n
     counts = np.bincount(owners, minlength=size).astype(np.int64)
     rcounts = np.empty(size, dtype=np.int64)
     comm.Alltoall(counts, rcounts)
-    if counts.max(initial=0) >= 2 ** 31 or rcounts.max(initial=0) >= 2 ** 31:
-        raise GraphshardError("an MPI message would exceed 2^31 entries: use more ranks")
+    problem = message_problem(counts, rcounts)
+    if problem:
+        raise GraphshardError(problem)
     sdispl = np.concatenate([[0], np.cumsum(counts)[:-1]])
     rdispl = np.concatenate([[0], np.cumsum(rcounts)[:-1]])
     recv = np.empty(int(rcounts.sum()), dtype=np.int64)
@@ -230,6 +254,9 @@ def run_rank(metadata: Path, out: Path, nparts: int, lib_path: str, options: Ass
         raise GraphshardError(f"{lib_path} is PT-Scotch's ParMETIS interface, which balances one constraint only; "
                               f"these balance options make {ncon}: use --method metis, or a real ParMETIS "
                               "library via --parmetis-lib")
+    problem = idx_problem(idx, n, int(indptr[-1]) if len(indptr) else 0)
+    if problem:
+        raise GraphshardError(problem)
     seed_scotch(lib, idx, options.seed)
     t1 = time.perf_counter()
     part = np.zeros(hi - lo, dtype=idx)

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_blocks
 from graphshard.assign.options import AssignOptions
 from graphshard.dasktasks import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
+
+if TYPE_CHECKING:
+    from distributed import Client  # type hints only: the plan imports this module's constants without Dask
 
 BLOCK = 1 << 20  # nodes per task; fixed so that results do not depend on the input's chunking
 

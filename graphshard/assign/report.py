@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import resource
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from distributed import Client
 
 from graphshard.assign.constraints import graph_constraints
 from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
@@ -25,6 +25,9 @@ from graphshard.assign.options import AssignOptions
 from graphshard.dasktasks import run_tasks
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.chunked import ChunkedGraph
+
+if TYPE_CHECKING:
+    from distributed import Client  # type hints only: the plan imports this module's constants without Dask
 
 
 def load_parts(graph: ChunkedGraph, folder: Path, nparts: int, scratch: Path) -> dict[str, Path]:

@@ -8,6 +8,7 @@ from graphshard.errors import GraphshardError
 
 NAME = "dispatch"
 HELP = "shuffle a chunked graph by a partition assignment and write DGL-loadable partitions (runs on Dask)"
+STORE_CHOICES = ("store_eids", "store_inner_node", "store_inner_edge")  # DGL 2.1's dgl_partition_to_graphbolt's
 
 
 def _formats(text: str) -> list[str]:
@@ -27,7 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="full: partition_graph's halo; in_edges: owned in-edges only, as DGL's pipeline writes")
     parser.add_argument("--save-orig-nids", action="store_true", help="write part<i>/orig_nids.dgl")
     parser.add_argument("--save-orig-eids", action="store_true", help="write part<i>/orig_eids.dgl")
-    parser.add_argument("--graph-formats", type=_formats, default=["coo"], help="e.g. coo,csc (COO is always written)")
+    parser.add_argument("--graph-formats", type=_formats, default=["coo"],
+                        help="e.g. coo,csc: the formats graph.dgl saves, as DGL's graph_formats (default coo)")
     parser.add_argument("--scratch-dir", default=None, help="folder for the exchange's bucket files "
                         "(default: inside the output's staging folder; must be visible to every worker)")
     parser.add_argument("--scheduler", default=None, help="address of a running Dask scheduler")
@@ -35,12 +37,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads-per-worker", type=int, default=1, help="local cluster: threads per worker")
     parser.add_argument("--memory-limit", default="auto", help="local cluster: memory limit per worker, e.g. 1GB")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
+    parser.add_argument("--graphbolt", action="store_true", help="also write GraphBolt's part<i>/fused_csc_sampling_"
+                        "graph.pt, as DGL's use_graphbolt=True (DGL's converter: needs dgl>=2.1 and torch)")
+    for name in STORE_CHOICES:
+        parser.add_argument(f"--{name.replace('_', '-')}", action="store_true",
+                            help=f"with --graphbolt: DGL's {name} (what the GraphBolt graph keeps)")
+
+
+def _graphbolt_options(args: argparse.Namespace):
+    """--graphbolt and DGL's store choices (GraphboltOptions or None); a choice without --graphbolt, or no DGL here,
+    is one line."""
+    from graphshard.graphbolt import GraphboltOptions, require_dgl
+
+    chosen = {name: getattr(args, name) for name in STORE_CHOICES}
+    if not args.graphbolt:
+        stray = [name for name, on in chosen.items() if on]
+        if stray:
+            raise GraphshardError(f"--{stray[0].replace('_', '-')}: only with --graphbolt")
+        return None
+    require_dgl("--graphbolt")
+    return GraphboltOptions(**chosen)
 
 
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from graphshard.cluster import ClusterSpec, dask_client
+    from graphshard.graphbolt import to_graphbolt
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
     from graphshard.shuffle import DispatchOptions, dispatch
 
@@ -51,10 +74,13 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
+    graphbolt = _graphbolt_options(args)
     refuse(precheck_assignment(checked_graph(args.metadata), args.partitions))  # before the cluster starts
     spec = ClusterSpec(address=args.scheduler, workers=args.workers, threads_per_worker=args.threads_per_worker,
                        memory_limit=args.memory_limit)
     with dask_client(spec) as client:
         config = dispatch(args.metadata, args.partitions, args.out, options, client, overwrite=args.overwrite)
+        if graphbolt is not None:
+            to_graphbolt(config, graphbolt, client)
     print(config)
     return 0

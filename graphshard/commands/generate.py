@@ -1,30 +1,38 @@
-"""`graphshard generate rmat|mag|grid`: write a seeded synthetic chunked graph, chunk by chunk."""
+"""`graphshard generate rmat|mag|grid|planted|geometric|chunglu`: write a seeded synthetic chunked graph, chunk by
+chunk."""
 
 from __future__ import annotations
 
 import argparse
 
 from graphshard.errors import GraphshardError
-from graphshard.generate import generate_grid, generate_mag, generate_rmat
+from graphshard.generate import GENERATORS
 from graphshard.generate.common import GENERATOR_FORMATS
+from graphshard.generate.planted import MIXING
 
 NAME = "generate"
-HELP = ("Write a synthetic chunked graph: rmat (homogeneous power-law), grid (2-D/3-D mesh, scattered IDs) or mag "
-        "(heterogeneous, MAG-like).")
+HELP = ("Write a synthetic chunked graph: rmat (power-law), grid (2-D/3-D mesh), planted (communities), geometric "
+        "(road-like), chunglu (power-law without communities), all with scattered IDs, or mag (heterogeneous).")
+EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("kind", choices=["rmat", "mag", "grid"],
-                        help="rmat: R-MAT (a=.57, b=c=.19, d=.05); mag: MAG-like; grid: a mesh with scattered IDs")
+    parser.add_argument("kind", choices=list(GENERATORS),
+                        help="rmat: R-MAT (a=.57, b=c=.19, d=.05); mag: MAG-like; grid: a mesh; planted: planted "
+                             "communities; geometric: random geometric graph in the unit square; chunglu: Chung-Lu "
+                             "power law (exponent 2.5)")
     parser.add_argument("--out", required=True, help="output folder (metadata.json and chunk files)")
     parser.add_argument("--nodes", type=int, default=None,
-                        help="rmat, grid: node count (default 16384; grid: rounded to a power of --dims); mag: paper count, other types scale with it "
-                             "(default 1000)")
+                        help="node count (default 16384; grid: rounded to a power of --dims); mag: paper count, "
+                             "other types scale with it (default 1000)")
     parser.add_argument("--edges", type=int, default=None,
-                        help="rmat: edge count (default 262144); mag: forward edges over the 4 relations, reverse "
-                             "types double it (default 28.7 per paper)")
+                        help="edge count (default 262144; geometric: 3 per node, the radius follows); mag: forward "
+                             "edges over the 4 relations, reverse types double it (default 28.7 per paper)")
     parser.add_argument("--dims", type=int, default=2, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
-    parser.add_argument("--chunks", type=int, default=None, help="chunks per type (default rmat 4, mag 2)")
+    parser.add_argument("--communities", type=int, default=None, help="planted: community count (default nodes/1000)")
+    parser.add_argument("--mixing", type=float, default=MIXING,
+                        help=f"planted: share of edges between communities (default {MIXING})")
+    parser.add_argument("--chunks", type=int, default=None, help="chunks per type (default 4; mag 2)")
     parser.add_argument("--format", default="numpy", choices=GENERATOR_FORMATS,
                         help="chunk file format; mixed uses csv, numpy and parquet for different files")
     parser.add_argument("--feat-dim", type=int, default=16, help="width of the float32 node feature 'feat'")
@@ -33,16 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    common = {"fmt": args.format, "seed": args.seed, "overwrite": args.overwrite, "feat_dim": args.feat_dim}
-    sizes = {k: v for k, v in (("edges", args.edges), ("chunks", args.chunks)) if v is not None}
-    if args.kind == "rmat":
-        path = generate_rmat(args.out, **({"nodes": args.nodes} if args.nodes is not None else {}), **sizes, **common)
-    elif args.kind == "grid":
-        if args.edges is not None:
-            raise GraphshardError("--edges: a grid's edges follow from --nodes and --dims; drop --edges")
-        path = generate_grid(args.out, **({"nodes": args.nodes} if args.nodes is not None else {}), dims=args.dims,
-                             **({"chunks": args.chunks} if args.chunks is not None else {}), **common)
-    else:
-        path = generate_mag(args.out, **({"papers": args.nodes} if args.nodes is not None else {}), **sizes, **common)
-    print(path)
+    kwargs = {"fmt": args.format, "seed": args.seed, "overwrite": args.overwrite, "feat_dim": args.feat_dim}
+    given = {"edges": args.edges, "chunks": args.chunks, "nodes" if args.kind != "mag" else "papers": args.nodes}
+    kwargs.update({k: v for k, v in given.items() if v is not None})
+    if args.edges is not None and args.kind not in EDGE_COUNTED:
+        raise GraphshardError("--edges: a grid's edges follow from --nodes and --dims; drop --edges")
+    if args.kind == "grid":
+        kwargs["dims"] = args.dims
+    if args.kind == "planted":
+        kwargs.update(communities=args.communities, mixing=args.mixing)
+    print(GENERATORS[args.kind](args.out, **kwargs))
     return 0

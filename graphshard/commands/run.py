@@ -18,6 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--from", dest="from_step", choices=STEPS, help="re-run this step and every later one")
     parser.add_argument("--force", action="append", default=[], choices=STEPS,
                         help="re-run this step even if its result is cached (repeatable)")
+    parser.add_argument("--plan", action="store_true", help="print the run's plan (graphshard plan) and exit")
+    parser.add_argument("--force-plan", action="store_true",
+                        help="run even if the plan says the cluster's memory or the disks are too small")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +30,12 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.flows.publish import RECORD, published_by
 
     cfg = load_config(args.config, args.overrides)
-    check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error before any work
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error first
+    if args.plan:
+        from graphshard.commands.plan import show
+        return show(cfg, graph)
+    from graphshard.plan import gate
+    gate.check(cfg, graph, force=args.force_plan)  # a cluster or disk the plan does not fit: refused here
     pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
     logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
     if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile

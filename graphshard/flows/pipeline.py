@@ -33,6 +33,7 @@ from graphshard.flows import report
 from graphshard.flows.cache import StepStore
 from graphshard.flows.ondemand import ClusterOnDemand, wait_closed
 from graphshard.flows.publish import published_by
+from graphshard.plan import diskfull
 from graphshard.tasks.assign import assign_task
 from graphshard.tasks.ingest import ingest_task
 from graphshard.tasks.publish import publish_task
@@ -148,4 +149,6 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     err = state.result(raise_on_failure=False)
     if isinstance(err, GraphshardError):
         raise err
+    if diskfull.is_full(err):  # a write of the flow process itself (an artifact, a manifest, publishing)
+        raise GraphshardError(diskfull.line(f"flow run {state.name.lower()}", err)) from err
     raise GraphshardError(f"flow run {state.name.lower()}: {type(err).__name__}: {err}")

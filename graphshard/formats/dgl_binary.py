@@ -169,7 +169,8 @@ def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> Fil
 def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarray,
                ndata: Mapping[str, np.ndarray] | None = None, edata: Mapping[str, np.ndarray] | None = None,
                formats: Sequence[str] = ("coo",)) -> FileDigest:
-    """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl`; COO always, CSR/CSC when asked.
+    """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl` in the `formats` asked (DGL's
+    `graph_formats`: exactly those are saved; DGL's loaders and ours read any of them).
     Returns the file's content digest (`graphshard.digests`).
 
     CSR/CSC rows are sorted by `edata["_TYPE"]` when present, as DGL's partitioner saves heterogeneous partitions.
@@ -184,9 +185,9 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
             if np.ndim(arr) == 0 or np.shape(arr)[0] != rows:
                 raise ValueError(f"{what}['{name}'] has shape {np.shape(arr)}, expected {rows} rows")
     unknown = set(formats) - set(FORMAT_CODES)
-    if unknown:
+    if unknown or not formats:
         raise ValueError(f"unknown graph formats {sorted(unknown)}; expected some of {sorted(FORMAT_CODES)}")
-    saved = {"coo", *formats}
+    saved = set(formats)
     saved_code = sum(FORMAT_CODES[name] for name in saved)
 
     with _atomic_binary(path) as out:

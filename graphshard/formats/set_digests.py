@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from graphshard.digests import FAST, FileDigest, identity
+from graphshard.digests import FAST, FileDigest, hash_file, identity
 from graphshard.errors import GraphshardError, InputError
 
 SUFFIX = ".digests.json"
@@ -54,6 +54,21 @@ def write_set_digests(out_dir: Path, graph_name: str, written: Sequence[Iterable
     target = Path(out_dir) / digests_name(f"{graph_name}.json")
     text = json.dumps({"version": VERSION, "algorithm": FAST, "num_parts": len(written), "files": files}, indent=1)
     Storage().write_bytes(target, text.encode())
+    return target
+
+
+def add_set_digests(config_path: Path, rel_paths: Iterable[str]) -> Path:
+    """List files added to a finished set (GraphBolt's graphs, written by DGL's converter) in its digests file,
+    hashing each once (they have no graphshard writer)."""
+    from graphshard.storage import Storage
+
+    target = Path(config_path).with_name(digests_name(Path(config_path).name))
+    doc = json.loads(target.read_bytes())
+    for rel in rel_paths:
+        path = target.parent / rel
+        doc["files"][rel] = {"size": path.stat().st_size, "digest": hash_file(path, FAST)}
+    doc["files"] = dict(sorted(doc["files"].items()))
+    Storage().write_bytes(target, json.dumps(doc, indent=1).encode())
     return target
 
 

@@ -12,10 +12,11 @@ import logging
 import re
 import shutil
 import tempfile
+import time
 import warnings
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 from pydantic import ValidationError
@@ -28,6 +29,7 @@ from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
 from graphshard.fsutil import publish
+from graphshard.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.shuffle import DispatchOptions, dispatch
@@ -37,6 +39,21 @@ log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
+
+
+class Phases:
+    """Wall seconds per phase of one call, logged at its end (the record's `phases`; bench/api.py reports them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(time.perf_counter() - start, 2)
 
 
 def part_methods() -> list[str]:
@@ -161,19 +178,26 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool) -> Path:
-    """Assign, dispatch (and validate) the chunked `metadata` in `work`; returns the staged partition config."""
-    assign_input = add_features(metadata, "assign", classes) if classes else metadata
-    assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
-                        edge_report=not validate)  # validation measures the cut on the output
-    trainers = options.num_trainers_per_machine
-    if trainers > 1:
-        node, edge = _trainer_features(graph, assignment, num_parts * trainers)
-        metadata = add_features(metadata, "dispatch", node, edge)
-    config = dispatch(metadata, assignment, work / "partitions", dispatch_options, client)
-    config = _rename(config, name)
+               classes: dict, dispatch_options: DispatchOptions, client, work: Path, validate: bool,
+               graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
+    """Assign, dispatch (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
+    partition config."""
+    with phases("assign"):
+        assign_input = add_features(metadata, "assign", classes) if classes else metadata
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
+                            edge_report=not validate)  # validation measures the cut on the output
+    with phases("dispatch"):
+        trainers = options.num_trainers_per_machine
+        if trainers > 1:
+            node, edge = _trainer_features(graph, assignment, num_parts * trainers)
+            metadata = add_features(metadata, "dispatch", node, edge)
+        config = _rename(dispatch(metadata, assignment, work / "partitions", dispatch_options, client), name)
+    if graphbolt is not None:
+        with phases("graphbolt"):
+            to_graphbolt(config, graphbolt, client)
     if validate:
-        _validate(config, metadata, assignment, client, work)
+        with phases("validate"):
+            _validate(config, metadata, assignment, client, work)
     return config
 
 
@@ -182,20 +206,19 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
                     return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
                     graph_formats: Any = None, use_graphbolt: bool = False, *, num_nodes: Any = None,
                     node_feats: Any = None, edge_feats: Any = None, client: Any = None, validate: bool = False,
-                    seed: int = 0) -> tuple[Any, Any] | None:
+                    seed: int = 0, **kwargs: Any) -> tuple[Any, Any] | None:
     """Partition an in-memory graph into `out_path` as `dgl.distributed.partition_graph` does (same arguments).
 
     `g`: a DGLGraph/heterograph, a PyG Data/HeteroData, a scipy sparse matrix, or a dict
     `{(src_type, rel, dst_type): (src, dst)}` (then `num_nodes`, `node_feats`, `edge_feats` describe the rest).
     graphshard's additions (keyword-only): `client` (a `distributed.Client`; default a local 2-worker cluster),
     `validate` (check every invariant and write report.json/report.html into `out_path`), `seed`. The chunks and
-    step folders go to a hidden work folder beside `out_path`, removed afterwards.
+    step folders go to a hidden work folder beside `out_path`, removed afterwards. `use_graphbolt` and `**kwargs`
+    (`store_eids`, `store_inner_node`, `store_inner_edge`) are DGL's: the set is converted by DGL's own converter.
     Returns `(orig_nids, orig_eids)` when `return_mapping`, as DGL does (tensors of the input's kind; dicts keyed by
     node type and canonical edge type for a heterogeneous input).
     """
-    if use_graphbolt:
-        raise GraphshardError("use_graphbolt: graphshard writes DGL's partition format only; convert afterwards "
-                              "with dgl.distributed.dgl_partition_to_graphbolt")
+    graphbolt = options_from_kwargs(use_graphbolt, kwargs)
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         raise GraphshardError(f"graph_name: expected a non-empty name without '/', found {graph_name!r}")
     if not isinstance(num_parts, int) or num_parts < 1:
@@ -208,19 +231,24 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     _check_out_path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+    phases = Phases()
     try:
-        metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
+        with phases("chunks"):
+            metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
         cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with cluster as active:
+        with phases("on cluster"), cluster as active:
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, dispatch_options, active,
-                                work, validate)
-        mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
-        if validate:  # the report names where the set is published, not the work folder it was checked in
-            from graphshard.validate import retarget_report
+                                work, validate, graphbolt, phases)
+        with phases("mapping"):
+            mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        with phases("publish"):
+            if validate:  # the report names where the set is published, not the work folder it was checked in
+                from graphshard.validate import retarget_report
 
-            retarget_report(config.parent, out / config.name)
-        publish(config.parent, out, overwrite=True)
+                retarget_report(config.parent, out / config.name)
+            publish(config.parent, out, overwrite=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log.info("partition_graph: %d partitions of '%s' in %s", num_parts, graph_name, out)
+    log.info("partition_graph: %d partitions of '%s' in %s; phases (s): %s", num_parts, graph_name, out,
+             phases.seconds, extra={"phases": phases.seconds})
     return mapping

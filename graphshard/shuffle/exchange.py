@@ -19,7 +19,7 @@ from graphshard.errors import InputError
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
-from graphshard.shuffle.plan import FeatureSpec, ShufflePlan
+from graphshard.shuffle.plan import FeatureSpec, ShufflePlan, id_dtype_for
 from graphshard.shuffle.scratch import write_bucket
 
 MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by one pass per partition, else a sort
@@ -116,7 +116,7 @@ def _route_out_edges(plan: ShufflePlan, etype_id: int, chunk: int, by_dst: Group
     Inputs are in destination-grouped order, so positions in ascending order are already in (q, rank) order.
     """
     dst_owner = by_dst.keys_sorted()
-    rank_dtype = np.int32 if len(src) < np.iinfo(np.int32).max else np.int64
+    rank_dtype = id_dtype_for(len(src))
     for p, rows in enumerate(_cut_rows_by_source(src_owner, dst_owner, plan.num_parts)):
         q = dst_owner[rows]
         write_bucket(plan.scratch.out_bucket(etype_id, chunk, p),

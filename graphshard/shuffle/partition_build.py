@@ -2,8 +2,9 @@
 
 Local layout as DGL's `partition_graph` writes it: owned nodes first (local IDs 0..n-1 in new-ID order), then halo
 nodes in new-ID order; owned edges first (new-ID order), then halo edges in new-ID order. Reserved fields carry
-DGL's dtypes (reference §3). Memory is bounded by the partition: owned edges and rows, plus one bucket at a time
-while scanning the other partitions for the halo.
+DGL 2.1's names and dtypes (reference §3): `_TYPE` int32 for nodes and edges, where DGL writes it (`optional_fields`).
+Memory is bounded by the partition: owned edges and rows, plus one bucket at a time while scanning the other
+partitions for the halo.
 """
 
 from __future__ import annotations
@@ -14,8 +15,22 @@ import numpy as np
 
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
-from graphshard.shuffle.plan import ShufflePlan
+from graphshard.shuffle.plan import ShufflePlan, id_dtype_for
 from graphshard.shuffle.scratch import read_bucket
+
+# DGL 2.1's reserved dtype of `_TYPE` (dgl.NTYPE and dgl.ETYPE are the same string; its table keeps int32 for both).
+TYPE_DTYPE = np.int32
+
+
+def optional_fields(plan: ShufflePlan) -> tuple[bool, bool]:
+    """(`_TYPE`, `part_id`) written or not, as DGL 2.1 does: its `partition_graph` writes `_TYPE` for heterographs
+    only and `part_id` always, except for one partition (`_TYPE` and no `part_id`: it saves the whole graph as
+    `to_homogeneous` made it); its distributed pipeline (halo_mode "in_edges") writes `_TYPE` always."""
+    if plan.options.halo_mode == "in_edges":
+        return True, True
+    if plan.num_parts == 1:
+        return True, False
+    return plan.num_ntypes > 1 or plan.num_etypes > 1, True
 
 
 class Stacker:
@@ -98,7 +113,7 @@ def _local_table(num_nodes: int, lo: int, hi: int, halo_nodes: np.ndarray) -> np
     """new ID -> local ID over the whole new-ID space (4 bytes per node of the graph; a gather beats a binary
     search over the halo by 10x): owned node x -> x - lo, halo node -> (hi - lo) + its rank among the halo."""
     local_count = hi - lo + len(halo_nodes)
-    table = np.empty(num_nodes, dtype=np.int32 if local_count < np.iinfo(np.int32).max else np.int64)
+    table = np.empty(num_nodes, dtype=id_dtype_for(local_count))
     table[lo:hi] = np.arange(hi - lo)
     table[halo_nodes] = np.arange(hi - lo, local_count)
     return table
@@ -130,17 +145,18 @@ def build_partition(plan: ShufflePlan, part: int, nodes: IdSpace, edges: IdSpace
     n_inner, n_halo = hi - lo, len(halo_nodes)
     node_ids = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo_nodes.astype(np.int64)])
     local = _local_edges(_local_table(nodes.total, lo, hi, halo_nodes), owned, halo_edges)
-    ndata = {
-        "_ID": node_ids,
-        "inner_node": np.concatenate([np.ones(n_inner, np.uint8), np.zeros(n_halo, np.uint8)]),
-        "part_id": np.concatenate([np.full(n_inner, part, np.int64), nodes.part_of(halo_nodes).astype(np.int64)]),
-        "_TYPE": nodes.type_of(node_ids).astype(np.int16),
-    }
+    ndata = {"_ID": node_ids, "inner_node": np.concatenate([np.ones(n_inner, np.uint8), np.zeros(n_halo, np.uint8)])}
     edata = {
         "_ID": local.eid,
         "inner_edge": np.concatenate([np.ones(len(owned.src), np.uint8), np.zeros(len(halo_edges.src), np.uint8)]),
-        "_TYPE": local.etype,
     }
+    types, part_ids = optional_fields(plan)
+    if part_ids:
+        ndata["part_id"] = np.concatenate([np.full(n_inner, part, np.int64),
+                                           nodes.part_of(halo_nodes).astype(np.int64)])
+    if types:
+        ndata["_TYPE"] = nodes.type_of(node_ids).astype(TYPE_DTYPE)
+        edata["_TYPE"] = local.etype.astype(TYPE_DTYPE, copy=False)
     return PartitionData(
         num_nodes=n_inner + n_halo,
         src=local.src, dst=local.dst,

@@ -13,6 +13,16 @@ from graphshard.shuffle.ids import block_offsets
 from graphshard.shuffle.options import DispatchOptions
 from graphshard.shuffle.scratch import Scratch
 
+# IDs, offsets and counts below this fit int32 (the narrow arrays: half the bytes to move); at or above it the shuffle
+# uses int64 (new node IDs in the ID map and the buckets, local IDs, out-edge ranks). Tests lower it to run the wide
+# paths on a small graph.
+NARROW_LIMIT = int(np.iinfo(np.int32).max)
+
+
+def id_dtype_for(count: int) -> type:
+    """int32 for IDs of a space of `count` entries while they fit, else int64."""
+    return np.int32 if count < NARROW_LIMIT else np.int64
+
 
 @dataclass(frozen=True)
 class FeatureSpec:
@@ -47,7 +57,7 @@ class ShufflePlan:
     @property
     def id_dtype(self) -> type:
         """dtype of new node IDs in the ID map and the buckets: int32 while they fit (half the bytes to move)."""
-        return np.int32 if self.graph.total_nodes < np.iinfo(np.int32).max else np.int64
+        return id_dtype_for(self.graph.total_nodes)
 
     @property
     def out_buckets(self) -> bool:

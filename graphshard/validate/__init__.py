@@ -18,7 +18,8 @@ _PUBLIC = {"CHECKS": "problems", "Problem": "problems", "problem_lines": "proble
 
 
 def __getattr__(name: str):
-    """The public names load on first use: the runner imports Dask, which a cached run never needs."""
+    """The public names load on first use: the runner imports Dask, which a cached run and the plan (it reads
+    `lazy.PIECE_ROWS`) never need."""
     if name not in _PUBLIC:
         raise AttributeError(f"module 'graphshard.validate' has no attribute '{name}'")
     return getattr(importlib.import_module(f"graphshard.validate.{_PUBLIC[name]}"), name)

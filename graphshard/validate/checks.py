@@ -15,9 +15,9 @@ from graphshard.validate.layout import Layout, owners
 from graphshard.validate.lazy import Column, GraphColumns, pieces
 from graphshard.validate.problems import Hits, Problem, first_values
 
-# Allowed dtypes per reserved field: formats.md §4 names node _TYPE int16, but DGL 2.1.0's own partition_graph writes
-# int32 for heterogeneous graphs (measured on its output; its loader accepts int8..int64), so both pass.
-NODE_FIELDS = {"_ID": ("int64",), "inner_node": ("uint8",), "part_id": ("int64",), "_TYPE": ("int16", "int32")}
+# Allowed dtypes per reserved field: node _TYPE is int32 as DGL 2.1 writes it (formats.md §4) and as graphshard
+# writes it; int16 (what graphshard wrote before, DGL's declared NTYPE dtype) still passes, as DGL's loaders read it.
+NODE_FIELDS = {"_ID": ("int64",), "inner_node": ("uint8",), "part_id": ("int64",), "_TYPE": ("int32", "int16")}
 EDGE_FIELDS = {"_ID": ("int64",), "inner_edge": ("uint8",), "_TYPE": ("int32",)}
 _ALWAYS = {"_ID", "inner_node", "inner_edge"}
 

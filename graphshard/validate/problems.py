@@ -11,8 +11,8 @@ CHECKS: dict[str, str] = {
     "config": "partition config JSON has every key DGL reads, with consistent types and counts",
     "id-ranges": "node_map/edge_map ranges are partition-major, type-minor, gap-free and non-overlapping (§5.3)",
     "files": "every file the config names exists and parses as a DGL binary file",
-    "reserved-dtypes": "_ID int64, inner_node/inner_edge uint8, part_id int64, node _TYPE int16 (int32 as DGL 2.1 "
-                       "writes it), edge _TYPE int32 (§5.1)",
+    "reserved-dtypes": "_ID int64, inner_node/inner_edge uint8, part_id int64, _TYPE int32 (nodes: int16 "
+                       "of older sets too; heterographs only) (§5.1)",
     "inner-nodes": "inner nodes take local IDs 0..n-1 and their _ID is exactly the partition's node_map range, in order (§5.2-3)",
     "halo-nodes": "halo nodes are owned elsewhere, appear once, and carry the owner's part_id and type",
     "inner-edges": "inner edges' _ID is exactly the partition's edge_map range and their destinations are inner (§5.2-4)",

@@ -1,8 +1,8 @@
 """`multilevel`: a distributed multilevel partitioner that runs as Dask tasks on the run's cluster (no MPI).
 
 Coarsen by size-constrained label propagation over blocks of nodes, contract through bucket files, partition the
-coarsest level (at most `multilevel_coarse_nodes` nodes) with METIS in one task, then project back and refine with
-size-constrained label propagation plus an overweight fix per level. Design and memory: docs/DESIGN.md
+coarsest level (at most `multilevel_coarse_nodes` nodes) with KaMinPar's strong preset or METIS in one task, then
+project back and refine with size-constrained label propagation and boundary FM plus an overweight fix per level. Design and memory: docs/DESIGN.md
 "Assignment: multilevel".
 """
 

@@ -31,8 +31,9 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     return np.array(labels[lo:hi]), labels[indices], open_ro(level.cluster_weights(rnd))
 
 
-def cluster_block(b: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, twohop: bool) -> int:
-    """One LP round over block b: writes its labels for round rnd+1 and its cluster weight changes; returns moves."""
+def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray) -> int:
+    """One LP round over block b (grouping up to `quota` leftover singletons, none if negative): writes its labels for
+    round rnd+1 and its cluster weight changes; returns moves."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
@@ -43,7 +44,7 @@ def cluster_block(b: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray
     salt = salt_of(seed, level.index, rnd)
     order = np.arange(hi - lo) if level.index else np.argsort(np.diff(indptr) // DEGREE_BUCKET, kind="stable")
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, twohop, cand, order)
+                          half(salt, lo, hi), salt, quota, cand, order)
     write_range(level.labels(rnd + 1), lo, cand[own_l])
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])

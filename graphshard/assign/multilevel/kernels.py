@@ -72,15 +72,16 @@ def compact_labels(own, nbr):
 
 
 @njit(cache=True)
-def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop, names, order):
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order):
     """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
     so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
 
     `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place;
     `names` are the clusters' global labels (ties are broken on them). A node
     joins the neighbouring cluster of highest connection that stays within `maxw` in every column (staying on
-    ties). With `twohop`, nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
-    isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types). Returns moves.
+    ties). With `quota` >= 0, up to `quota` nodes left alone afterwards are grouped: by their favourite neighbouring
+    cluster, and isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types); the quota
+    keeps the level from shrinking far below the coarsest level's size. Returns moves.
     """
     n = len(own)
     rating = np.zeros(cw.shape[0], dtype=np.int64)
@@ -112,18 +113,20 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, twohop,
             cw[best] += vw[u]
             own[u] = best
             moves += 1
-    if twohop:
-        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite)
+    if quota >= 0:
+        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota)
     return moves
 
 
 @njit(cache=True)
-def _group_singletons(indptr, own, cw, vw, maxw, favourite):
+def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota):
     """Nodes still alone in their cluster join the first such node with the same favourite cluster (isolated
-    nodes: the previous isolated one), while it fits."""
+    nodes: the previous isolated one), while it fits, `quota` moves at most."""
     leader = np.full(cw.shape[0] + 1, -1, dtype=np.int64)  # last slot: isolated nodes
     moves = 0
     for u in range(len(own)):
+        if moves >= quota:
+            break
         if cw[own[u], 0] != 1:
             continue
         key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0]

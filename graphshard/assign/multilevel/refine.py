@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphshard.assign.multilevel.hashing import half, mix_ids, salt_of
+from graphshard.assign.multilevel.fm import fm_round
+from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
 from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
 from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
 
@@ -31,11 +32,15 @@ def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
 
 
 def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
-                 budget: np.ndarray) -> tuple[np.ndarray, int]:
-    """One refinement round over block b into parts map rnd+1; returns (net weight change per part, moves)."""
+                 budget: np.ndarray, fm: bool) -> tuple[np.ndarray, int]:
+    """One refinement round over block b into parts map rnd+1: a label propagation sweep, then (with `fm`) an FM
+    pass over the same active nodes; returns (net weight change per part, moves)."""
     lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
     salt = salt_of(seed, level.index, 1000 + rnd)
-    delta, moves = refine_round(indptr, loc, nbr, ew, own, vw, budget, half(salt, lo, hi), salt, nparts)
+    active = active_nodes(level, salt, lo, hi)
+    delta, moves = refine_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts)
+    if fm:
+        moves += fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)[0]
     write_range(level.parts(rnd + 1), lo, own.astype(np.int32))
     return delta, int(moves)
 

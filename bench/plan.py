@@ -1,0 +1,320 @@
+"""Check `graphshard plan` against real runs: predicted next to measured for every column, per step.
+
+For each size (R-MAT, 20 edges per node, numpy chunks of 5M edges, generated here and deleted after) and method
+(`random`, `multilevel`): the plan of the config (2 workers x 1 thread, `memory_limit` 2GB, validation on,
+graph_formats [coo]), then `graphshard run` as a subprocess on this script's own LocalCluster (`cluster.address`), so
+that the workers' pids are known: every worker's RSS and the flow process's are sampled every 50 ms
+(bench/measure.py), the work folder's size every 0.25 s, and the scheduler's task stream counts the Dask tasks of
+each step. A step's window is its "building" .. "done" lines in the run's log. Measured per step: peak RSS per
+worker (largest worker) and of the flow process in the window, scratch = peak growth of the work folder in the
+window minus the step's artifact, output = the step's artifact folder, tasks, wall. The disk figure of the plan is
+checked against free space before generating a size. `--update` writes the shape and time coefficients measured
+here (edge cut, edge imbalance, halo nodes per cut edge, core-seconds) into graphshard/plan/coefficients.json;
+`--predict` prints the plan for sizes nobody ran (1B/10B/100B on 8/64/512 workers). Markdown tables to stdout.
+Run heavy: `flock /tmp/graphshard-heavy.lock python bench/plan.py --sizes 20000000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import psutil
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from measure import _Poll, machine  # noqa: E402  (bench/measure.py)
+
+CHUNK_EDGES = 5_000_000
+NODE_FEAT_BYTES, EDGE_FEAT_BYTES = 73.0, 4.0  # the R-MAT generator's features: feat 16 x f32, label i64, mask bool
+STEP_PREFIX = {"ingest": "ingest", "assign": "assign", "shuffle": "dispatch", "validate": "validate"}
+COLUMNS = ("worker_peak", "flow_peak", "scratch", "output", "tasks", "seconds")
+LOG_LINE = re.compile(r"^(\S+ \S+) INFO \S+ (\w+): (building|done in)")
+
+
+class Timeline(_Poll):
+    """(time, rss) samples of each pid, and (time, bytes) of a folder, taken every `period` seconds."""
+
+    def __init__(self, pids: dict[str, int], folder: Path, period: float = 0.05):
+        super().__init__(self._sample, period)
+        self.procs = {name: psutil.Process(pid) for name, pid in pids.items()}
+        self.rss: dict[str, list[tuple[float, int]]] = {name: [] for name in pids}
+        self.folder, self.disk, self._next_walk = folder, [], 0.0
+
+    def _sample(self) -> None:
+        now = time.time()
+        for name, proc in self.procs.items():
+            try:
+                self.rss[name].append((now, proc.memory_info().rss))
+            except psutil.Error:
+                pass
+        if now >= self._next_walk:
+            self.disk.append((now, folder_bytes(self.folder)))
+            self._next_walk = now + 0.25
+
+    def peak(self, name: str, lo: float, hi: float) -> int:
+        return max((r for t, r in self.rss[name] if lo <= t <= hi), default=0)
+
+    def disk_peak(self, lo: float, hi: float) -> int:
+        return max((b for t, b in self.disk if lo <= t <= hi), default=0)
+
+    def disk_at(self, when: float) -> int:
+        before = [b for t, b in self.disk if t <= when]
+        return before[-1] if before else 0
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under a folder (hard links counted once)."""
+    seen, total = set(), 0
+    for root, _, files in os.walk(folder):
+        for f in files:
+            try:
+                st = os.lstat(os.path.join(root, f))
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) not in seen:
+                seen.add((st.st_dev, st.st_ino))
+                total += st.st_blocks * 512
+    return total
+
+
+def windows(log: Path) -> dict[str, tuple[float, float]]:
+    """Each built step's (start, end) wall-clock time from the run's log."""
+    out: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        m = LOG_LINE.match(line)
+        if m:
+            t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            out.setdefault(m.group(2), []).append(t)
+    return {step: (ts[0], ts[-1]) for step, ts in out.items() if len(ts) >= 2}
+
+
+def write_config(path: Path, graph: Path, out: Path, method: str, parts: int, workers: int, limit: str,
+                 address: str | None) -> Path:
+    cluster = {"workers": workers, "threads_per_worker": 1, "memory_limit": limit}
+    if address:
+        cluster["address"] = address
+    cfg = {"input": {"metadata": str(graph)}, "output": {"dir": str(out / "out")}, "work_dir": str(out / "work"),
+           "num_parts": parts, "assign": {"method": method, "seed": 0},
+           "shuffle": {"graph_formats": ["coo"], "save_orig_nids": True, "save_orig_eids": True},
+           "validate": {"enabled": True}, "cluster": cluster}
+    path.write_text(json.dumps(cfg))  # YAML is a superset of JSON
+    return path
+
+
+def plan_of(config: Path) -> dict:
+    from graphshard.config import check_config, load_config
+    from graphshard.plan.build import plan_run
+
+    cfg = load_config(config)
+    return plan_run(cfg, check_config(cfg)).to_json()
+
+
+def measure_run(config: Path, work: Path, client, env: dict) -> dict:
+    """`graphshard run` on the bench's cluster; measured figures per step."""
+    from distributed import get_task_stream
+
+    pids = {f"worker{i}": pid for i, pid in enumerate(client.run(os.getpid).values())}
+    work.mkdir(parents=True, exist_ok=True)
+    with get_task_stream(client) as stream:
+        proc = subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        with Timeline({**pids, "flow": proc.pid}, work) as line:
+            out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise SystemExit(f"graphshard run failed ({proc.returncode}): {err[-2000:]}")
+    log = max((work / "logs").glob("run-*.log"), key=lambda p: p.stat().st_mtime)
+    tasks = [str(t["key"]) for t in stream.data]
+    spans = task_spans(stream.data)
+    return {step: measured_step(step, min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1]),
+                                line, pids, work, tasks) for step, (lo, hi) in windows(log).items()}
+
+
+def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
+    """(first start, last stop) of each step's Dask tasks: ingest checks and hashes new input files before its
+    'building' line, so the log alone misses that part of the step."""
+    spans: dict[str, list[float]] = {}
+    steps = {prefix: step for step, prefix in STEP_PREFIX.items()}
+    for rec in records:
+        step = steps.get(str(rec["key"]).split("-", 1)[0])
+        times = [t for ss in rec.get("startstops", ()) for t in (ss["start"], ss["stop"])]
+        if step and times:
+            spans.setdefault(step, []).extend(times)
+    return {step: (min(ts), max(ts)) for step, ts in spans.items()}
+
+
+def measured_step(step: str, lo: float, hi: float, line: Timeline, pids: dict, work: Path, tasks: list[str]) -> dict:
+    artifact = next((work / step).iterdir(), None) if (work / step).is_dir() else None
+    output = folder_bytes(artifact) if artifact else 0
+    grown = line.disk_peak(lo, hi + 0.5) - line.disk_at(lo)
+    return {"worker_peak": max(line.peak(w, lo, hi) for w in pids), "flow_peak": line.peak("flow", lo, hi),
+            "scratch": max(0, grown - output), "output": output,
+            "tasks": sum(k.startswith(STEP_PREFIX[step] + "-") for k in tasks), "seconds": round(hi - lo, 1)}
+
+
+def shape_figures(report: dict, parts: int) -> dict:
+    """Edge cut, edge imbalance and halo nodes per cut edge of a run's report.json."""
+    q = report["quality"]
+    owned = [sum(p["inner_edges"].values()) for p in q["partitions"]]
+    halo_nodes = [sum(p["halo_nodes"].values()) for p in q["partitions"]]
+    cut = q["edge_cut"]["share"]
+    return {"cut": cut, "edge_imbalance": q["imbalance"]["all_edges"],
+            "halo_nodes_per_cut_edge": max(halo_nodes) / max(1.0, 2 * cut * max(owned))}
+
+
+def human(column: str, value: float) -> str:
+    if column in ("worker_peak", "flow_peak", "scratch", "output"):
+        return f"{value / 1e9:.2f}"
+    return f"{value:,.0f}" if column == "tasks" else f"{value:.1f}"
+
+
+def comparison_rows(size: int, method: str, plan: dict, measured: dict) -> list[str]:
+    """Markdown rows: per step, predicted / measured (ratio) for every column."""
+    rows = []
+    for step in plan["steps"]:
+        got = measured.get(step["step"])
+        cells = []
+        for c in COLUMNS:
+            if c == "seconds":
+                lo, hi = step["seconds"]
+                pred = f"{lo:.0f}-{hi:.0f}"
+                cells.append(f"{pred} / {got[c]:.1f}" if got else f"{pred} / -")
+                continue
+            pred = human(c, step[c])
+            ratio = f" ({step[c] / got[c]:.2f}x)" if got and got[c] else ""
+            cells.append(f"{pred} / {human(c, got[c])}{ratio}" if got else f"{pred} / -")
+        rows.append(f"| {size / 1e6:,.0f}M | {method} | {step['step']} | " + " | ".join(cells) + " |")
+    return rows
+
+
+TABLE_HEAD = ("| edges | method | step | worker peak GB | flow peak GB | scratch GB | output GB | Dask tasks | "
+              "time s |\n|---|---|---|---|---|---|---|---|---|")
+
+
+def update_coefficients(method: str, shape: dict, plan: dict, measured: dict) -> None:
+    """Write the measured edge cut, edge imbalance, halo nodes per cut edge and step core-seconds."""
+    from graphshard.plan import coefficients
+
+    c = coefficients.load()
+    if method != "random":
+        c["cut"][method] = round(shape["cut"], 4)
+    c["edge_imbalance"][method] = round(shape["edge_imbalance"], 4)
+    c["halo_nodes_per_cut_edge"] = round(shape["halo_nodes_per_cut_edge"], 4)
+    keys = {"shuffle": "shuffle_per_edge", "validate": "validate_per_edge",
+            "assign": f"assign:{method}_per_edge" if method == "multilevel" else f"assign:{method}_per_node"}
+    for step in plan["steps"]:
+        key, got = keys.get(step["step"]), measured.get(step["step"])
+        if key and got:
+            lo, hi = step["seconds"]
+            central = (lo + hi) / sum(c["time_spread"])
+            c["core_seconds"][key] = float(f"{c['core_seconds'][key] * got['seconds'] / central:.3g}")
+    c["machine"] = f"{machine()}; bench/plan.py"
+    coefficients.save(c)
+
+
+def run_size(edges: int, args, client, env: dict, lines: list[str]) -> None:
+    data = Path(args.tmp) / f"rmat{edges // 1_000_000}m"
+    graph = data / "metadata.json"
+    if not graph.exists():
+        subprocess.run([sys.executable, "-m", "graphshard.cli", "generate", "rmat", "--out", str(data), "--nodes",
+                        str(edges // 20), "--edges", str(edges), "--chunks", str(-(-edges // CHUNK_EDGES))],
+                       check=True, env=env, stdout=subprocess.DEVNULL)
+    for method in args.methods:
+        run_dir = Path(args.tmp) / f"run-{edges // 1_000_000}m-{method}"
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(parents=True)
+        local = write_config(run_dir / "plan.yaml", graph, run_dir, method, args.parts, args.workers,
+                             args.memory_limit, None)
+        plan = plan_of(local)
+        disk = [m for m in plan["misfits"] if m["step"] == "disk"]
+        if disk:
+            print(f"skipped {edges:,} {method}: {disk[0]['line']}", file=sys.stderr)
+            continue
+        config = write_config(run_dir / "run.yaml", graph, run_dir, method, args.parts, args.workers,
+                              args.memory_limit, client.scheduler.address)
+        measured = measure_run(config, run_dir / "work", client, env)
+        shape = shape_figures(json.loads((run_dir / "out" / "report.json").read_text()), args.parts)
+        lines += comparison_rows(edges, method, plan, measured)
+        print(json.dumps({"edges": edges, "method": method, "measured": measured, "shape": shape,
+                          "predicted": plan["steps"], **machine()}), file=sys.stderr)
+        if args.update:
+            update_coefficients(method, shape, plan, measured)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    if not args.keep:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def predictions(sizes: list[int], workers: list[int], methods: list[str], limit: str) -> list[str]:
+    """The plan for graphs nobody ran here: R-MAT-like, 20 edges per node, 5M-edge chunks, the generator's features,
+    orig-ID files, one partition and one thread per worker; what to change when a step does not fit `limit`."""
+    from graphshard.plan.fit import gb, kill_threshold, worker_advice, worker_limit
+    from graphshard.plan.model import Settings, plan_steps
+    from graphshard.plan.sizes import GraphSizes
+
+    rows = ["| edges | workers = partitions | method | step | worker peak | flow peak | scratch (shared) | output | "
+            f"Dask tasks | time s | {limit} workers: what to change |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    cap = int(worker_limit(limit, 1, 1) * kill_threshold())
+    for edges, w in zip(sizes, workers):
+        g = GraphSizes.synthetic(edges // 20, edges, CHUNK_EDGES, NODE_FEAT_BYTES, EDGE_FEAT_BYTES)
+        for method in methods:
+            s = Settings(num_parts=w, method=method, orig_nids=True, orig_eids=True, workers=w, threads=1, cores=w)
+            for st in plan_steps(g, s):
+                lo, hi = st.seconds
+                advice = worker_advice(g, s, st, cap)
+                change = "fits" if st.worker_peak <= cap else "; ".join(advice) + (
+                    "" if len(advice) > 1 else f" (no partition count or chunk size fits: {st.peak_task})")
+                rows.append(f"| {edges / 1e9:g}B | {w} | {method} | {st.step} | {gb(st.worker_peak)} | "
+                            f"{gb(st.flow_peak)} | {gb(st.scratch)} | {gb(st.output)} | {st.tasks:,} | "
+                            f"{lo:,.0f}-{hi:,.0f} | {change} |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    from distributed import Client, LocalCluster
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[20_000_000], help="edges of each R-MAT graph")
+    ap.add_argument("--methods", nargs="+", default=["random", "multilevel"])
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--memory-limit", default="2GB")
+    ap.add_argument("--tmp", default="/work/data/plan", help="graphs and runs go here (deleted after each size)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated graphs")
+    ap.add_argument("--update", action="store_true", help="write the measured coefficients")
+    ap.add_argument("--predict", action="store_true", help="also print the plan for 1B/10B/100B on 8/64/512 workers")
+    ap.add_argument("--benchmarks", default=None, metavar="PATH",
+                    help="also append the tables to this file (BENCHMARKS.md) under a dated heading")
+    args = ap.parse_args(argv)
+
+    env = {**os.environ, "DO_NOT_TRACK": "1", "PREFECT_SERVER_ANALYTICS_ENABLED": "false"}
+    lines, out = [TABLE_HEAD], []
+    if args.sizes:
+        load = os.getloadavg()[0]
+        with LocalCluster(n_workers=args.workers, threads_per_worker=1, memory_limit=args.memory_limit,
+                          processes=True, dashboard_address=None) as cluster, Client(cluster) as client:
+            for edges in args.sizes:
+                run_size(edges, args, client, env, lines)
+        out += [f"Predicted / measured (predicted/measured ratio), {machine()}, load average at start {load:.1f}, "
+                f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}:", "", *lines]
+    if args.predict:
+        out += ["", "Predictions (nobody ran these; the plan's model with the coefficients above):", "",
+                *predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)]
+    print("\n".join(out))
+    if args.benchmarks:
+        with open(args.benchmarks, "a") as fh:
+            fh.write(f"\n### bench/plan.py, {time.strftime('%Y-%m-%d %H:%M')}\n\n`{' '.join(sys.argv)}`\n\n"
+                     + "\n".join(out) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

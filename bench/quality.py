@@ -1,0 +1,178 @@
+"""Partition quality matrix: methods x graph families x k in one run. Per cell: edge cut (input edges), its ratio to
+METIS's cut in the same run, imbalance per balance constraint, process wall time and the largest process peak RSS
+(a multilevel run's largest is a Dask worker). Every (family, method, k) runs in its own process (measure.run).
+
+    flock /tmp/graphshard-heavy.lock .venv/bin/python bench/quality.py --data /work/data/quality \\
+        --families rmat-100k grid2d-250k --methods metis multilevel --parts 4 8 16 32 64 --out quality.jsonl
+
+Graphs are generated once into --data (seeded, so a rerun finds the same graphs). Result lines are appended to --out
+(JSON lines); cells already there are skipped, so an interrupted run resumes. Prints the Markdown tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from measure import machine, run  # bench/measure.py
+
+# family -> (generator, its arguments, assignment options every method gets)
+MAG_BALANCE = {"balance_ntypes": ["ntype", "paper/train_mask"]}  # a class per node type x paper train mask
+FAMILIES = {
+    "rmat-100k": ("rmat", {"nodes": 100_000, "edges": 2_000_000, "seed": 0}, {}),
+    "rmat-300k-s2": ("rmat", {"nodes": 300_000, "edges": 6_000_000, "seed": 2}, {}),
+    "rmat-1m": ("rmat", {"nodes": 1_000_000, "edges": 20_000_000, "seed": 0}, {}),
+    "grid2d-250k": ("grid", {"nodes": 250_000, "dims": 2}, {}),
+    "grid2d-1m": ("grid", {"nodes": 1_000_000, "dims": 2}, {}),
+    "grid3d-1m": ("grid", {"nodes": 1_000_000, "dims": 3}, {}),
+    "planted-500k": ("planted", {"nodes": 500_000, "edges": 5_000_000}, {}),
+    "geometric-1m": ("geometric", {"nodes": 1_000_000}, {}),
+    "chunglu-500k": ("chunglu", {"nodes": 500_000, "edges": 5_000_000}, {}),
+    "mag-100k": ("mag", {"papers": 100_000}, MAG_BALANCE),
+    "grid3d-216k": ("grid", {"nodes": 216_000, "dims": 3}, {}),
+    "planted-200k": ("planted", {"nodes": 200_000, "edges": 2_000_000}, {}),
+    "geometric-500k": ("geometric", {"nodes": 500_000}, {}),
+    "chunglu-200k": ("chunglu", {"nodes": 200_000, "edges": 2_000_000}, {}),
+    "mag-50k": ("mag", {"papers": 50_000}, MAG_BALANCE),
+    # small screening graphs (under 1M edges: they may run outside the heavy-work lock)
+    "rmat-50k": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1}, {}),
+    "grid2d-62k": ("grid", {"nodes": 62_500, "dims": 2}, {}),
+    "grid3d-64k": ("grid", {"nodes": 64_000, "dims": 3}, {}),
+    "planted-50k": ("planted", {"nodes": 50_000, "edges": 500_000}, {}),
+    "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
+    "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
+    "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
+}
+# row name -> assignment options (method and its own options)
+METHODS = {
+    "random": {"method": "random"},
+    "metis": {"method": "metis"},
+    "kaminpar": {"method": "kaminpar"},
+    "kaminpar-strong": {"method": "kaminpar", "kaminpar_preset": "strong"},
+    "multilevel": {"method": "multilevel"},
+    "parmetis": {"method": "parmetis"},
+}
+UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong"}  # KaMinPar refuses balance constraints
+
+
+def graph_path(data: Path, family: str) -> Path:
+    """The family's metadata.json, generated on first use."""
+    from graphshard.generate import GENERATORS
+
+    kind, kwargs, _ = FAMILIES[family]
+    meta = data / family / "metadata.json"
+    if not meta.exists():
+        GENERATORS[kind](data / family, chunks=4, overwrite=True, **kwargs)
+    return meta
+
+
+def child(args: argparse.Namespace) -> None:
+    """One cell in this process; prints one JSON line (multilevel on a local cluster of --workers, or in-process)."""
+    from contextlib import nullcontext
+
+    from distributed import Client, LocalCluster
+
+    from graphshard.assign import REPORT_FILE, assign
+    from graphshard.assign.options import AssignOptions
+
+    opts = AssignOptions(seed=args.seed, **METHODS[args.one], **FAMILIES[args.family][2], **json.loads(args.extra))
+    local = opts.method == "multilevel" and args.workers > 0
+    cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, dashboard_address=":0") if local \
+        else nullcontext()
+    with cluster as c, (Client(c) if c is not None else nullcontext()) as client, \
+            tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        t0 = time.perf_counter()
+        out = assign(graph_path(args.data, args.family), Path(tmp) / "a", args.k, opts, client=client)
+        step = time.perf_counter() - t0
+        report = json.loads((out / REPORT_FILE).read_text())
+    print(json.dumps({"cut": report["edge_cut"]["count"], "edges": report["num_edges"],
+                      "imbalance": report["imbalance"], "step_s": step,
+                      "partitioner": {k: v for k, v in report["partitioner"].items() if k in ("seconds", "levels")}}))
+
+
+def cell(args: argparse.Namespace, family: str, method: str, k: int) -> dict:
+    """Run one cell in a fresh process under `timeout`; its wall time and the largest peak RSS in its tree."""
+    cmd = ["timeout", "--kill-after=10", str(args.timeout), sys.executable, __file__, "--one", method,
+           "--family", family, "--k", str(k), "--data", str(args.data), "--seed", str(args.seed), "--tmp", args.tmp,
+           "--workers", str(args.workers), "--extra", args.extra]
+    done = run(cmd, stdout=-1, stderr=-1, text=True)
+    row = {"family": family, "method": method, "k": k, "wall_s": round(done.wall, 2), "peak_rss_bytes": done.peak}
+    if done.returncode == 124 or done.returncode == 137:
+        return {**row, "error": f"did not finish in {args.timeout:.0f} s"}
+    if done.returncode != 0:
+        return {**row, "error": done.stderr.strip().splitlines()[-1][:200] if done.stderr.strip() else "failed"}
+    return {**row, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def tables(rows: list[dict], parts: list[int]) -> str:
+    """Cut matrix (cut share, ratio to the same run's METIS) per family, then wall / peak / worst imbalance."""
+    got = {(r["family"], r["method"], r["k"]): r for r in rows}
+    families = list(dict.fromkeys(r["family"] for r in rows))
+    methods = [m for m in METHODS if any(r["method"] == m for r in rows)]
+    head = "| family | method | " + " | ".join(f"k={k}" for k in parts) + " |"
+    out = [head, "|---|---|" + "---|" * len(parts)]
+    for fam in families:
+        for m in methods:
+            cells = []
+            for k in parts:
+                r, base = got.get((fam, m, k)), got.get((fam, "metis", k))
+                if r is None or "error" in r:
+                    cells.append("" if r is None else r["error"])
+                    continue
+                ratio = f" ({r['cut'] / base['cut']:.2f}x)" if base and "cut" in base and base["cut"] else ""
+                cells.append(f"{r['cut'] / r['edges']:.1%}{ratio}")
+            out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
+    out += ["", "| family | method | k | wall (s) | peak RSS (GB) | worst imbalance (constraint) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            continue
+        label, worst = max(r["imbalance"].items(), key=lambda kv: kv[1])
+        out.append(f"| {r['family']} | {r['method']} | {r['k']} | {r['wall_s']:.1f} | {r['peak_rss_bytes'] / 1e9:.2f} "
+                   f"| {worst:.3f} ({label}) |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("/work/data/quality"), help="generated graphs")
+    parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    parser.add_argument("--methods", nargs="+", default=[m for m in METHODS if m != "parmetis"],
+                        choices=list(METHODS))
+    parser.add_argument("--parts", type=int, nargs="+", default=[4, 8, 16, 32, 64])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2, help="multilevel: local Dask workers (0: in-process)")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds allowed per cell")
+    parser.add_argument("--extra", default="{}", help="JSON of extra AssignOptions for every cell (e.g. levers)")
+    parser.add_argument("--tmp", default="/tmp", help="folder for the assignment outputs (and multilevel scratch)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON lines of the results (appended; resumes)")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--family", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--k", type=int, default=4, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        child(args)
+        return
+    rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out and args.out.exists() else []
+    done = {(r["family"], r["method"], r["k"]) for r in rows}
+    print(json.dumps({"machine": machine(), "extra": args.extra}), file=sys.stderr)
+    for family in args.families:
+        graph_path(args.data, family)
+        constrained = bool(FAMILIES[family][2])
+        for k in args.parts:
+            for method in args.methods:
+                if (family, method, k) in done or (constrained and method in UNCONSTRAINED_ONLY):
+                    continue
+                rows.append(cell(args, family, method, k))
+                print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+                if args.out:
+                    with args.out.open("a") as fh:
+                        fh.write(json.dumps(rows[-1]) + "\n")
+    print(tables([r for r in rows if r["family"] in args.families], args.parts))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""A run's plan from its config: the graph's sizes (headers only), the steps' predictions, the limits, the misfits."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, worker_limit
+from graphshard.plan.model import Settings, StepPlan, plan_steps
+from graphshard.plan.sizes import GraphSizes
+
+if TYPE_CHECKING:
+    from graphshard.config import PipelineConfig
+    from graphshard.formats.chunked import ChunkedGraph
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """Everything `graphshard plan` prints."""
+
+    sizes: GraphSizes
+    settings: Settings
+    steps: list[StepPlan]
+    limits: Limits
+    misfits: list[Misfit]
+
+    @property
+    def fits(self) -> bool:
+        return not self.misfits
+
+    def to_json(self) -> dict:
+        """The plan as data (`graphshard plan --json`)."""
+        return {"graph": asdict(self.sizes), "settings": asdict(self.settings),
+                "steps": [asdict(s) for s in self.steps],
+                "limits": {"worker_memory": self.limits.worker_memory, "host_memory": self.limits.host_memory,
+                           "external": self.limits.external,
+                           "locations": [{**asdict(loc), "path": str(loc.path)} for loc in self.limits.locations]},
+                "fits": self.fits, "misfits": [{**asdict(m), "line": m.line()} for m in self.misfits]}
+
+
+def settings_of(cfg: PipelineConfig) -> Settings:
+    """The figures of a config the model uses."""
+    a, sh, cl = cfg.assign, cfg.shuffle, cfg.cluster
+    return Settings(
+        num_parts=cfg.num_parts, method=a.method, trainers=a.num_trainers_per_machine, balance_edges=a.balance_edges,
+        balance_columns=len(a.balance_ntypes) + a.balance_edges, block_edges=a.multilevel_block_edges,
+        coarse_nodes=a.multilevel_coarse_nodes, lp_rounds=a.multilevel_lp_rounds,
+        refine_rounds=a.multilevel_refine_rounds, halo_hops=sh.halo_hops, halo_mode=sh.halo_mode,
+        orig_nids=sh.save_orig_nids, orig_eids=sh.save_orig_eids, formats=tuple(sh.graph_formats),
+        node_block_rows=sh.node_block_rows, validate=cfg.validate_.enabled, full=cfg.validate_.full,
+        workers=cl.workers, threads=cl.threads_per_worker,
+        cores=(os.cpu_count() or 1) if cl.address is None else cl.workers * cl.threads_per_worker)
+
+
+def disk_needs(cfg: PipelineConfig, steps: list[StepPlan]) -> dict[str, tuple[Path, int]]:
+    """Bytes each location must hold at its fullest: the cached artifacts of earlier steps plus the live step's
+    scratch and output (the work folder), the shuffle's buckets (`shuffle.scratch_dir`, else the work folder), and
+    the published set when output.dir is on another filesystem than the work folder (else publishing links)."""
+    by = {s.step: s for s in steps}
+    text, parts = by["assign"].output, by["shuffle"].output
+    bucket_dir = cfg.shuffle.scratch_dir
+    work = max(by["assign"].scratch + text, text + parts + (0 if bucket_dir else by["shuffle"].scratch),
+               text + parts + (by["validate"].scratch + by["validate"].output if "validate" in by else 0))
+    needs = {"work_dir": (cfg.work, max(0, work - _cached_bytes(cfg.work)))}
+    if bucket_dir:
+        needs["shuffle.scratch_dir"] = (Path(bucket_dir), by["shuffle"].scratch)
+    if _device(cfg.output.dir) != _device(cfg.work):
+        needs["output.dir"] = (cfg.output.dir, parts)
+    return needs
+
+
+def _cached_bytes(work: Path) -> int:
+    """Bytes of the assignment and partition artifacts already in the work folder: a re-run whose steps are cached
+    writes nothing there, so a disk they filled must not refuse it (a changed config may need them anew: then the
+    disk-full line, not the plan, reports it)."""
+    total = 0
+    for step in ("assign", "shuffle"):
+        for root, _, files in os.walk(work / step):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                except OSError:  # removed meanwhile (another run's cleanup)
+                    pass
+    return total
+
+
+def _device(path: Path) -> int:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path.stat().st_dev
+
+
+def plan_run(cfg: PipelineConfig, graph: ChunkedGraph) -> RunPlan:
+    """The plan of a checked config (`check_config` returned `graph`)."""
+    sizes = GraphSizes.of(graph)
+    settings = settings_of(cfg)
+    steps = plan_steps(sizes, settings)
+    cl = cfg.cluster
+    memory = None if cl.address else worker_limit(cl.memory_limit, cl.workers, cl.threads_per_worker)
+    limits = Limits(memory, host_memory(), locations(disk_needs(cfg, steps)), external=cl.address is not None)
+    return RunPlan(sizes, settings, steps, limits, misfits(sizes, settings, steps, limits))

@@ -1,0 +1,35 @@
+"""The plan check `graphshard run` does after the config check and before the cluster starts."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from graphshard.errors import GraphshardError
+from graphshard.plan import diskfull
+from graphshard.plan.build import RunPlan, plan_run
+
+if TYPE_CHECKING:
+    from graphshard.config import PipelineConfig
+    from graphshard.formats.chunked import ChunkedGraph
+
+log = logging.getLogger(__name__)
+
+
+class PlanRefused(GraphshardError):
+    """The config's plan does not fit its cluster or disks (exit 2 before any work)."""
+
+
+def check(cfg: PipelineConfig, graph: ChunkedGraph, force: bool = False) -> RunPlan:
+    """Plan the run; refuse it with the first misfit's one line unless `force` (then log the misfits). Also tells
+    the disk-full wording which locations this run writes to."""
+    plan = plan_run(cfg, graph)
+    diskfull.watch({loc.key: loc.path for loc in plan.limits.locations})
+    for misfit in plan.misfits:  # the terminal shows warnings: only when the run goes on, else the one line below
+        log.log(logging.WARNING if force else logging.INFO, "%s%s", misfit.line(),
+                " (--force-plan: running anyway)" if force else "")
+    if plan.misfits and not force:
+        more = f" (and {len(plan.misfits) - 1} more: graphshard plan {cfg.source})" if len(plan.misfits) > 1 else ""
+        worst = max(plan.misfits, key=lambda m: m.predicted / max(m.limit, 1))
+        raise PlanRefused(f"{worst.line()}{more}; --force-plan runs anyway")
+    return plan

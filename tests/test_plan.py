@@ -1,0 +1,164 @@
+"""`graphshard plan` and the plan check of `graphshard run`: the plan's shape and key figures for the shipped configs,
+a predicted output size against a real dispatch, refusals before any work (memory, the flow host, disk)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graphshard import assign as assign_pkg
+from graphshard.cli import main
+from graphshard.config import check_config, load_config
+from graphshard.formats.chunked import load_metadata
+from graphshard.plan import coefficients, fit, gate
+from graphshard.plan.build import plan_run
+from graphshard.plan.model import Settings, plan_steps
+from graphshard.plan.sizes import GraphSizes
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS = ["ingest", "assign", "shuffle", "validate"]
+
+
+def shipped(name: str, metadata: Path, folder: Path) -> list[str]:
+    """`--set` overrides that point a shipped config at a test graph and temporary folders."""
+    return [f"input.metadata={metadata}", f"output.dir={folder / 'out'}", f"work_dir={folder / 'work'}"]
+
+
+def plan_json(capsys, config: Path, overrides: list[str]) -> tuple[int, dict]:
+    code = main(["plan", str(config), "--json", *[x for o in overrides for x in ("--set", o)]])
+    return code, json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture(scope="module")
+def example_graph(make_graph) -> Path:
+    """The example's graph (scripts/example.sh: 5,000 nodes, 50,000 edges, 4 chunks)."""
+    return make_graph("rmat", nodes=5000, edges=50000, chunks=4)
+
+
+def test_example_plan_shape_and_figures(tmp_path, capsys, example_graph):
+    config = REPO / "configs" / "example.yaml"
+    code, plan = plan_json(capsys, config, shipped("example", example_graph, tmp_path))
+    assert code == 0 and plan["fits"] and plan["misfits"] == []
+    graph = load_metadata(example_graph)
+    files = sum(len(s.data) for d in (graph.node_data, graph.edge_data) for f in d.values() for s in f.values())
+    feats = sum(len(f) for d in (graph.node_data, graph.edge_data) for f in d.values())
+    g = plan["graph"]
+    assert (g["nodes"], g["edges"], g["edge_chunks"], g["largest_chunk"]) == (5000, 50000, 4, 12500)
+    assert [s["step"] for s in plan["steps"]] == STEPS
+    tasks = {s["step"]: s["tasks"] for s in plan["steps"]}
+    # the tasks the steps submit: a check per file; a draw per node block; convert, index, route, write; phase
+    # zero (orig_nids), scans and cross-checks per partition plus a checksum per input file
+    assert tasks == {"ingest": 4 + files, "assign": 1, "shuffle": 1 + feats + 1 + 4 + 4, "validate": 3 * 4 + 4 + files}
+    base = coefficients.load()["worker_base"]
+    assert all(base < s["worker_peak"] < 0.5e9 and s["flow_peak"] == coefficients.load()["flow_base"]
+               for s in plan["steps"])
+    assert plan["limits"]["worker_memory"] == 2_000_000_000 and not plan["limits"]["external"]
+    assert [loc["key"] for loc in plan["limits"]["locations"]] == ["work_dir"]  # output.dir: same filesystem
+    sets = [x for o in shipped("example", example_graph, tmp_path) for x in ("--set", o)]
+    assert main(["plan", str(config), *sets]) == 0
+    text = capsys.readouterr().out
+    assert "worker peak" in text and "\nfits: yes" in text and text.count("\nshuffle (4 partitions") == 1
+
+
+def test_predicted_partition_bytes_match_a_real_dispatch(tmp_path, example_graph):
+    """The shuffle's output figure against the bytes dispatch writes for the example config (within 25%)."""
+    from graphshard.shuffle import dispatch
+
+    cfg = load_config(REPO / "configs" / "example.yaml", shipped("example", example_graph, tmp_path))
+    plan = plan_run(cfg, check_config(cfg))
+    predicted = next(s.output for s in plan.steps if s.step == "shuffle")
+    assignment = assign_pkg.assign(example_graph, tmp_path / "a", 4, cfg.assign, edge_report=False)
+    dispatch(example_graph, assignment, tmp_path / "parts", cfg.shuffle, None)
+    written = sum(p.stat().st_size for p in (tmp_path / "parts").rglob("*") if p.is_file())
+    assert 0.75 < predicted / written < 1.25, (predicted, written)
+
+
+def test_mag_plan_metis_in_the_flow_host(tmp_path, capsys, mag_small, monkeypatch):
+    config = REPO / "configs" / "mag.yaml"
+    code, plan = plan_json(capsys, config, shipped("mag", mag_small, tmp_path))
+    assert code == 0 and plan["graph"]["node_types"] == 4 and plan["settings"]["method"] == "metis"
+    step = {s["step"]: s for s in plan["steps"]}
+    c = coefficients.load()
+    metis = c["flow_bytes_per_edge"]["metis"]
+    assert step["assign"]["flow_peak"] == int(c["flow_base"] + metis * plan["graph"]["edges"])
+    assert "flow host" in step["assign"]["detail"] and plan["limits"]["worker_memory"] == 4_000_000_000
+    # a flow host just above the flow process's baseline cannot hold METIS's graph: refused, multilevel suggested
+    monkeypatch.setattr("graphshard.plan.build.host_memory", lambda: c["flow_base"] + 1)
+    cfg = load_config(config, shipped("mag", mag_small, tmp_path))
+    with pytest.raises(gate.PlanRefused) as err:
+        gate.check(cfg, check_config(cfg))
+    line = str(err.value)
+    assert line.startswith("plan: assign: predicted peak of the flow process") and "assign.method: multilevel" in line
+    assert "\n" not in line
+    assert gate.check(cfg, check_config(cfg), force=True).misfits  # --force-plan: planned, not refused
+
+
+def test_run_refuses_a_too_small_cluster_before_any_work(tmp_path, example_graph):
+    config = tmp_path / "run.yaml"
+    data = yaml.safe_load((REPO / "configs" / "example.yaml").read_text())
+    data.update(input={"metadata": str(example_graph)}, output={"dir": str(tmp_path / "out")},
+                work_dir=str(tmp_path / "work"))
+    data["cluster"]["memory_limit"] = "150MB"
+    config.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "GRAPHSHARD_HOME": str(tmp_path / "home"), "GRAPHSHARD_LOG_DIR": str(tmp_path / "logs")}
+    env.pop("GRAPHSHARD_PREFECT", None)
+    proc = subprocess.run([sys.executable, "-m", "graphshard.cli", "run", str(config)], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("graphshard run: error: plan: ") and "predicted peak per worker" in lines[0]
+    assert "above the limit 142 MB" in lines[0] and "cluster.memory_limit >= " in lines[0]
+    assert "--force-plan" in lines[0]
+    # nothing started: no work folder, no output, no Prefect server
+    assert not (tmp_path / "work").exists() and not (tmp_path / "out").exists() and not (tmp_path / "home").exists()
+    shown = subprocess.run([sys.executable, "-m", "graphshard.cli", "run", str(config), "--plan"],
+                           capture_output=True, text=True, env=env, timeout=120)
+    assert shown.returncode == 1 and "fits: NO" in shown.stdout and not (tmp_path / "work").exists()
+
+
+def test_advice_names_what_the_peak_grows_with():
+    """A partition-sized peak gets a partition count that fits, a chunk-sized one a chunk size that fits."""
+    g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
+    s = Settings(num_parts=4, orig_nids=True, orig_eids=True)
+    shuffle = next(st for st in plan_steps(g, s) if st.step == "shuffle")
+    assert shuffle.driver == "partition"
+    cap = 2_000_000_000 * fit.kill_threshold()
+    advice = fit.worker_advice(g, s, shuffle, int(cap))
+    parts = int(next(a for a in advice if a.startswith("num_parts >= ")).split(">= ")[1])
+    assert next(st for st in plan_steps(g, Settings(**{**s.__dict__, "num_parts": parts})) if st.step == "shuffle"
+                ).worker_peak <= cap
+    big_chunks = GraphSizes.synthetic(5_000_000, 100_000_000, 100_000_000, 73, 4)
+    ingest = plan_steps(big_chunks, s)[0]
+    assert ingest.driver == "chunk" and ingest.worker_peak > cap
+    advice = fit.worker_advice(big_chunks, s, ingest, int(cap))
+    assert any(a.startswith("smaller edge chunks (at most ") for a in advice)
+
+
+def test_disk_short_of_the_plan_is_refused(tmp_path, example_graph, monkeypatch):
+    cfg = load_config(REPO / "configs" / "example.yaml", shipped("example", example_graph, tmp_path))
+    real = fit.shutil.disk_usage
+    monkeypatch.setattr(fit.shutil, "disk_usage", lambda p: real(p)._replace(free=1_000_000))
+    with pytest.raises(gate.PlanRefused) as err:
+        gate.check(cfg, check_config(cfg))
+    assert str(err.value).startswith("plan: disk: predicted space needed ") and "work_dir" in str(err.value)
+    assert "above the limit 1 MB" in str(err.value)
+    # an earlier run's artifacts in the work folder (a cached re-run writes nothing): not refused
+    done = tmp_path / "work" / "shuffle" / "key" / "partitions"
+    done.mkdir(parents=True)
+    (done / "part0.bin").write_bytes(b"x" * 8_000_000)
+    assert not gate.check(cfg, check_config(cfg)).misfits
+
+
+def test_methods_that_pack_edge_keys_need_fewer_than_2_31_nodes():
+    g = GraphSizes.synthetic(3_000_000_000, 6_000_000_000, 5_000_000)
+    for method, refused in (("multilevel", True), ("metis", True), ("random", False)):
+        found = fit.width_misfits(g, Settings(num_parts=64, method=method))
+        assert bool(found) == refused
+    assert "3,000,000,000" in fit.width_misfits(g, Settings(num_parts=64, method="metis"))[0].line()
