@@ -125,7 +125,8 @@ def tables(rows: list[dict], parts: list[int]) -> str:
                     continue
                 ratio = f" ({r['cut'] / base['cut']:.2f}x)" if base and "cut" in base and base["cut"] else ""
                 cells.append(f"{r['cut'] / r['edges']:.1%}{ratio}")
-            out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
+            if any(cells):
+                out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
     out += ["", "| family | method | k | wall (s) | peak RSS (GB) | worst imbalance (constraint) |",
             "|---|---|---|---|---|---|"]
     for r in rows:
