@@ -154,6 +154,7 @@ class Rig:
             self.start_worker(name)
         _wait_up(self.s3_endpoint, timeout=60)
         self.wait_for_workers(len(self.worker_names))
+        http_get(self.dashboard_url)  # the first view installs the scheduler's task stream recorder: every run shows
 
     def start_worker(self, name: str, *extra: str) -> subprocess.Popen:
         """`dask worker` on host `name` (1 thread, its scratch in the host's private /tmp), named after the host."""

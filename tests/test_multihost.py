@@ -13,10 +13,12 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser import ARTIFACTS, Browser, chromium
 from multihost_rig import Rig, http_get, unavailable
+from test_dashboard import PLOT_STRINGS
 
 pytestmark = pytest.mark.slow
 GRAPHSHARD = Path(sys.executable).parent / "graphshard"
@@ -162,7 +164,7 @@ def test_local_locations_on_separate_hosts_fail_with_one_line(local_run):
     assert "Traceback" not in terminal, terminal[-3000:]
     errors = [line for line in terminal.splitlines() if "error" in line.lower()]
     assert len(errors) == 1, terminal[-3000:]
-    assert re.search(r"\b(ingest|assign|shuffle|dispatch|validate)\b", errors[0]), errors
+    assert re.search(r"\b(ingest|assign|shuffle|dispatch|validate)\b", errors[0]), terminal[-3000:]
     assert re.search(r"(No such file|not found|does not exist|missing)", errors[0], re.I), errors
     assert not (tmp / "out").exists() or not any((tmp / "out").iterdir())  # nothing published
 
@@ -178,18 +180,38 @@ def test_logged_dashboard_link_opens_the_scheduler_hosts_dashboard(multihost_rig
     browser = Browser(exe, tmp_path / "chromium", size=(1400, 1400))
     try:
         browser.call("Page.enable")
-        browser.call("Page.navigate", url=link.group(1).replace("/status", "/workers"))
-        deadline, text = time.monotonic() + 60, ""
-        while time.monotonic() < deadline and not all(f"{h.addr}:" in text for h in _worker_hosts(rig)):
-            time.sleep(0.5)
-            text = browser.evaluate("document.body ? document.body.innerText : ''") or ""
+        browser.call("Page.navigate", url=link.group(1))
+        workers = {quote(f"tcp://{h.addr}:", safe="") for h in _worker_hosts(rig)}
+        names = _plot_strings(browser, lambda seen: all(any(s.startswith(w) for s in seen) for w in workers))
         shot = base64.b64decode(browser.call("Page.captureScreenshot", format="png")["data"])
+        browser.call("Page.navigate", url=link.group(1).replace("/status", "/tasks"))
+        history = _plot_strings(browser, lambda seen: "ingest-check-file" in seen)
+        browser.call("Page.navigate", url=link.group(1).replace("/status", "/info/main/workers.html"))
+        workers_page = _page_text(browser, lambda text: all(f"{h.addr}:" in text for h in _worker_hosts(rig)))
     finally:
         browser.close()
     ARTIFACTS.mkdir(exist_ok=True)
     (ARTIFACTS / "multihost-dashboard.png").write_bytes(shot)
-    assert all(f"{h.addr}:" in text for h in _worker_hosts(rig)), text[:2000]
+    assert all(any(s.startswith(w) for s in names) for w in workers), sorted(names)[:50]  # the rig's workers
+    assert "ingest-check-file" in history, sorted(history)[:50]  # the run's tasks ran on this scheduler
+    assert all(f"{h.addr}:" in workers_page for h in _worker_hosts(rig)), workers_page[:2000]
     assert len(shot) > 20_000
+
+
+def _plot_strings(browser: Browser, done, timeout: float = 60) -> set[str]:
+    deadline, seen = time.monotonic() + timeout, set()
+    while time.monotonic() < deadline and not done(seen):
+        time.sleep(0.5)
+        seen |= set(browser.evaluate(PLOT_STRINGS) or [])
+    return seen
+
+
+def _page_text(browser: Browser, done, timeout: float = 60) -> str:
+    deadline, text = time.monotonic() + timeout, ""
+    while time.monotonic() < deadline and not done(text):
+        time.sleep(0.5)
+        text = browser.evaluate("document.body ? document.body.innerText : ''") or ""
+    return text
 
 
 def _worker_hosts(rig: Rig):
