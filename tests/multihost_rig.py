@@ -213,6 +213,7 @@ class Rig:
         """Every process of host `name` gets SIGKILL (the host is lost: nothing runs its shutdown)."""
         self._signal(name, signal.SIGKILL)
         self._reap(name)
+        self.hosts[name].procs.clear()
 
     def _signal(self, name: str, sig: int) -> None:
         for pid in self.pids(name):
@@ -243,6 +244,9 @@ class Rig:
             self._signal(name, signal.SIGTERM)
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline and any(self.pids(name) for name in self.hosts):
+            for host in self.hosts.values():  # reap the processes started here: a zombie still counts as a pid
+                for proc in host.procs:
+                    proc.poll()
             time.sleep(0.1)
         for host in self.hosts.values():
             self.kill_host(host.name)
