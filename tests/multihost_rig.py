@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -179,8 +180,9 @@ class Rig:
         prefix = ["ip", "netns", "exec", host.netns]
         if host.private:
             # the working folder first (when under /tmp, /tmp's tmpfs then hides it), then an empty private one
-            mounts = (f"mount -t tmpfs -o size=2g tmpfs {self.workdir} && mount -t tmpfs -o size=2g tmpfs /tmp"
-                      f" && mkdir -p {self.workdir}")
+            folder = shlex.quote(str(self.workdir))
+            mounts = (f"mount -t tmpfs -o size=2g tmpfs {folder} && mount -t tmpfs -o size=2g tmpfs /tmp"
+                      f" && mkdir -p {folder}")
             prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{mounts} && exec "$@"', "sh"]
         log = open(self.logs / f"{name}.log", "ab")
         proc = subprocess.Popen(prefix + argv, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,
