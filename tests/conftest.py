@@ -109,10 +109,10 @@ def s3_bucket(s3_env) -> str:
 def multihost_rig(tmp_path_factory: pytest.TempPathFactory):
     """The multi-host rig (tests/multihost_rig.py) for the whole session: hosts s3, scheduler, worker1..3 in their
     own network namespaces; skipped with one line where it cannot run (not root, no `ip netns`)."""
-    import multihost_rig
+    from multihost_rig import Rig, unavailable
 
-    reason = multihost_rig.unavailable()
+    reason = unavailable()
     if reason:
         pytest.skip(reason)
-    with multihost_rig.Rig(tmp_path_factory.mktemp("multihost")) as rig:
+    with Rig(tmp_path_factory.mktemp("multihost")) as rig:
         yield rig

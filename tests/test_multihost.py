@@ -20,7 +20,6 @@ from browser import ARTIFACTS, Browser, chromium
 from multihost_rig import Rig, http_get, unavailable
 from test_dashboard import PLOT_STRINGS
 
-pytestmark = pytest.mark.slow
 GRAPHSHARD = Path(sys.executable).parent / "graphshard"
 
 
@@ -50,6 +49,7 @@ def _existing(paths: list[str]) -> list[str]:
     return [p for p in paths if os.path.exists(p)]
 
 
+@pytest.mark.slow
 def test_workers_connect_across_hosts_and_see_only_their_own_files(multihost_rig):
     rig = multihost_rig
     with _client(rig) as client:
@@ -67,6 +67,7 @@ def test_workers_connect_across_hosts_and_see_only_their_own_files(multihost_rig
     assert _existing(every) == []  # the root namespace (the flow's host) sees none of them
 
 
+@pytest.mark.slow
 def test_rig_faults_and_cleanup_after_a_failing_test(tmp_path):
     """A host's link down cuts it off and up reconnects it; a killed host has no process left and its worker leaves
     the scheduler; a new worker on it rejoins; a test failing inside the rig leaves nothing behind."""
@@ -105,6 +106,7 @@ print(rig.suffix, " ".join(f"{h.inode}" for h in rig.hosts.values()), flush=True
 """  # exits without closing the rig: atexit must
 
 
+@pytest.mark.slow
 def test_rig_cleans_up_at_interpreter_exit(tmp_path):
     reason = unavailable()
     if reason:
@@ -127,6 +129,16 @@ def test_rig_cleans_up_at_interpreter_exit(tmp_path):
     assert survivors == []
 
 
+def test_where_the_rig_cannot_run_one_line_says_why(monkeypatch):
+    import multihost_rig
+
+    monkeypatch.setattr(multihost_rig.os, "geteuid", lambda: 1000)
+    assert unavailable() == "multi-host rig needs root for network namespaces (running as uid 1000)"
+    monkeypatch.setattr(multihost_rig.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(multihost_rig.shutil, "which", lambda tool: None if tool == "ip" else f"/usr/bin/{tool}")
+    assert unavailable() == "multi-host rig needs 'ip' (iproute2/util-linux), not found on PATH"
+
+
 def _put_object(url: str, data: bytes) -> str:
     """On a worker: write `url` through graphshard's storage layer (endpoint and credentials from the worker's own
     environment), return the endpoint it used."""
@@ -136,6 +148,7 @@ def _put_object(url: str, data: bytes) -> str:
     return os.environ["AWS_ENDPOINT_URL"]
 
 
+@pytest.mark.slow
 def test_workers_write_to_the_s3_host_and_the_flow_host_reads_back(multihost_rig):
     from graphshard.storage import Storage
 
@@ -174,6 +187,7 @@ def local_run(multihost_rig, make_graph, tmp_path_factory):
     return done, tmp, time.monotonic() - started
 
 
+@pytest.mark.slow
 def test_local_locations_on_separate_hosts_fail_with_one_line(local_run):
     done, tmp, seconds = local_run
     terminal = done.stdout + done.stderr
@@ -188,6 +202,7 @@ def test_local_locations_on_separate_hosts_fail_with_one_line(local_run):
     assert not (tmp / "out").exists() or not any((tmp / "out").iterdir())  # nothing published
 
 
+@pytest.mark.slow
 def test_logged_dashboard_link_opens_the_scheduler_hosts_dashboard(multihost_rig, local_run, tmp_path):
     rig = multihost_rig
     done, _, _ = local_run
