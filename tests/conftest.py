@@ -103,3 +103,16 @@ def s3_env(s3_server, monkeypatch: pytest.MonkeyPatch):
 def s3_bucket(s3_env) -> str:
     """A fresh bucket on the session's S3 server (environment set as s3_env does): `s3://<name>`."""
     return s3_env.new_bucket()
+
+
+@pytest.fixture(scope="session")
+def multihost_rig(tmp_path_factory: pytest.TempPathFactory):
+    """The multi-host rig (tests/multihost_rig.py) for the whole session: hosts s3, scheduler, worker1..3 in their
+    own network namespaces; skipped with one line where it cannot run (not root, no `ip netns`)."""
+    from multihost_rig import Rig, unavailable
+
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    with Rig(tmp_path_factory.mktemp("multihost")) as rig:
+        yield rig

@@ -77,6 +77,21 @@ def test_missing_file(rmat_copy, capsys):
     _cli_fails(rmat_copy, capsys, str(path), f"edges['{ET}'].data[1]", "no such file")
 
 
+def test_files_here_but_missing_on_the_workers_are_one_line(rmat_copy):
+    """Workers that report 'no such file' for files this host has: a cluster without this host's filesystem
+    (tests/test_multihost.py shows it on separate hosts), said once, not once per file."""
+    from graphshard.ingest.step import _unshared
+
+    files = [rmat_copy.parent / f for f in _meta(rmat_copy)["edges"][ET]["data"]]
+    seen_missing = [InputError(f, f"edges['{ET}'].data[{i}]", "an existing chunk file", "no such file")
+                    for i, f in enumerate(files)]
+    (line,) = map(str, _unshared(seen_missing))
+    assert line.startswith(f"ingest: {files[0]} (and {len(files) - 1} more input files) exists on this host but")
+    assert "\n" not in line and "s3://" in line
+    files[1].unlink()  # a file missing here too is the input's problem: each reported as before
+    assert _unshared(seen_missing) == []
+
+
 @pytest.mark.parametrize("which", ["numpy", "parquet", "csv"])
 def test_wrong_edge_row_count(mixed_copy, capsys, which):
     meta = _meta(mixed_copy)

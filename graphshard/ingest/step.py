@@ -95,7 +95,20 @@ def _check(graph: ChunkedGraph | str | Path, client, hash_files: bool
     stats = iter(r for r, _ in results[len(edge_jobs):])
     for field, spec, expected in feature_specs(graph):
         problems += feature_problems(graph, field, spec, [next(stats) for _ in spec.data], expected)
-    return problems, found
+    return _unshared(problems) or problems, found
+
+
+def _unshared(problems: list[GraphshardError]) -> list[GraphshardError]:
+    """The workers found no file that this host has: not bad input but a cluster without this host's filesystem.
+    One problem saying so (the first such file, how many more), or none when every missing file is missing here."""
+    unseen = [p.file for p in problems if isinstance(p, InputError) and p.found == "no such file" and p.file
+              and Path(p.file).is_file()]
+    if not unseen or len(unseen) < len(problems):
+        return []
+    more = f" (and {len(unseen) - 1} more input files)" if len(unseen) > 1 else ""
+    return [GraphshardError(f"ingest: {unseen[0]}{more} exists on this host but the Dask workers found no such file: "
+                            "the workers do not share this host's filesystem; put the input where every worker "
+                            "reads it (a shared folder or s3://)")]
 
 
 def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object, FileDigest | None]:
