@@ -173,17 +173,35 @@ class Rig:
         env["NO_PROXY"] = env["no_proxy"] = f"{self.subnet}.0/24,{env.get('NO_PROXY', '')}".rstrip(",")
         return env
 
+    def _private_mounts(self, name: str) -> str:
+        """Shell commands giving a host an empty tmpfs as /tmp and as the working folder, built aside and moved onto
+        /tmp, with the code the rig runs (the checkout and its venv, when they live under /tmp, as in a CI clone)
+        bound back in: no host sees a file another wrote, yet every host runs the same interpreter."""
+        stage = self.workdir / f".mounts-{name}"
+        stage.mkdir(exist_ok=True)
+        code = [Path(p).resolve() for p in (Path(__file__).resolve().parents[1], sys.prefix)]
+        keep = sorted({p for p in code if p.is_relative_to("/tmp") and not any(
+            p != q and p.is_relative_to(q) for q in code)})
+        q = shlex.quote
+        steps = [f"mount -t tmpfs -o size=2g tmpfs {q(str(stage))}"]
+        for path in keep:
+            inside = stage / path.relative_to("/tmp")
+            steps += [f"mkdir -p {q(str(inside))}", f"mount --bind {q(str(path))} {q(str(inside))}"]
+        if self.workdir.resolve().is_relative_to("/tmp"):  # an empty folder in the new /tmp
+            steps.append(f"mkdir -p {q(str(stage / self.workdir.resolve().relative_to('/tmp')))}")
+            steps.append(f"mount --move {q(str(stage))} /tmp")
+        else:
+            steps += [f"mount --move {q(str(stage))} /tmp", f"mount -t tmpfs -o size=2g tmpfs {q(str(self.workdir))}"]
+        return " && ".join(steps)
+
     def start_process(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
         """Run `argv` on host `name` (its network namespace; a worker host also its private mount namespace);
         output to `<workdir>/rig-logs/<host>.log`."""
         host = self.hosts[name]
         prefix = ["ip", "netns", "exec", host.netns]
         if host.private:
-            # the working folder first (when under /tmp, /tmp's tmpfs then hides it), then an empty private one
-            folder = shlex.quote(str(self.workdir))
-            mounts = (f"mount -t tmpfs -o size=2g tmpfs {folder} && mount -t tmpfs -o size=2g tmpfs /tmp"
-                      f" && mkdir -p {folder}")
-            prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c", f'{mounts} && exec "$@"', "sh"]
+            prefix += ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                       f'{self._private_mounts(name)} && exec "$@"', "sh"]
         log = open(self.logs / f"{name}.log", "ab")
         proc = subprocess.Popen(prefix + argv, env=env or self.env(), stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, cwd="/", start_new_session=True)
