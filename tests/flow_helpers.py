@@ -184,3 +184,15 @@ def flow_run_states(api: str, flow_run_id: str | None = None) -> tuple[dict, dic
         flow_run = http_json(f"{api}/flow_runs/{flow_run_id}")
     tasks = http_json(f"{api}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run["id"]]}}})
     return flow_run, {t["name"].rsplit("-", 1)[0]: t["state"]["name"] for t in tasks}
+
+
+def run_log_messages(api: str, flow_run_id: str, wanted: str, timeout: float = 30.0) -> list[str]:
+    """The flow run's log messages once `wanted` is among them (the server stores logs as they arrive in batches),
+    or all of them after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        entries = http_json(f"{api}/logs/filter", {"logs": {"flow_run_id": {"any_": [flow_run_id]}}})
+        logs = [e["message"] for e in entries]
+        if wanted in logs or time.monotonic() > deadline:
+            return logs
+        time.sleep(0.5)

@@ -15,6 +15,7 @@ from flow_helpers import (
     Processes,
     flow_run_states,
     http_json,
+    run_log_messages,
     server_env,
     start_prefect_server,
     wait_for,
@@ -62,9 +63,9 @@ def _check_run(api: str, run_id: str, out: Path) -> None:
     assert tasks == STEPS
     assert json.loads((out / "rmat.json").read_text())["num_parts"] == 3
     assert json.loads((out / "report.json").read_text())["ok"]
-    logs = [e["message"] for e in http_json(f"{api}/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}}})]
-    ui = api.removesuffix("/api")
-    assert f"Prefect UI: {ui}/runs/flow-run/{run_id}" in logs, logs[:10]  # the run's page, logged by the run
+    wanted = f"Prefect UI: {api.removesuffix('/api')}/runs/flow-run/{run_id}"  # the run's page, logged by the run
+    logs = run_log_messages(api, run_id, wanted)
+    assert wanted in logs, logs[:10]
 
 
 def test_graphshard_serve_and_deployment_run(server, tmp_path, rmat_small):

@@ -93,13 +93,15 @@ def own_home(tmp_path, monkeypatch):
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
 
 
-def _recorded_task_runs(api_url: str, flow_run_id: str, timeout: float = 30.0) -> list[dict]:
-    """The flow run's task runs once the server has recorded a final state for each (its task-run recorder writes
-    the states from the events it received in batches, every few seconds)."""
+def _recorded_task_runs(api_url: str, flow_run_id: str, expected: int, timeout: float = 60.0) -> list[dict]:
+    """The flow run's task runs once the server has recorded all `expected` of them, each with a final state (its
+    task-run recorder writes task runs and their states from the events it received, in batches every few seconds:
+    a quick look may find only some of them)."""
     deadline = time.monotonic() + timeout
     while True:
         tasks = http_json(f"{api_url}/task_runs/filter", {"flow_runs": {"id": {"any_": [flow_run_id]}}})
-        if all(t["state"] and t["state"]["type"] in FINAL for t in tasks) or time.monotonic() > deadline:
+        done = len(tasks) >= expected and all(t["state"] and t["state"]["type"] in FINAL for t in tasks)
+        if done or time.monotonic() > deadline:
             return tasks
         time.sleep(0.5)
 
@@ -127,7 +129,7 @@ def test_run_starts_reuses_and_stops_the_background_server(tmp_path, rmat_small,
     runs = http_json(f"{srv.api_url}/flow_runs/filter", {"sort": "EXPECTED_START_TIME_ASC"})
     assert [r["state"]["type"] for r in runs] == ["COMPLETED", "COMPLETED"]
     assert f"prefect:    {srv.url}/runs/flow-run/{runs[0]['id']}\n" in first.stdout  # the run's page in the UI
-    tasks = _recorded_task_runs(srv.api_url, runs[1]["id"])
+    tasks = _recorded_task_runs(srv.api_url, runs[1]["id"], expected=5)
     assert sorted(t["state"]["name"] for t in tasks) == ["Cached"] * 5
     # the process exits with its heap frozen (cli.console): the run's last log lines still reached the API
     logs = http_json(f"{srv.api_url}/logs/filter", {"logs": {"flow_run_id": {"any_": [runs[1]["id"]]}}})

@@ -11,7 +11,7 @@ import time
 
 import pytest
 from browser import ARTIFACTS, Browser, chromium
-from flow_helpers import http_json, subprocess_env, write_config
+from flow_helpers import http_json, run_log_messages, subprocess_env, write_config
 
 from graphshard.pipeline import prefect_server
 
@@ -73,8 +73,8 @@ def test_printed_prefect_link_shows_the_run_in_chromium(tmp_path, rmat_small, ow
     run_id = link.rsplit("/", 1)[1]
     assert link == f"{srv.url}/runs/flow-run/{run_id}"
     flow_run = http_json(f"{srv.api_url}/flow_runs/{run_id}")
-    logs = http_json(f"{srv.api_url}/logs/filter", {"logs": {"flow_run_id": {"any_": [run_id]}}})
-    assert f"Prefect UI: {link}" in [e["message"] for e in logs]  # what a deployment's run logs: the same page
+    logs = run_log_messages(srv.api_url, run_id, f"Prefect UI: {link}")
+    assert f"Prefect UI: {link}" in logs  # what a deployment's run logs: the same page
 
     browser = Browser(exe, tmp_path / "chromium", size=(1400, 1600))
     try:
