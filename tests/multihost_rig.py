@@ -231,8 +231,11 @@ class Rig:
 
     def kill_host(self, name: str) -> None:
         """Every process of host `name` gets SIGKILL (the host is lost: nothing runs its shutdown)."""
-        self._signal(name, signal.SIGKILL)
-        self._reap(name)
+        deadline = time.monotonic() + 10
+        while self.pids(name) and time.monotonic() < deadline:  # again for children forked meanwhile, and until
+            self._signal(name, signal.SIGKILL)                 # the killed ones are gone from the namespace
+            self._reap(name)
+            time.sleep(0.1)
         self.hosts[name].procs.clear()
 
     def _signal(self, name: str, sig: int) -> None:
