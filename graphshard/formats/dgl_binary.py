@@ -15,8 +15,11 @@ from typing import BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from graphshard.digests import FileDigest, HashingWriter
+from graphshard.digests import FileDigest, HashingWriter, written_identity
 from graphshard.errors import InputError
+from graphshard.storage import Location, Storage, StoredFile
+
+Target = str | Path | Location | StoredFile  # where a writer writes: a local path, or a URL through the storage layer
 
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
 TENSOR_DICT_MAGIC = 0xDD5A9FBE3FA2443F
@@ -140,35 +143,32 @@ class _Written:
 
 
 @contextmanager
-def _atomic_binary(path: str | Path) -> Iterator[_Written]:
-    """Open a temporary sibling of `path` for writing; rename it into place only when complete, then note its
-    content digest (hashed on the way out, so that a cache manifest need not read the file again)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            written = _Written(f)
-            yield written
-        os.replace(tmp, path)
-        written.digest = FileDigest.of(path, written.file.algorithm, written.file.hexdigest())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def _atomic_binary(path: Target, storage: Storage | None = None) -> Iterator[_Written]:
+    """Write `path` (a local file or an object) atomically through the storage layer, then note its content digest
+    (hashed on the way out, so that a cache manifest need not read the file again)."""
+    target = StoredFile.of(path, storage)
+    with target.storage.write_atomic(target.loc, sync=False) as f:
+        written = _Written(f)
+        yield written
+        size = f.tell()
+    algorithm, hexdigest = written.file.algorithm, written.file.hexdigest()
+    written.digest = FileDigest.of(target.loc.path, algorithm, hexdigest) if target.loc.is_local \
+        else FileDigest(written_identity(target.loc, size), algorithm, hexdigest)
 
 
-def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> FileDigest:
+def save_tensor_dict(path: Target, tensors: Mapping[str, np.ndarray], storage: Storage | None = None) -> FileDigest:
     """Write {name: array} as DGL's tensor-dict file (`dgl.data.save_tensors`); bool is stored as uint8.
-    Returns the file's content digest (`graphshard.digests`)."""
-    with _atomic_binary(path) as out:
+    `path` may be a URL (written through `storage`). Returns the file's content digest (`graphshard.digests`)."""
+    with _atomic_binary(path, storage) as out:
         f = out.file
         f.write(_U64.pack(TENSOR_DICT_MAGIC) + _U64.pack(len(tensors)))
         _write_named_tensors(f, tensors)
     return out.digest
 
 
-def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarray,
+def save_graph(path: Target, num_nodes: int, src: np.ndarray, dst: np.ndarray,
                ndata: Mapping[str, np.ndarray] | None = None, edata: Mapping[str, np.ndarray] | None = None,
-               formats: Sequence[str] = ("coo",)) -> FileDigest:
+               formats: Sequence[str] = ("coo",), storage: Storage | None = None) -> FileDigest:
     """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl` in the `formats` asked (DGL's
     `graph_formats`: exactly those are saved; DGL's loaders and ours read any of them).
     Returns the file's content digest (`graphshard.digests`).
@@ -190,7 +190,7 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
     saved = set(formats)
     saved_code = sum(FORMAT_CODES[name] for name in saved)
 
-    with _atomic_binary(path) as out:
+    with _atomic_binary(path, storage) as out:
         f = out.file
         header = _U64.pack(GRAPH_FILE_MAGIC) + _U64.pack(GRAPH_FILE_VERSION)
         header += _U64.pack(HETERO_GRAPH_TYPE) + _U64.pack(1)
