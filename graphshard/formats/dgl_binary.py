@@ -6,7 +6,6 @@ readinto). Everything is little-endian, as DGL writes it on x86.
 
 from __future__ import annotations
 
-import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from typing import BinaryIO, Iterator, Mapping, Sequence
 import numpy as np
 
 from graphshard.digests import FileDigest, HashingWriter, written_identity
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.storage import Location, Storage, StoredFile
 
 Target = str | Path | Location | StoredFile  # where a writer writes: a local path, or a URL through the storage layer
@@ -33,6 +32,7 @@ CSR_MAGIC = 0xDD6CD31205DFF127
 GRAPH_FILE_VERSION = 2
 HETERO_GRAPH_TYPE = 2
 HEADER_SIZE = 4096
+WALK_BLOCK = 1 << 16  # bytes per ranged request while walking a remote file's headers (arrays: one request each)
 FORMAT_FLAG = 1 << 32  # marks a format code as a bit set (DGL >= 0.5)
 FORMAT_CODES = {"coo": 1, "csr": 2, "csc": 4}  # also the order in which the sections follow each other
 ALL_FORMATS = 7
@@ -257,9 +257,10 @@ class _Reader:
     """The one walker of DGL's binary files: reads arrays (or, with `index`, notes where they lie and seeks over
     them); short reads, arrays past the end of the file and bad magics become InputErrors naming the file."""
 
-    def __init__(self, f: BinaryIO, path: Path, index: bool = False):
+    def __init__(self, f: BinaryIO, path: Path | Location, index: bool = False):
         self.f, self.path, self.index = f, path, index
-        self.size = os.fstat(f.fileno()).st_size
+        self.size = f.seek(0, 2)
+        f.seek(0)
 
     def raw(self, n: int, what: str) -> bytes:
         data = self.f.read(n)
@@ -376,18 +377,21 @@ class _Reader:
 
 
 @contextmanager
-def _walker(path: Path, kind: str, index: bool) -> Iterator[_Reader]:
+def _walker(path: Target, kind: str, index: bool, storage: Storage | None = None) -> Iterator[_Reader]:
+    """The file to walk, local or an object (read by ranged requests; an index walk reads only the headers)."""
+    source = StoredFile.of(path, storage)
     try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise InputError(path, None, f"a readable DGL {kind} file", err.strerror) from None
+        f = source.open(block_size=WALK_BLOCK)
+    except (OSError, GraphshardError) as err:
+        raise InputError(source.shown, None, f"a readable DGL {kind} file", getattr(err, "strerror", None) or err
+                         ) from None
     with f:
-        yield _Reader(f, path, index)
+        yield _Reader(f, source.shown, index)
 
 
-def _walk_tensor_dict(path: str | Path, index: bool) -> dict:
-    path = Path(path)
-    with _walker(path, "tensor", index) as r:
+def _walk_tensor_dict(path: Target, index: bool, storage: Storage | None = None) -> dict:
+    with _walker(path, "tensor", index, storage) as r:
+        path = r.path
         r.magic(TENSOR_DICT_MAGIC, "tensor dict header")
         count = r.u64("tensor count")
         tensors = r.named_tensors("tensors")
@@ -396,19 +400,19 @@ def _walk_tensor_dict(path: str | Path, index: bool) -> dict:
         return tensors
 
 
-def load_tensor_dict(path: str | Path) -> dict[str, np.ndarray]:
-    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...) into {name: array}."""
-    return _walk_tensor_dict(path, index=False)
+def load_tensor_dict(path: Target, storage: Storage | None = None) -> dict[str, np.ndarray]:
+    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...; a path or URL) into {name: array}."""
+    return _walk_tensor_dict(path, False, storage)
 
 
-def index_tensor_dict(path: str | Path) -> dict[str, ArrayIndex]:
+def index_tensor_dict(path: Target, storage: Storage | None = None) -> dict[str, ArrayIndex]:
     """{name: where its data lies} of a DGL tensor-dict file, every header checked as `load_tensor_dict` does."""
-    return _walk_tensor_dict(path, index=True)
+    return _walk_tensor_dict(path, True, storage)
 
 
-def _walk_graph(path: str | Path, index: bool) -> GraphParts:
-    path = Path(path)
-    with _walker(path, "graph", index) as r:
+def _walk_graph(path: Target, index: bool, storage: Storage | None = None) -> GraphParts:
+    with _walker(path, "graph", index, storage) as r:
+        path = r.path
         sections = r.graph_sections()
         n_types = r.u64("node types")
         nodes_per_type = struct.unpack(f"<{n_types}q", r.raw(8 * n_types, "nodes per type"))
@@ -423,9 +427,9 @@ def _walk_graph(path: str | Path, index: bool) -> GraphParts:
                       ndata=ndata_list[0] if ndata_list else {}, edata=edata_list[0] if edata_list else {})
 
 
-def index_graph(path: str | Path) -> GraphParts:
+def index_graph(path: Target, storage: Storage | None = None) -> GraphParts:
     """A homogeneous `graph.dgl` indexed (ArrayIndex for every array), every header checked as `load_graph` does."""
-    return _walk_graph(path, index=True)
+    return _walk_graph(path, True, storage)
 
 
 def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarray
@@ -441,9 +445,10 @@ def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarr
     return row_out, col_out
 
 
-def load_graph(path: str | Path) -> LocalGraph:
-    """Read a homogeneous `graph.dgl` (ours or DGL's; COO, CSR or CSC saved) as COO in edge-ID order."""
-    g = _walk_graph(path, index=False)
+def load_graph(path: Target, storage: Storage | None = None) -> LocalGraph:
+    """Read a homogeneous `graph.dgl` (ours or DGL's; COO, CSR or CSC saved; a path or URL) as COO in edge-ID
+    order."""
+    g = _walk_graph(path, False, storage)
     source = next(name for name in _EDGE_SOURCES if name in g.sections)
     arrays = g.sections[source][2]
     if source == "coo":

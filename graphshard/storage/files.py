@@ -79,6 +79,16 @@ class StoredFile:
                 return fh.read(max(end - start, 0))
         return self.storage.read_range(self.loc, start, end)
 
+    def read_into(self, start: int, buffer: memoryview) -> int:
+        """Fill `buffer` with the bytes from `start` (a local file: read straight into it); returns how many came."""
+        if self.loc.is_local and self.data is None:
+            with open(self.loc.path, "rb") as fh:
+                fh.seek(start)
+                return fh.readinto(buffer) or 0
+        data = self.read_range(start, start + buffer.nbytes)
+        buffer[:len(data)] = data
+        return len(data)
+
     def read_all(self) -> bytes:
         """The whole file: from memory, or one read (one GET for an object)."""
         return self.data if self.data is not None else self.storage.read_bytes(self.loc)
