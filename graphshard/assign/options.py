@@ -41,12 +41,12 @@ does for random's balance arguments), unless ignoring it would silently give ano
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from graphshard.errors import GraphshardError
+from graphshard.storage.field import Where
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
@@ -91,7 +91,7 @@ class FlatOptions(BaseModel):
     objtype: Literal["cut", "vol"] = "cut"
     num_trainers_per_machine: int = Field(default=1, ge=1)
     ufactor: int = Field(default=30, ge=1)
-    dir: Path | None = None
+    dir: Where | None = None
     mpi_ranks: int = Field(default=2, ge=1)
     parmetis_lib: str | None = None
     parmetis_idx_bits: Literal[32, 64] = 64

@@ -102,7 +102,8 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         get_run_logger().info("Prefect UI: %s", link)
     cfg: PipelineConfig = load_config(config, overrides)
     store = StepStore(cfg.work)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir), warn=get_run_logger().warning)
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),
+                         warn=get_run_logger().warning)
     forced = forced_steps(from_step, force)
     store.clean_stale(cfg.output.dir)
     states: dict[str, State] = {}
