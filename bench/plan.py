@@ -165,7 +165,9 @@ def measure_run(config: Path, work: Path, client, env: dict) -> dict:
     """`graphshard run` on the bench's cluster; measured figures per step."""
     from distributed import get_task_stream
 
-    pids = {f"worker{i}": pid for i, pid in enumerate(client.run(os.getpid).values())}
+    addrs = client.run(os.getpid)
+    pids = {f"worker{i}": pid for i, pid in enumerate(addrs.values())}
+    names = {f"worker{i}": addr for i, addr in enumerate(addrs)}
     work.mkdir(parents=True, exist_ok=True)
     with get_task_stream(client) as stream:
         proc = subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)], env=env,
@@ -177,10 +179,25 @@ def measure_run(config: Path, work: Path, client, env: dict) -> dict:
     tasks = [str(t["key"]) for t in stream.data]
     spans = task_spans(stream.data)
     steps = windows(log, open_end=line.rss["flow"][-1][0] if failed and line.rss["flow"] else None)
-    measured = {step: measured_step(step, min(lo, spans.get(step, (lo, hi))[0]),
-                                    max(hi, spans.get(step, (lo, hi))[1]), line, pids, work, tasks)
-                for step, (lo, hi) in steps.items()}
-    return {"steps": measured, "failed": failed}
+    measured = {}
+    for step, (lo, hi) in steps.items():
+        lo, hi = min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1])
+        measured[step] = {**measured_step(step, lo, hi, line, pids, work, tasks),
+                          "peak_task": peak_task(line, names, stream.data, lo, hi)}
+    return {"steps": measured, "failed": failed, "log": str(log)}
+
+
+def peak_task(line: Timeline, names: dict[str, str], records: list[dict], lo: float, hi: float) -> str:
+    """The task the worker with the step's peak RSS was computing at that sample (its key without the token)."""
+    samples = [(rss, t, w) for w in names for t, rss in line.rss[w] if lo <= t <= hi]
+    if not samples:
+        return ""
+    _, when, worker = max(samples)
+    for rec in records:
+        spans = [ss for ss in rec.get("startstops", ()) if ss.get("action") == "compute"]
+        if rec.get("worker") == names[worker] and any(ss["start"] <= when <= ss["stop"] for ss in spans):
+            return str(rec["key"]).rsplit("-", 1)[0]
+    return "(no task running: memory kept from an earlier task)"
 
 
 def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
@@ -299,6 +316,12 @@ def run_method(edges: int, method: str, graph: Path, args, client, env: dict, li
     config = write_config(run_dir / "run.yaml", graph, run_dir, method, parts, args, client.scheduler.address)
     load = os.getloadavg()[0]
     got = measure_run(config, run_dir / "work", client, env)
+    if args.logs:  # the run's log and report outlive the run folder
+        keep = Path(args.logs) / f"{edges // 1_000_000}m-{method}"
+        keep.mkdir(parents=True, exist_ok=True)
+        for src in [Path(got["log"]), run_dir / "out" / "report.json"]:
+            if src.exists():
+                shutil.copy(src, keep / src.name)
     note = f"k={parts}, {load:.1f}-{os.getloadavg()[0]:.1f}"
     note += f", **failed**: {got['failed']}" if got["failed"] else ""
     rows = comparison_rows(edges, method, plan, got["steps"], note)
@@ -352,6 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--tmp", default="/work/data/plan", help="graphs and runs go here (deleted after each size)")
     ap.add_argument("--keep", action="store_true", help="keep the generated graphs")
+    ap.add_argument("--logs", default=None, metavar="DIR", help="keep each run's log and report.json here")
     ap.add_argument("--update", action="store_true", help="write the measured coefficients")
     ap.add_argument("--predict", action="store_true", help="also print the plan for 1B/10B/100B on 8/64/512 workers")
     ap.add_argument("--benchmarks", default=None, metavar="PATH",
