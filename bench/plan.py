@@ -314,6 +314,7 @@ def run_method(edges: int, method: str, graph: Path, args, client, env: dict, li
         print(f"skipped {edges:,} {method}: {disk[0]['line']}", file=sys.stderr)
         return
     config = write_config(run_dir / "run.yaml", graph, run_dir, method, parts, args, client.scheduler.address)
+    client.restart()  # fresh workers, as a run's own cluster has: nothing kept from the previous method's run
     load = os.getloadavg()[0]
     got = measure_run(config, run_dir / "work", client, env)
     if args.logs:  # the run's log and report outlive the run folder
