@@ -9,6 +9,8 @@ A digest taken elsewhere (a Dask worker writing a partition) is handed to this p
 remembered by the file's stat identity (device, inode, size, mtime, ctime): `hash_file` of a file whose identity is
 unchanged returns the remembered digest without reading the file. Writing to a file (or replacing it) changes its
 mtime/ctime, so a file changed since it was hashed is read again. Renaming the folders above it changes nothing.
+An object on a store (`s3://...`) has no inode: its identity is its URL and size (`url_identity`), remembered in the
+process that had it written, for that run (`recalled`); the pipeline's step cache asks for it instead of downloading.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ class FileDigest:
     """A file's digest (`algorithm`: a key of ALGORITHMS) as taken where its bytes were, with the identity it had
     then."""
 
-    identity: tuple[int, int, int, int, int]
+    identity: tuple
     algorithm: str
     hexdigest: str
 
@@ -44,13 +46,28 @@ class FileDigest:
     def of(cls, path: str | Path, algorithm: str, hexdigest: str) -> "FileDigest":
         return cls(identity(os.stat(path)), algorithm, hexdigest)
 
+    @classmethod
+    def at(cls, url: str, size: int, algorithm: str, hexdigest: str) -> "FileDigest":
+        """The digest of an object just written to a store (see `url_identity`)."""
+        return cls(url_identity(url, size), algorithm, hexdigest)
 
-_remembered: dict[tuple[str, tuple[int, int, int, int, int]], str] = {}
+
+def url_identity(url: str, size: int) -> tuple[str, str, int]:
+    """What identifies an object written to a store: its URL (the form `Location.url` gives) and its size."""
+    return ("url", url, size)
+
+
+_remembered: dict[tuple[str, tuple], str] = {}
 
 
 def remember(digests: Iterable[FileDigest]) -> None:
     """Let `hash_file` answer for these files (as long as they are unchanged) without reading them."""
     _remembered.update(((d.algorithm, d.identity), d.hexdigest) for d in digests)
+
+
+def recalled(algorithm: str, ident: tuple) -> str | None:
+    """The remembered digest of a file or object in this state (`identity(stat)` or `url_identity`), else None."""
+    return _remembered.get((algorithm, ident))
 
 
 def read_digest(path: str | Path, algorithm: str = FAST) -> str:
