@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if pending is not None:
         prefect_server.ensure(pending)
 
-    summary = run_pipeline(args.config, args.overrides, args.from_step, args.force)
+    summary = run_pipeline(args.config, args.overrides, args.from_step, args.force, args.force_plan)
     print(summary_line(summary))
     print(f"partitions: {summary['partition_config']}")
     if summary["report"]:
