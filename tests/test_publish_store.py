@@ -76,3 +76,27 @@ def test_crashed_publish_leftovers_are_deleted_by_the_next(tmp_path, rmat_small,
     Storage().write_bytes(stray, b"half a set")  # what a publish killed before its config PUT leaves
     run(_config(tmp_path / "a", rmat_small, dask_address, output={"dir": out, "overwrite": True}))
     assert not Storage().exists(stray)
+
+
+def test_partition_graph_to_s3_equals_local_set(tmp_path, dask_cluster_client, s3_bucket):
+    import graphshard
+    from test_api import hetero
+
+    g = hetero()
+    kwargs = dict(num_nodes=g["num_nodes"], node_feats=g["node_feats"], edge_feats=g["edge_feats"],
+                  part_method="random", validate=True, client=dask_cluster_client)
+    graphshard.partition_graph(g["edges"], "shop", 2, tmp_path / "local", **kwargs)
+    out = f"{s3_bucket}/api/shop"
+    graphshard.partition_graph(g["edges"], "shop", 2, out, **kwargs)
+    objects = _objects(out)
+    assert [o for o in objects if not o.startswith(RUNS + "/")] == ["shop.json"]
+    run_id = objects[0].split("/")[1]
+    report = json.loads(Storage().read_bytes(f"{out}/{RUNS}/{run_id}/report.json"))
+    assert report["ok"] and report["config"] == f"{out}/shop.json"
+    fetch(f"{out}/shop.json", tmp_path / "fetched")
+    assert tree_bytes(tmp_path / "fetched") == tree_bytes(tmp_path / "local", REPORT)
+    graphshard.partition_graph(g["edges"], "shop", 2, out, **kwargs)  # the same seed: the same objects
+    assert _objects(out) == objects
+    Storage().write_bytes(f"{out}/notes.txt", b"mine")
+    with pytest.raises(GraphshardError, match="not part of a partition set"):
+        graphshard.partition_graph(g["edges"], "shop", 2, out, **kwargs)

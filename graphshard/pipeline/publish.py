@@ -16,17 +16,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
-from graphshard.atomic import staged_output, write_text_atomic
+from graphshard.atomic import publish_on_store, run_prefix, staged_output, write_text_atomic
 from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import StepResult
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.manifest import digest_of
-from graphshard.runprefix import RUNS, with_prefix
+from graphshard.runprefix import RUNS
 from graphshard.storage import Location, Storage, location
 from graphshard.validate.report_html import REPORT_FILES
 
@@ -85,7 +84,7 @@ def artifact_digests(shuffled: StepResult, validated: StepResult | None) -> dict
 
 def published_folder(out: Path | Location, digests: dict[str, str | None]) -> Path | Location:
     """Where the set's files (and the report) are published: `out` itself locally, its run prefix on a store."""
-    return out / RUNS / run_id(digests) if isinstance(out, Location) else out
+    return run_prefix(out, run_id(digests)) if isinstance(out, Location) else out
 
 
 def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dict[str, str], sources: list[Path],
@@ -127,30 +126,15 @@ def publish_output(work_dir: Path, out_dir: Path, sources: list[Path], digests: 
     return out_dir
 
 
-def publish_on_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
+def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
                      digests: dict[str, str | None], config_name: str, storage: Storage,
-                     report: dict | None = None, transfers: int = 8) -> Location:
-    """Publish the sources' files under `<out>/.runs/<run id>/`, the config (named `config_name` in the first
-    source) last at `<out>/<config_name>`, then delete the prefixes it no longer names; record it in the work folder.
-    `report`: the validation report, rewritten to name the published config."""
-    prefix = published_folder(out, digests)
-    config = location(sources[0]) / config_name
-    copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
-              if e.rel != config_name and not (report is not None and e.rel in REPORT_FILES)]
-    with ThreadPoolExecutor(transfers) as pool:
-        list(pool.map(lambda pair: storage.copy(*pair), copies))
+                     report: dict | None = None) -> Location:
+    """`atomic.publish_on_store` under the run id of these artifacts, the report (rewritten to name the published
+    config) under the same prefix before the config; record it in the work folder."""
+    run = run_id(digests)
     if report is not None:
-        write_report_to(prefix, {**report, "config": (out / config_name).url}, storage)
-    text = with_prefix(storage.read_bytes(config).decode(), f"{RUNS}/{run_id(digests)}")
-    storage.write_bytes(out / config_name, text.encode())  # the set appears here, whole
+        write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
+    publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else ())
     record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
     storage.write_bytes(location(work_dir) / RECORD, record)
-    _delete_other_runs(storage, out, run_id(digests))
     return out
-
-
-def _delete_other_runs(storage: Storage, out: Location, keep: str) -> None:
-    """Delete every run prefix under `<out>/.runs/` but `keep` (an earlier set's, a crashed publish's)."""
-    others = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {keep})
-    for name in others:
-        storage.delete_prefix(out / RUNS / name)

@@ -12,7 +12,7 @@ from prefect.states import Completed, State
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
-from graphshard.pipeline.publish import artifact_digests, is_current, publish_on_store, publish_output
+from graphshard.pipeline.publish import artifact_digests, is_current, publish_output, publish_to_store
 from graphshard.pipeline.steps.common import TASK_OPTIONS
 from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
@@ -46,7 +46,7 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
     if isinstance(out, Location):
         report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
-        publish_on_store(store.root, out, sources, digests, name, cfg.storage, report)
+        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report)
     else:
         config = out / name  # the report names the published set, not the cache
         publish_output(store.root, out, sources, digests,
