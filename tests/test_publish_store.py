@@ -79,8 +79,9 @@ def test_crashed_publish_leftovers_are_deleted_by_the_next(tmp_path, rmat_small,
 
 
 def test_partition_graph_to_s3_equals_local_set(tmp_path, dask_cluster_client, s3_bucket):
-    import graphshard
     from test_api import hetero
+
+    import graphshard
 
     g = hetero()
     kwargs = dict(num_nodes=g["num_nodes"], node_feats=g["node_feats"], edge_feats=g["edge_feats"],

@@ -20,7 +20,7 @@ def write_text(where: Path | Location, text: str, storage: Storage) -> None:
     storage.write_bytes(where, data)
     h = digests.ALGORITHMS[digests.FAST]()
     h.update(data)
-    digests.remember([digests.FileDigest.at(where.url, len(data), digests.FAST, h.hexdigest())])
+    digests.remember([digests.FileDigest(digests.written_identity(where, len(data)), digests.FAST, h.hexdigest())])
 
 
 def write_report_to(where: Path | Location, report: dict, storage: Storage) -> Path | Location:

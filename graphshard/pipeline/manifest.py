@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.atomic import write_text_atomic
-from graphshard.digests import ALGORITHMS, FAST, INPUT, hash_file, recalled, url_identity
+from graphshard.digests import ALGORITHMS, FAST, INPUT, hash_file, recalled, written_identity
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.files import read_text, write_text
-from graphshard.storage import Location, Storage, StorageError
+from graphshard.storage import Location, Storage, StorageError, StoredFile
 from graphshard.storage.store import READ_BLOCK
 
 MANIFEST = "manifest.json"
@@ -64,7 +64,7 @@ def _store_manifest(folder: Location, exclude: tuple[str, ...], storage: Storage
     for entry in storage.listing(folder):
         if entry.rel not in exclude:
             loc = folder / entry.rel
-            known = recalled(FAST, url_identity(loc.url, entry.size))
+            known = recalled(FAST, written_identity(loc, entry.size))
             files[entry.rel] = {"size": entry.size, FAST: known or _streamed_digest(storage, loc)}
     return Manifest(files)
 
@@ -107,9 +107,8 @@ class HashCache:
         if isinstance(p, Path):
             st = os.stat(p)
             return [st.st_size, st.st_mtime_ns, st.st_ino]
-        with self.storage.translated(p, "read"):
-            info = self.storage.fs(p).info(p.path)
-        return [int(info["size"]), str(info.get("ETag") or info.get("etag") or info.get("LastModified")), 0]
+        _, tag, size, _, _ = StoredFile(p, self.storage).identity()  # one HEAD
+        return [size, tag, 0]
 
     def unknown(self, files: dict[str, Path | Location], states: dict[str, list] | None = None) -> list[str]:
         """The names among `files` with no remembered hash for their current state (new or changed files)."""
@@ -120,7 +119,7 @@ class HashCache:
         """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
         states = {name: self._state(p) for name, p in files.items()}
         todo = self.unknown(files, states)
-        for name, h in zip(todo, self._hash([files[n] for n in todo], [states[n][0] for n in todo])):
+        for name, h in zip(todo, self._hash([files[n] for n in todo], [states[n][:2] for n in todo])):
             self.entries[_key(files[name])] = [*states[name], h]
         if todo:
             if isinstance(self.path, Path):
@@ -131,9 +130,10 @@ class HashCache:
         return Manifest({name: {"size": states[name][0], INPUT: self.entries[_key(p)][3]}
                          for name, p in sorted(files.items())})
 
-    def _hash(self, paths: list[Path | Location], sizes: list[int]) -> list[str]:
-        """Local files read (or remembered), objects by the digest their checking task took, else read."""
+    def _hash(self, paths: list[Path | Location], states: list[list]) -> list[str]:
+        """Local files read (or remembered), objects by the digest their checking task took (keyed by
+        `StoredFile.identity`: URL, ETag, size), else read."""
         local = _hash_all([p for p in paths if isinstance(p, Path)], INPUT)[::-1]
         return [local.pop() if isinstance(p, Path) else
-                recalled(INPUT, url_identity(p.url, size)) or _streamed_digest(self.storage, p, INPUT)
-                for p, size in zip(paths, sizes)]
+                recalled(INPUT, (p.url, tag, size, 0, 0)) or _streamed_digest(self.storage, p, INPUT)
+                for p, (size, tag) in zip(paths, states)]

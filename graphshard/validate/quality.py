@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.errors import GraphshardError
+from graphshard.storage import location
 from graphshard.validate.layout import Layout
 
 ASSIGNMENT_REPORT = "assignment_report.json"
@@ -27,12 +29,11 @@ def imbalance(values) -> float:
 
 def balance_constraints(layout: Layout, assignment_report: str | Path | None) -> tuple[dict[str, float], str | None]:
     """Imbalance per balance constraint from `assignment_report.json` (given, or beside the config), and its path."""
-    path = Path(assignment_report) if assignment_report else layout.base_dir / ASSIGNMENT_REPORT
-    if not path.is_file():
-        return {}, None
+    source = layout.file(location(assignment_report) if assignment_report else layout.under(ASSIGNMENT_REPORT))
+    path = assignment_report or source.shown
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(source.read_all()) if source.exists() else None
+    except (OSError, GraphshardError, json.JSONDecodeError):
         return {}, None
     imb = data.get("imbalance") if isinstance(data, dict) else None
     if not isinstance(imb, dict):
