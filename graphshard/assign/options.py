@@ -47,12 +47,12 @@ does for random's balance arguments), unless ignoring it would silently give ano
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model
 
 from graphshard.errors import GraphshardError
+from graphshard.storage.field import Where
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
@@ -106,7 +106,7 @@ class FlatOptions(BaseModel):
     sample_batch_size: int = Field(default=1000, ge=1)
     num_trainers_per_machine: int = Field(default=1, ge=1)
     ufactor: int = Field(default=30, ge=1)
-    dir: Path | None = None
+    dir: Where | None = None
     mpi_ranks: int = Field(default=2, ge=1)
     parmetis_lib: str | None = None
     parmetis_idx_bits: Literal[32, 64] = 64

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import nullcontext
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from graphshard.assign.options import METHODS
 from graphshard.errors import GraphshardError
+from graphshard.storage.field import as_where
 
 NAME = "assign"
 HELP = ("Assign every node to a partition (random, metis, parmetis, kaminpar, multilevel or a user's file); write "
@@ -29,8 +29,9 @@ def _fanouts(text: str) -> list[int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--in", dest="metadata", type=Path, required=True, help="metadata.json of the chunked graph")
-    parser.add_argument("--out", type=Path, required=True, help="assignment folder to write")
+    parser.add_argument("--in", dest="metadata", type=as_where, required=True,
+                        help="metadata.json of the chunked graph (a path or a URL such as s3://bucket/graph/)")
+    parser.add_argument("--out", type=as_where, required=True, help="assignment folder to write (a path or a URL)")
     parser.add_argument("--num-parts", type=int, required=True, help="number of partitions (machines)")
     parser.add_argument("--method", choices=METHODS, default="random", help="partitioning method (default random)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
@@ -54,7 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-trainers-per-machine", type=int, default=1,
                         help="partition into parts x trainers, write trainer_ids/<ntype>.txt, merge per machine")
     parser.add_argument("--ufactor", type=int, default=30, help="allowed imbalance in 1/1000 (default 30 = 3%%)")
-    parser.add_argument("--dir", type=Path, default=None, help="file: the user's assignment folder")
+    parser.add_argument("--dir", type=as_where, default=None,
+                        help="file: the user's assignment folder (a path or a URL)")
     parser.add_argument("--mpi-ranks", type=int, default=2, help="parmetis: number of MPI ranks (default 2)")
     parser.add_argument("--parmetis-lib", default=None,
                         help="parmetis: path of libparmetis.so (default: Debian's int64 PT-Scotch interface)")
@@ -92,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.assign.options import AssignOptions, OptionConflict, resolve
     from graphshard.cluster import ClusterSpec, dask_client
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
+    from graphshard.storage import Storage, location
 
     try:
         options = AssignOptions(
@@ -120,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         else nullcontext(None)
     with cluster as client:
         out = assign(graph, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)
-    report = json.loads((out / REPORT_FILE).read_text())
+    report = json.loads(Storage().read_bytes(location(out).join(REPORT_FILE)))
     cut = report["edge_cut"]
     print(f"{out}: {args.num_parts} part(s) by {args.method}; edge cut {cut['count']:,} "
           f"({cut['fraction']:.1%}); imbalance " +

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 from graphshard.atomic import staged_output, write_text_atomic
+from graphshard.errors import GraphshardError
+from graphshard.pipeline.config import PipelineConfig
+from graphshard.storage import Location, Storage, location
 
 RECORD = "published.json"
 
@@ -35,16 +38,27 @@ def link_tree(src: Path, dst: Path) -> int:
     return count
 
 
-def read_record(work_dir: Path) -> dict:
+def read_record(work_dir: Path | Location, storage: Storage | None = None) -> dict:
+    """What this work folder published last ({} if nothing)."""
     try:
-        return json.loads((Path(work_dir) / RECORD).read_text())
-    except (OSError, ValueError):
+        return json.loads((storage or Storage()).read_bytes(location(work_dir) / RECORD))
+    except (GraphshardError, ValueError):
         return {}
 
 
-def published_by(work_dir: Path, out_dir: Path) -> bool:
+def output_key(out_dir: Path | Location) -> str:
+    """How the record names an output: a resolved local path, or the URL."""
+    return out_dir.url if isinstance(out_dir, Location) else str(Path(out_dir).resolve())
+
+
+def published_by(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> bool:
     """True when this work folder published `out_dir` last (so a run of the same config may replace it)."""
-    return read_record(work_dir).get("output") == str(Path(out_dir).resolve())
+    return read_record(work_dir, storage).get("output") == output_key(out_dir)
+
+
+def published_record(cfg: PipelineConfig) -> bool:
+    """The run's work folder has published a set before (its record exists)."""
+    return cfg.storage.exists(location(cfg.work) / RECORD)
 
 
 def is_current(work_dir: Path, out_dir: Path, digests: dict[str, str], sources: list[Path],
