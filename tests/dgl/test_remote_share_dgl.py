@@ -21,7 +21,9 @@ from graphshard.assign.options import AssignOptions  # noqa: E402
 from graphshard.formats.assignment import read_parts  # noqa: E402
 from graphshard.formats.chunked import load_metadata  # noqa: E402
 from graphshard.generate import GENERATORS  # noqa: E402
-from graphshard.validate.remote_share import in_csr, remote_share  # noqa: E402
+from graphshard.shuffle import ShuffleOptions, shuffle  # noqa: E402
+from graphshard.validate.layout import load_layout  # noqa: E402
+from graphshard.validate.remote_share import Sampling, estimate, in_csr, remote_share  # noqa: E402
 
 pytestmark = pytest.mark.dgl
 FANOUTS, BATCH = [10, 25], 200
@@ -58,10 +60,13 @@ def dgl_share(src: np.ndarray, dst: np.ndarray, parts: np.ndarray, batches: int 
 def test_estimate_agrees_with_dgl_sampling(tmp_path, k):
     meta = GENERATORS["rmat"](tmp_path / "g", nodes=6000, edges=60000, chunks=2, seed=7)
     src, dst, parts = graph_and_parts(meta, tmp_path / "a", k, method="metis")
+    theirs = dgl_share(src, dst, parts)
     ip, so = in_csr(src, dst, len(parts))
     ours = remote_share(ip, so, parts, np.ones(len(parts), dtype=bool), FANOUTS, seed=3, batch_size=BATCH)
-    theirs = dgl_share(src, dst, parts)
     assert abs(ours["overall"] - theirs) <= 0.03, (ours["overall"], theirs)
+    config = shuffle(meta, tmp_path / "a", tmp_path / "set", ShuffleOptions(), None)  # the written set's estimate
+    written = estimate(load_layout(config), Sampling(tuple(FANOUTS), BATCH, 8, 3))
+    assert abs(written["overall"] - theirs) <= 0.03, (written["overall"], theirs)
 
 
 def test_fetch_lowers_what_dgl_sampling_fetches(tmp_path):
