@@ -71,12 +71,18 @@ class FileDigest:
         return int(self.identity[2])
 
 
-_remembered: dict[tuple[str, tuple[int, int, int, int, int]], str] = {}
+_remembered: dict[tuple[str, tuple], str] = {}
 
 
 def remember(digests: Iterable[FileDigest]) -> None:
     """Let `hash_file` answer for these files (as long as they are unchanged) without reading them."""
     _remembered.update(((d.algorithm, d.identity), d.hexdigest) for d in digests)
+
+
+def recalled(algorithm: str, ident: tuple) -> str | None:
+    """The remembered digest of a file or object in this state (`identity(stat)`, `written_identity`, an object's
+    `StoredFile.identity`), else None: what the pipeline's step cache asks instead of downloading."""
+    return _remembered.get((algorithm, ident))
 
 
 def read_digest(path: Where, algorithm: str = FAST) -> str:

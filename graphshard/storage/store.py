@@ -182,6 +182,19 @@ class Storage:
                 size += len(data)
         return size
 
+    def copy(self, src: str | Location, dst: str | Location, block: int = READ_BLOCK) -> None:
+        """Copy one file or object to `dst` atomically. Within one object store the store copies
+        it (S3: CopyObject, no bytes through this process); otherwise it is streamed `block` bytes at a time."""
+        src_loc, dst_loc = location(src), location(dst)
+        if src_loc.protocol == dst_loc.protocol and not src_loc.is_local and \
+                self.options.for_location(src_loc) == self.options.for_location(dst_loc):
+            with self.translated(dst_loc, "copy"):
+                self.fs(dst_loc).copy(src_loc.path, dst_loc.path)
+            return
+        with self.open_read(src_loc, block_size=block, cache_type="none") as fin, self.write_atomic(dst_loc) as fout:
+            while data := fin.read(block):
+                fout.write(data)
+
     def exists(self, where: str | Location) -> bool:
         loc = location(where)
         with self.translated(loc, "read"):
