@@ -159,3 +159,16 @@ def test_validate_names_a_damaged_object(make_graph, store, tmp_path):
     report = validate(f"{url}/{out.name}", storage=storage)
     assert not report["ok"]
     assert any(p["partition"] == 1 and "truncated" in p["message"] for p in report["problems"]), report["problems"]
+
+
+def test_generate_to_s3_writes_the_local_bytes(s3_env, tmp_path):
+    from graphshard.generate import GENERATORS
+
+    storage, bucket = Storage(), s3_env.new_bucket()  # credentials from the environment, as the CLI's
+    local = GENERATORS["mag"](tmp_path / "g", papers=200, edges=1000, chunks=2, fmt="mixed")
+    remote = GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2, fmt="mixed")
+    assert remote == location(f"{bucket}/g/metadata.json")
+    assert stored_files(storage, f"{bucket}/g") == local_files(local.parent)
+    with pytest.raises(Exception, match="output folder exists"):
+        GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2)
+    assert check_graph(remote) == []
