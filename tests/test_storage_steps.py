@@ -16,6 +16,7 @@ from graphshard.errors import InputError
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.ingest import check_and_hash, check_graph, fingerprint
+from graphshard.precheck import precheck_assignment
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.storage import Storage, location
 from graphshard.validate import validate, write_report
@@ -137,6 +138,9 @@ def test_assign_and_validate_on_s3(make_graph, store, tmp_path, dask_cluster_cli
     assert {k: v for k, v in remote_asg.items() if not k.endswith("report.json")} == \
         {k: v for k, v in local_files(local_asg).items() if not k.endswith("report.json")}
 
+    assert precheck_assignment(load_metadata(graph_url, storage), asg_url) == []
+    assert [str(p) for p in precheck_assignment(load_metadata(graph_url, storage), f"{bucket}/none")] == \
+        [f"{bucket}/none: expected an assignment folder (<ntype>.txt files + partition_meta.json), found no such folder"]
     config = shuffle(graph_url, asg_url, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), dask_cluster_client,
                      storage=storage)
     report = validate(config, graph_url, client=dask_cluster_client, storage=storage)
