@@ -6,10 +6,23 @@ local-disk run's files byte for byte; a second run reuses every step; `--from as
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from flow_helpers import STATES, dask_address, run, tree_bytes, write_config  # noqa: F401 (dask_address: a fixture)
+from flow_helpers import (  # noqa: F401 (dask_address: a fixture)
+    STATES,
+    dask_address,
+    run,
+    subprocess_env,
+    tree_bytes,
+    wait_for,
+    write_config,
+)
 
 from graphshard.fetch import fetch
 from graphshard.storage import Storage
@@ -68,3 +81,37 @@ def test_every_location_on_s3_equals_local_run_and_is_cached(tmp_path, rmat_smal
     assert rerun["report"] == f"{s3_bucket}/sets/rmat/.runs/{runs.pop()}/report.html"
     report = json.loads(Storage().read_bytes(rerun["report"].replace("report.html", "report.json")))
     assert report["ok"] and report["config"] == summary["partition_config"]
+
+
+@pytest.mark.slow
+def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, make_graph, s3_bucket):
+    """`graphshard run s3://.../job.yaml` killed (SIGKILL, with its cluster) while the shuffle writes to the store:
+    no config is published; the next run, a fresh process as on another host, reuses ingest and assign from the
+    store and publishes what an uninterrupted local run does."""
+    graph = make_graph("rmat", nodes=100_000, edges=1_500_000, chunks=6)
+    upload_tree(graph.parent, f"{s3_bucket}/graph")
+    data = {"input": {"metadata": "../graph/metadata.json"}, "output": {"dir": "../sets/rmat"}, "work_dir": "../cache",
+            "num_parts": 4, "cluster": {"workers": 2, "memory_limit": "2GB"}}
+    Storage().write_bytes(f"{s3_bucket}/jobs/job.yaml", yaml.safe_dump(data).encode())
+    local = tmp_path / "local.yaml"
+    local.write_text(yaml.safe_dump({**data, "input": {"metadata": str(graph)},
+                                     "output": {"dir": str(tmp_path / "out")}, "work_dir": str(tmp_path / "work")}))
+    cmd = [sys.executable, "-m", "graphshard.cli", "run", f"{s3_bucket}/jobs/job.yaml"]
+    proc = subprocess.Popen(cmd, stdout=open(tmp_path / "run1.log", "w"), stderr=subprocess.STDOUT,
+                            env=subprocess_env(), start_new_session=True)
+    wait_for(lambda: any(e.rel.endswith(".dgl") for e in Storage().listing(f"{s3_bucket}/cache/shuffle")), 300,
+             "the shuffle to write partition files to the store")
+    assert proc.poll() is None, (tmp_path / "run1.log").read_text()
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert Storage().listing(f"{s3_bucket}/sets") == []  # nothing a reader could take for a set
+    assert not [e for e in Storage().listing(f"{s3_bucket}/cache/shuffle") if e.rel.endswith("manifest.json")]
+
+    resumed = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "cached: ingest, assign" in resumed.stdout, resumed.stdout
+    reference = subprocess.run([*cmd[:-1], str(local)], capture_output=True, text=True, env=subprocess_env(),
+                               timeout=600)
+    assert reference.returncode == 0, reference.stderr
+    fetch(f"{s3_bucket}/sets/rmat/rmat.json", tmp_path / "fetched")
+    assert tree_bytes(tmp_path / "fetched") == tree_bytes(tmp_path / "out", REPORT)
