@@ -88,7 +88,7 @@ def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, ma
     """`graphshard run s3://.../job.yaml` killed (SIGKILL, with its cluster) while the shuffle writes to the store:
     no config is published; the next run, a fresh process as on another host, reuses ingest and assign from the
     store and publishes what an uninterrupted local run does."""
-    graph = make_graph("rmat", nodes=100_000, edges=1_500_000, chunks=6)
+    graph = make_graph("rmat", nodes=100_000, edges=1_000_000, chunks=6)
     upload_tree(graph.parent, f"{s3_bucket}/graph")
     data = {"input": {"metadata": "../graph/metadata.json"}, "output": {"dir": "../sets/rmat"}, "work_dir": "../cache",
             "num_parts": 4, "cluster": {"workers": 2, "memory_limit": "2GB"}}
