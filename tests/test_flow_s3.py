@@ -71,6 +71,13 @@ def test_every_location_on_s3_equals_local_run_and_is_cached(tmp_path, rmat_smal
     assert got == want
     assert summary["edge_cut"] == local["edge_cut"]
 
+    secret = s3_env.options()["secret"]  # given in the config's storage_options: in no log, manifest or report
+    assert secret not in json.dumps(summary)
+    for prefix in ("cache", "sets"):
+        for e in Storage().listing(f"{s3_bucket}/{prefix}"):
+            if e.rel.endswith((".json", ".html", ".log")):
+                assert secret.encode() not in Storage().read_bytes(f"{s3_bucket}/{prefix}/{e.rel}"), e.rel
+
     again = run(job)
     assert again["steps"] == {s: "Cached" for s in STATES}, again["steps"]
 
