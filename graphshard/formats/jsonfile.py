@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from graphshard.errors import InputError
-from graphshard.storage import Location, Storage, location
+from graphshard.storage import Location, Storage, StorageError, location
 
 
 def read_json_object(path: str | os.PathLike | Location, what: str, storage: Storage | None = None) -> dict:
@@ -16,13 +16,20 @@ def read_json_object(path: str | os.PathLike | Location, what: str, storage: Sto
     loc = location(path)
     shown = Path(loc.path) if loc.is_local else loc
     storage = storage or Storage()
-    if not (shown.exists() if isinstance(shown, Path) else storage.exists(loc)):
+    if loc.is_local and not shown.exists():
         raise InputError(shown, None, f"an existing {what}", "no such file")
     try:
-        with storage.open_read(loc) as fh:  # local: a plain open, no filesystem layer to import
-            raw = fh.read()
+        if loc.is_local:
+            with storage.open_read(loc) as fh:  # a plain open, no filesystem layer to import
+                raw = fh.read()
+        else:
+            raw = storage.read_bytes(loc)  # one GET
     except OSError as err:
         raise InputError(shown, None, f"a readable {what}", err.strerror) from None
+    except StorageError:
+        if not storage.exists(loc):  # asked only when the GET failed
+            raise InputError(shown, None, f"an existing {what}", "no such file") from None
+        raise
     return parse_json_object(raw, shown, what)
 
 

@@ -269,8 +269,6 @@ class CsvReader(ChunkReader):
 
     def _read(self, f: StoredFile, fmt: FileFormat) -> pa.Table:
         try:
-            if not f.is_local and f.data is None:
-                f = f.holding(f.read_all())  # one GET of the whole object
             return pacsv.read_csv(
                 _csv_source(f, HEAD_BLOCK),
                 read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
@@ -284,6 +282,11 @@ class CsvReader(ChunkReader):
 
     def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
+        if not f.is_local and f.data is None:
+            try:
+                f = f.holding(f.read_all())  # one GET of the whole object, no HEAD before it
+            except Exception as err:  # noqa: BLE001
+                raise _open_error(f, err) from None
         if f.exists() and f.size() == 0:
             return np.zeros((0, 0), dtype=np.int64)  # pyarrow refuses empty files; an empty chunk is valid
         return _arrow_to_numpy(self._read(f, fmt), f.shown)

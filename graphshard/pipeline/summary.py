@@ -44,11 +44,13 @@ def summarize(cfg: PipelineConfig, out: Path | Location, ingested: StepResult, a
         quality = json.loads(read_text(validated.path(f"{PRODUCT['validate']}/report.json"), cfg.storage))["quality"]
         summary["edge_cut"] = quality["edge_cut"]["share"]  # measured on the written partitions
         summary["edge_cut_count"] = quality["edge_cut"]["count"]
+        summary["remote_share"] = (quality.get("remote_share") or {}).get("overall")
+        per_part = (quality.get("remote_share") or {}).get("per_part") or [None] * len(quality["partitions"])
         summary["checks"] = validated.summary.get("checks", {})
         parts = [{"partition": q["part"], "inner_nodes": sum(q["inner_nodes"].values()),
                   "halo_nodes": sum(q["halo_nodes"].values()), "inner_edges": sum(q["inner_edges"].values()),
                   "halo_edges": sum(q["halo_edges"].values()), "halo_share": round(q["halo_share"], 4),
-                  "bytes": q["bytes"]} for q in quality["partitions"]]
+                  "bytes": q["bytes"], "remote_share": r} for q, r in zip(quality["partitions"], per_part)]
     else:
         nodes = assignment["nodes_per_part"]
         parts = [{"partition": p, "inner_nodes": sum(counts[p] for counts in nodes.values()),
@@ -81,7 +83,9 @@ def markdown(summary: dict) -> str:
             f"- report: `{summary['report']}`\n"
             f"- {summary['num_nodes']:,} nodes, {summary['num_edges']:,} edges, method `{summary['method']}`\n"
             f"- edge cut: {summary['edge_cut_count']:,} edges ({100 * summary['edge_cut']:.2f}%)\n"
-            f"- imbalance (max / mean): {imb}\n"
+            + (f"- remote input nodes of sampled mini-batches (estimated): {100 * summary['remote_share']:.1f}%\n"
+               if summary.get("remote_share") is not None else "")
+            + f"- imbalance (max / mean): {imb}\n"
             f"- total time: {summary['seconds']:.1f} s\n\n"
             f"| step | state |\n|---|---|\n{rows}\n"
             + ("\n| check | status |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in summary["checks"].items())

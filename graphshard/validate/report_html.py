@@ -123,6 +123,15 @@ def _table(head: list[str], rows: list[list], left: int = 1) -> str:
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
+def _remote_card(share: dict | None) -> list[tuple[str, str]]:
+    """The estimated remote share of mini-batch input nodes beside the edge cut (none when not estimated)."""
+    if not share:
+        return []
+    fan = ",".join(str(f) for f in share["fanouts"])
+    worst = max(share["per_part"], default=0.0)
+    return [(f"remote input nodes (est., fanouts {fan}; worst part {worst:.1%})", f"{share['overall']:.1%}")]
+
+
 def render_html(report: dict) -> str:
     """The whole page as one string."""
     q = report["quality"]
@@ -130,6 +139,7 @@ def render_html(report: dict) -> str:
     cards = [("status", f"<span class='{'ok' if ok else 'bad'}'>{'valid' if ok else 'INVALID'}</span>"),
              ("partitions", q["num_parts"]), ("nodes", f"{q['num_nodes']:,}"), ("edges", f"{q['num_edges']:,}"),
              (f"edge cut ({q['edge_cut']['count']:,} edges)", f"{q['edge_cut']['share']:.1%}"),
+             *_remote_card(q.get("remote_share")),
              ("replication", f"{q['replication_factor']:.2f}"),
              ("on disk", f"{q['bytes_total'] / 2**20:,.1f} MiB"), ("problems", report["num_problems"])]
     cards_html = "".join(f"<div class='card'><div class='v'>{v}</div><div class='k'>{_e(k)}</div></div>"

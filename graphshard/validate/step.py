@@ -23,7 +23,8 @@ from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
 from graphshard.validate.per_partition import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
-from graphshard.validate.quality import quality
+from graphshard.validate.quality import assignment_report_data, quality
+from graphshard.validate.remote_share import Sampling, estimate
 from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.scratch import scratch_beside
@@ -363,9 +364,19 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         "checks": _status(problems, skipped),
         "sampling": {"full": full, "seed": seed, "sample_size": sample_size, "rule": rule_text(full, sample_size)},
         "halo_mode": mode if layout.halo_hops >= 1 else "none",
-        "quality": quality(layout, summaries, assignment_report),
+        "quality": {**quality(layout, summaries, assignment_report),
+                    "remote_share": None if problems else remote_share_estimate(layout, assignment_report, seed,
+                                                                                client)},
         "step_times": times,
     }
+
+
+def remote_share_estimate(layout: Layout, assignment_report: str | Path | None, seed: int,
+                          client: Client | None) -> dict:
+    """The estimated remote share of mini-batch input nodes (validate/remote_share.py), for the fanouts and batch size
+    the assignment was run with (`objtype: fetch`), else DGL's GraphSAGE example's."""
+    data, _ = assignment_report_data(layout, assignment_report)
+    return estimate(layout, Sampling.from_assignment(data, seed), client)
 
 
 def raise_on_problems(report: dict) -> None:
