@@ -27,7 +27,7 @@ from graphshard.formats.readers import (
     not_numeric_problem,
     reader_for,
 )
-from graphshard.storage import Storage, StoredFile
+from graphshard.storage import Location, Storage, StoredFile, location
 
 
 @dataclass(frozen=True)
@@ -150,24 +150,29 @@ def precheck(graph: ChunkedGraph | str | Path, storage: Storage | None = None) -
     return problems
 
 
-def precheck_assignment(graph: ChunkedGraph, folder: str | Path) -> list[GraphshardError]:
-    """An assignment folder before use: partition_meta.json reads, every `<ntype>.txt` exists with a line per node."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        return [InputError(folder, None, f"an assignment folder (<ntype>.txt files + {META_FILE})", "no such folder")]
+def precheck_assignment(graph: ChunkedGraph, folder: str | Path | Location) -> list[GraphshardError]:
+    """An assignment folder (a path or a URL, read with the graph's storage) before use: partition_meta.json reads,
+    every `<ntype>.txt` exists with a line per node."""
+    loc = location(folder)
+    shown = Path(loc.path) if loc.is_local else loc
+    found = Path(loc.path).is_dir() if loc.is_local else graph.storage.exists(loc.join(META_FILE))
+    if not found:
+        return [InputError(shown, None, f"an assignment folder (<ntype>.txt files + {META_FILE})", "no such folder")]
     try:
-        read_meta(folder)
+        read_meta(loc, graph.storage)
     except GraphshardError as err:
         return [err]
     problems: list[GraphshardError] = []
     for nt in graph.node_type:
-        path, n = folder / f"{nt}.txt", graph.num_nodes(nt)
-        if not path.is_file():
-            problems.append(InputError(path, f"node type '{nt}'", f"an assignment file with {n} lines", "no such file"))
-        elif path.stat().st_size <= CSV_SCAN_LIMIT:
-            lines = READERS["csv"].num_rows(path, FileFormat(name="csv"))
+        f, n = StoredFile(loc.join(f"{nt}.txt"), graph.storage), graph.num_nodes(nt)
+        if not f.exists():
+            problems.append(InputError(f.shown, f"node type '{nt}'", f"an assignment file with {n} lines",
+                                       "no such file"))
+        elif f.size() <= CSV_SCAN_LIMIT:
+            lines = READERS["csv"].num_rows(f, FileFormat(name="csv"))
             if lines != n:
-                problems.append(InputError(path, "line count", f"{n} lines (one per '{nt}' node)", f"{lines} lines"))
+                problems.append(InputError(f.shown, "line count", f"{n} lines (one per '{nt}' node)",
+                                           f"{lines} lines"))
     return problems
 
 

@@ -17,6 +17,7 @@ from graphshard.formats.chunked import load_metadata
 from graphshard.formats.chunked_writer import WRITERS
 from graphshard.formats.readers import read_chunk
 from graphshard.ingest import check_graph, fingerprint, summary
+from graphshard.storage import Storage
 
 ET = "_N:_E:_N"
 
@@ -153,7 +154,8 @@ def test_feature_with_wrong_row_count(mixed_copy, capsys, feature):
     path = mixed_copy.parent / spec["data"][-1]
     g = load_metadata(mixed_copy)
     arr = read_chunk(g, g.node_data[ntype][feature], len(spec["data"]) - 1)[:-3]
-    WRITERS[spec["format"]["name"]][0](path, arr, " ")
+    with Storage().write_atomic(path) as fh:
+        WRITERS[spec["format"]["name"]][0](fh, arr, " ")
     p = _only_problem(mixed_copy)
     field = f"node_data['{ntype}']['{feature}']"
     n = g.num_nodes(ntype)

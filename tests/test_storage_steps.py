@@ -16,6 +16,7 @@ from graphshard.errors import InputError
 from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.ingest import check_and_hash, check_graph, fingerprint
+from graphshard.precheck import precheck_assignment
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.storage import Storage, location
 from graphshard.validate import validate, write_report
@@ -83,7 +84,7 @@ def test_ingest_of_a_graph_on_s3_matches_local(make_graph, store, fmt, dask_clus
     digests.remember(found)
     reads = Counting(monkeypatch)
     remote = fingerprint(url, storage)  # the folder works as a local one does
-    assert reads.calls == ["open_read"]  # metadata.json only: every chunk's digest was taken while ingest read it
+    assert reads.calls == ["read_bytes"]  # metadata.json only: every chunk's digest was taken while ingest read it
     assert remote["digest"] == fingerprint(metadata)["digest"]
 
 
@@ -137,6 +138,9 @@ def test_assign_and_validate_on_s3(make_graph, store, tmp_path, dask_cluster_cli
     assert {k: v for k, v in remote_asg.items() if not k.endswith("report.json")} == \
         {k: v for k, v in local_files(local_asg).items() if not k.endswith("report.json")}
 
+    assert precheck_assignment(load_metadata(graph_url, storage), asg_url) == []
+    assert [str(p) for p in precheck_assignment(load_metadata(graph_url, storage), f"{bucket}/none")] == \
+        [f"{bucket}/none: expected an assignment folder (<ntype>.txt files + partition_meta.json), found no such folder"]
     config = shuffle(graph_url, asg_url, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), dask_cluster_client,
                      storage=storage)
     report = validate(config, graph_url, client=dask_cluster_client, storage=storage)
@@ -159,3 +163,16 @@ def test_validate_names_a_damaged_object(make_graph, store, tmp_path):
     report = validate(f"{url}/{out.name}", storage=storage)
     assert not report["ok"]
     assert any(p["partition"] == 1 and "truncated" in p["message"] for p in report["problems"]), report["problems"]
+
+
+def test_generate_to_s3_writes_the_local_bytes(s3_env, tmp_path):
+    from graphshard.generate import GENERATORS
+
+    storage, bucket = Storage(), s3_env.new_bucket()  # credentials from the environment, as the CLI's
+    local = GENERATORS["mag"](tmp_path / "g", papers=200, edges=1000, chunks=2, fmt="mixed")
+    remote = GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2, fmt="mixed")
+    assert remote == location(f"{bucket}/g/metadata.json")
+    assert stored_files(storage, f"{bucket}/g") == local_files(local.parent)
+    with pytest.raises(Exception, match="output folder exists"):
+        GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2)
+    assert check_graph(remote) == []

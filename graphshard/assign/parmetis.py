@@ -98,7 +98,8 @@ class ParmetisPartitioner(Partitioner):
         if importlib.util.find_spec("mpi4py") is None:
             raise GraphshardError(f"parmetis: Python package mpi4py is missing (install it: {INSTALL_HINT})")
         library_path(options)
-        if graph.metadata_path is None or not Path(graph.metadata_path).is_file():
+        meta = graph.metadata_path  # a Path, or a Location the ranks read with the environment's credentials
+        if meta is None or (isinstance(meta, Path) and not meta.is_file()):
             raise GraphshardError("parmetis: the graph must come from a metadata.json file the MPI ranks can read")
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,

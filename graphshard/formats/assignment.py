@@ -1,7 +1,8 @@
 """The partition-assignment folder (reference formats.md §2): `<ntype>.txt` per node type + `partition_meta.json`.
 
 Text is what DGL's `dispatch_data.py` reads; the shuffle converts it once into a binary `.npy` per type
-(`to_binary`) so that later lookups are memory-mapped, chunk by chunk.
+(`convert_parts`) so that later lookups are memory-mapped, chunk by chunk. The folder may be a URL: files are read
+and written through graphshard.storage.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.formats.chunked import ChunkedGraph
 from graphshard.formats.jsonfile import read_json_object
 from graphshard.storage import Location, Storage, StoredFile, location
 
@@ -29,22 +29,30 @@ class AssignmentMeta:
     version: str = "1.0.0"
 
 
-def write_parts(folder: Path, ntype: str, parts: np.ndarray) -> Path:
-    """Write one `<ntype>.txt` (one partition id per line) with pyarrow's csv writer."""
-    import pyarrow.csv as pacsv  # pyarrow loads with the first file, not with this module (every run's precheck)
+def write_parts(folder: str | Path | Location, ntype: str, parts: np.ndarray,
+                storage: Storage | None = None) -> Path | Location:
+    """Write one `<ntype>.txt` (one partition id per line) with pyarrow's csv writer, into a folder or a URL."""
+    import pyarrow as pa  # pyarrow loads with the first file, not with this module (every run's precheck)
+    import pyarrow.csv as pacsv
 
     from graphshard.formats.arrow import numpy_table
 
-    path = Path(folder) / f"{ntype}.txt"
-    table = numpy_table([np.asarray(parts, dtype=np.int64)], ["p"])
-    pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False))
-    return path
+    target = location(folder).join(f"{ntype}.txt")
+    buf = pa.BufferOutputStream()
+    pacsv.write_csv(numpy_table([np.asarray(parts, dtype=np.int64)], ["p"]), buf,
+                    pacsv.WriteOptions(include_header=False))
+    with (storage or Storage()).write_atomic(target, sync=False) as fh:
+        fh.write(buf.getvalue())
+    return Path(target.path) if target.is_local else target
 
 
-def write_meta(folder: Path, num_parts: int, algo_name: str) -> Path:
-    path = Path(folder) / META_FILE
-    path.write_text(json.dumps({"version": "1.0.0", "num_parts": int(num_parts), "algo_name": algo_name}, indent=2))
-    return path
+def write_meta(folder: str | Path | Location, num_parts: int, algo_name: str,
+               storage: Storage | None = None) -> Path | Location:
+    """Write `partition_meta.json` into a folder or a URL (one PUT)."""
+    target = location(folder).join(META_FILE)
+    text = json.dumps({"version": "1.0.0", "num_parts": int(num_parts), "algo_name": algo_name}, indent=2)
+    (storage or Storage()).write_bytes(target, text.encode())
+    return Path(target.path) if target.is_local else target
 
 
 def read_meta(folder: str | Path | Location, storage: Storage | None = None) -> AssignmentMeta:
@@ -114,12 +122,3 @@ def read_parts(folder: str | Path | Location, ntype: str, expected_rows: int, nu
         out = convert_parts(folder, ntype, expected_rows, num_parts, Path(tmp) / "p.npy", storage)
         return np.load(out)
 
-
-def to_binary(folder: Path, graph: ChunkedGraph, out_dir: Path) -> tuple[AssignmentMeta, dict[str, Path]]:
-    """Check an assignment folder against a graph and write `<ntype>.npy` (int32) copies into `out_dir`."""
-    meta = read_meta(folder)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for ntype in graph.node_type:
-        paths[ntype] = convert_parts(folder, ntype, graph.num_nodes(ntype), meta.num_parts, out_dir / f"{ntype}.npy")
-    return meta, paths

@@ -309,7 +309,10 @@ def parse_metadata(data: dict, base_dir: str | Path | Location, source: str | Pa
         field, expected, found = _pydantic_problem(err)
         raise InputError(source, field, expected, found) from None
     graph._base, graph._storage = base, storage
-    graph.metadata_path = Path(source) if not isinstance(source, Location) or source.is_local else source
+    if isinstance(source, Location):
+        graph.metadata_path = Path(source.path) if source.is_local else source
+    else:
+        graph.metadata_path = Path(source)
     return graph
 
 

@@ -2,19 +2,21 @@
 `graphshard.chunk_graph`'s in-memory graph) share.
 
 The graph is built in a temporary sibling folder and renamed into place by `finish()`, so a failed run never leaves
-something that looks like a finished chunked graph. `write_edge_type`/`write_node_type` write one type's rows slice by
-slice (the chunkers' loop); `spec_formats` says which file format each spec gets ("mixed" cycles through them).
+something that looks like a finished chunked graph. On an object store (`out_dir` a URL) there is no rename: each
+file is written in place through the storage layer and `metadata.json`, which names them, goes last.
+`write_edge_type`/`write_node_type` write one type's rows slice by slice (the chunkers' loop); `spec_formats` says
+which file format each spec gets ("mixed" cycles through them).
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import BinaryIO, Callable, Mapping, Sequence
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -22,25 +24,30 @@ from graphshard.atomic import move_into_place, staging_dir
 from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
+from graphshard.storage import Location, Storage, location
 
 WRITE_FORMATS = (*FORMAT_NAMES, "mixed")
 # "mixed" cycles through the formats spec by spec (edges of one type, one feature, ...), in this order.
 _MIXED_CYCLE = ("parquet", "numpy", "csv")
 
 
-def _write_numpy(path: Path, arr: np.ndarray, delimiter: str) -> None:
-    np.save(path, arr, allow_pickle=False)
+def _write_numpy(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
+    np.save(fh, arr, allow_pickle=False)
 
 
-def _write_parquet(path: Path, arr: np.ndarray, delimiter: str) -> None:
+def _write_parquet(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
     cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
-    pq.write_table(numpy_table(cols, [f"c{i}" for i in range(len(cols))]), path)
+    buf = pa.BufferOutputStream()
+    pq.write_table(numpy_table(cols, [f"c{i}" for i in range(len(cols))]), buf)
+    fh.write(buf.getvalue())
 
 
-def _write_csv(path: Path, arr: np.ndarray, delimiter: str) -> None:
+def _write_csv(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
     cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
     table = numpy_table(cols, [f"c{i}" for i in range(len(cols))])
-    pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none"))
+    buf = pa.BufferOutputStream()
+    pacsv.write_csv(table, buf, pacsv.WriteOptions(include_header=False, delimiter=delimiter, quoting_style="none"))
+    fh.write(buf.getvalue())
 
 
 WRITERS = {"numpy": (_write_numpy, ".npy"), "parquet": (_write_parquet, ".parquet"), "csv": (_write_csv, ".csv")}
@@ -49,17 +56,21 @@ WRITERS = {"numpy": (_write_numpy, ".npy"), "parquet": (_write_parquet, ".parque
 class ChunkedGraphWriter:
     """Accumulates chunk files and their row counts; `finish()` writes metadata.json and publishes the folder."""
 
-    def __init__(self, out_dir: str | Path, graph_name: str, node_types: list[str], edge_types: list[str],
-                 overwrite: bool = False, delimiter: str = " "):
-        self.out_dir = Path(out_dir)
-        if self.out_dir.exists() and not overwrite:
+    def __init__(self, out_dir: str | Path | Location, graph_name: str, node_types: list[str], edge_types: list[str],
+                 overwrite: bool = False, delimiter: str = " ", storage: Storage | None = None):
+        self.out, self.storage = location(out_dir), storage or Storage()
+        self.out_dir = Path(self.out.path) if self.out.is_local else self.out
+        exists = self.out_dir.exists() if self.out.is_local else bool(self.storage.listing(self.out))
+        if exists and not overwrite:
             raise GraphshardError(f"{self.out_dir}: output folder exists (pass --overwrite to replace it)")
+        if exists and not self.out.is_local:
+            self.storage.delete_prefix(self.out)  # no rename on a store: the earlier graph goes before the new one
         self.overwrite = overwrite
         self.graph_name = graph_name
         self.node_types = list(node_types)
         self.edge_types = list(edge_types)
         self.delimiter = delimiter
-        self._stage = staging_dir(self.out_dir)
+        self._stage = location(staging_dir(self.out_dir)) if self.out.is_local else self.out
         self._nodes_per_chunk: dict[str, list[int]] = {nt: [] for nt in node_types}
         self._edges: dict[str, dict] = {}
         self._edges_per_chunk: dict[str, list[int]] = {et: [] for et in edge_types}
@@ -70,9 +81,8 @@ class ChunkedGraphWriter:
         if fmt not in FORMAT_NAMES:
             raise GraphshardError(f"unsupported chunk format '{fmt}': expected one of {FORMAT_NAMES}")
         fn, ext = WRITERS[fmt]
-        path = self._stage / (rel + ext)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fn(path, arr, self.delimiter)
+        with self.storage.write_atomic(self._stage.join(rel + ext), sync=False) as fh:
+            fn(fh, arr, self.delimiter)
         return rel + ext
 
     def _spec(self, store: dict, fmt: str) -> dict:
@@ -106,8 +116,9 @@ class ChunkedGraphWriter:
         rel = f"edge_data/{etype.replace(':', '__')}-{feat}-{len(spec['data'])}"
         spec["data"].append(self._write(rel, arr, fmt))
 
-    def finish(self) -> Path:
-        """Write metadata.json (validated) and move the folder into place; returns the metadata path."""
+    def finish(self) -> Path | Location:
+        """Write metadata.json (validated) and move the folder into place (on a store: metadata.json written last);
+        returns the metadata's path (a Location for a URL)."""
         meta = {
             "graph_name": self.graph_name,
             "node_type": self.node_types,
@@ -118,13 +129,17 @@ class ChunkedGraphWriter:
             "node_data": dict(self._node_data),
             "edge_data": dict(self._edge_data),
         }
-        graph = parse_metadata(meta, self._stage, self._stage / "metadata.json")
-        (self._stage / "metadata.json").write_text(json.dumps(graph.to_json_dict(), indent=2))
-        move_into_place(self._stage, self.out_dir, overwrite=self.overwrite)
+        target = self._stage.join("metadata.json")
+        graph = parse_metadata(meta, self._stage, target)
+        self.storage.write_bytes(target, json.dumps(graph.to_json_dict(), indent=2).encode())
+        if not self.out.is_local:
+            return self.out.join("metadata.json")
+        move_into_place(Path(self._stage.path), self.out_dir, overwrite=self.overwrite)
         return self.out_dir / "metadata.json"
 
     def abort(self) -> None:
-        shutil.rmtree(self._stage, ignore_errors=True)
+        """Delete what was written (the staging folder; on a store, the objects under the output prefix)."""
+        self.storage.delete_prefix(self._stage)
 
     def __enter__(self) -> "ChunkedGraphWriter":
         return self

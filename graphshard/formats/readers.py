@@ -226,6 +226,21 @@ class ParquetReader(ChunkReader):
         first = int(ends[groups[0]])
         return _arrow_to_numpy(table, f.shown)[start - first:stop - first]
 
+    def header(self, path: Source, fmt: FileFormat) -> Header:
+        """From the footer alone when every column is one numeric or bool type (N columns: rows of N values; a
+        remote file is then read for its footer only); else from the first row, as `ChunkReader.header`."""
+        f = _file(path)
+        try:
+            with _parquet(f) as pf:
+                types, rows = {field.type for field in pf.schema_arrow}, int(pf.metadata.num_rows)
+                width = len(pf.schema_arrow)
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(f, err) from None
+        typ = types.pop() if len(types) == 1 else None
+        if typ is None or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
+            return super().header(f, fmt)
+        return Header(rows, (width,) if width > 1 else (), np.dtype(typ.to_pandas_dtype()))
+
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
         try:

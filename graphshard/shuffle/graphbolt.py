@@ -10,7 +10,6 @@ graphshard imports DGL and torch only inside that task, and only when asked.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import sys
 import warnings
@@ -22,7 +21,9 @@ from pydantic import BaseModel, ConfigDict
 
 from graphshard.daskrun import run_tasks
 from graphshard.errors import GraphshardError
+from graphshard.formats.jsonfile import read_json_object
 from graphshard.formats.set_digests import add_set_digests
+from graphshard.storage import location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -108,10 +109,13 @@ def to_graphbolt(config_path: str | Path, options: GraphboltOptions, client: Cli
     the new files join the set's digests file (what `graphshard fetch` copies and checks). DGL's debug mode
     (`DGL_DIST_DEBUG` set in this process's environment) is passed on to the task."""
     require_dgl("use_graphbolt")
+    if not location(config_path).is_local:
+        raise GraphshardError(f"{location(config_path)}: use_graphbolt converts a set on local disk (DGL's converter "
+                              "writes files there); write the set to a local folder, then publish it")
     config = str(Path(config_path).resolve())
     here = "dgl.distributed" in sys.modules  # loaded by the caller: a worker would import DGL and torch first
     run_tasks(None if here else client, "graphbolt", "convert", _convert, [config], label=lambda _: "all-partitions",
               options=options.model_dump(), debug=DEBUG_ENV in os.environ)
-    meta = json.loads(Path(config).read_text())
+    meta = read_json_object(config, "partition config JSON")
     add_set_digests(Path(config), [meta[f"part-{i}"]["part_graph_graphbolt"] for i in range(meta["num_parts"])])
     return Path(config)

@@ -33,13 +33,13 @@ class PartData:
 def _read(reader, source: StoredFile, rel: str, part: int, problems: list[Problem], required: bool):
     """A file of the set indexed by `reader` (local, or an object read by ranges); a Problem when it is missing
     (`required`) or unreadable."""
-    if not source.exists():
-        if required:
-            problems.append(Problem("files", "file named by the partition config does not exist", part, rel))
-        return None
     try:
         return reader(source)
     except (GraphshardError, OSError, ValueError) as err:
+        if not source.exists():  # asked only when the read failed: one request less per file on a store
+            if required:
+                problems.append(Problem("files", "file named by the partition config does not exist", part, rel))
+            return None
         problems.append(Problem("files", f"cannot be read as a DGL file: {err}", part, rel))
         return None
 
