@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
     from graphshard.shuffle import ShuffleOptions, shuffle
     from graphshard.shuffle.graphbolt import to_graphbolt
-    from graphshard.storage import location
 
     try:
         options = ShuffleOptions(halo_hops=args.halo_hops, halo_mode=args.halo_mode,
@@ -79,9 +78,7 @@ def run(args: argparse.Namespace) -> int:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
     graphbolt = _graphbolt_options(args)
-    graph = checked_graph(args.metadata)  # headers of every input file, before the cluster starts
-    if location(args.partitions).is_local:  # precheck_assignment reads local folders; on a store the shuffle checks
-        refuse(precheck_assignment(graph, args.partitions))
+    refuse(precheck_assignment(checked_graph(args.metadata), args.partitions))  # before the cluster starts
     spec = ClusterSpec(address=args.scheduler, workers=args.workers, threads_per_worker=args.threads_per_worker,
                        memory_limit=args.memory_limit)
     with dask_client(spec) as client:

@@ -116,7 +116,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
     if isinstance(out, Location):
         _check_stored_output(cfg, published_by_us)
     refuse(precheck(graph))
-    if cfg.assign.method == "file" and isinstance(cfg.assign.dir, Path):  # on a store: check_location above
+    if cfg.assign.method == "file":
         refuse(precheck_assignment(graph, cfg.assign.dir))
     if cfg.cluster.address:
         check_scheduler(cfg.cluster.address, cfg.cluster.connect_timeout, src)
