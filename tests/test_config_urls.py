@@ -125,3 +125,25 @@ def test_output_prefix_inside_input_prefix(tmp_path: Path):
     assert not _inside(Location("s3", "b/graph2"), Location("s3", "b/graph"))
     assert not _inside(Location("gs", "b/graph/out"), Location("s3", "b/graph"))
     assert _inside(tmp_path / "a" / "b", tmp_path / "a")
+
+
+def test_run_with_bad_locations_exits_2_with_one_line(tmp_path: Path, graph_copy: Path, s3_bucket: str):
+    import subprocess
+    import sys
+
+    from test_flow_s3 import upload_tree
+
+    upload_tree(graph_copy.parent, f"{s3_bucket}/graph")
+    cases = {"inside": ({"input": {"metadata": f"{s3_bucket}/graph"}, "output": {"dir": f"{s3_bucket}/graph/out"}},
+                        "output.dir"),
+             "bucket": ({"input": {"metadata": str(graph_copy)}, "output": {"dir": "s3://no-such-bucket-gs/out"}},
+                        "does not exist")}
+    for name, (tree, expected) in cases.items():
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump({**tree, "num_parts": 2, "work_dir": str(tmp_path / f"work-{name}")}))
+        done = subprocess.run([sys.executable, "-m", "graphshard.cli", "run", str(config)], capture_output=True,
+                              text=True, timeout=300)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], (name, done.stderr)
+        assert "Traceback" not in done.stderr + done.stdout
+    assert not Storage().listing(f"{s3_bucket}/graph/out")

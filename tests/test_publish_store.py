@@ -101,3 +101,13 @@ def test_partition_graph_to_s3_equals_local_set(tmp_path, dask_cluster_client, s
     Storage().write_bytes(f"{out}/notes.txt", b"mine")
     with pytest.raises(GraphshardError, match="not part of a partition set"):
         graphshard.partition_graph(g["edges"], "shop", 2, out, **kwargs)
+
+
+def test_cache_on_s3_output_on_local_disk(tmp_path, rmat_small, dask_address, s3_env, s3_bucket):
+    local = run(_config(tmp_path / "local", rmat_small, dask_address))
+    options = {"s3://": s3_env.options()}  # the session's workers started without the AWS environment
+    config = _config(tmp_path / "mixed", rmat_small, dask_address, work_dir=f"{s3_bucket}/cache",
+                     storage_options=options)
+    first = run(config)
+    assert tree_bytes(Path(first["output"]), REPORT) == tree_bytes(Path(local["output"]), REPORT)
+    assert run(config)["steps"]["publish"] == "Cached"

@@ -8,6 +8,8 @@ import sys
 from contextlib import nullcontext
 from pathlib import Path
 
+from graphshard.storage import Location, location
+
 NAME = "validate"
 HELP = ("Check every invariant of a partition set (with --input also against the input graph); print each problem "
         "on its own line and exit 1 if there is any.")
@@ -46,7 +48,7 @@ def client_context(args: argparse.Namespace):
     return dask_client(ClusterSpec(address=args.scheduler, workers=args.workers or 2))
 
 
-def run_validation(config: Path, args: argparse.Namespace, step_times: dict | None = None) -> dict:
+def run_validation(config: Path | Location, args: argparse.Namespace, step_times: dict | None = None) -> dict:
     """validate() with the command-line options."""
     from graphshard.precheck import checked_graph
     from graphshard.validate import validate
@@ -74,16 +76,43 @@ def print_outcome(report: dict) -> int:
     return 0 if report["ok"] else 1
 
 
-def run(args: argparse.Namespace) -> int:
-    from graphshard.validate import write_report
+def partition_config(where: str) -> Path | Location:
+    """The partition config a flag names: the file (a path or URL ending in .json) or the folder holding it."""
     from graphshard.validate.layout import find_config
 
-    config = Path(args.partitions)
-    config = find_config(config) if config.is_dir() else config
+    loc = location(where)
+    if loc.is_local:
+        path = Path(loc.path)
+        return find_config(path) if path.is_dir() else path
+    return loc if loc.name.endswith(".json") else find_config(loc)
+
+
+def report_folder(config: Path | Location) -> Path | Location:
+    """Where a set's report goes: beside its config, or beside its files when a store holds them under a run prefix
+    (graphshard.runprefix)."""
+    if isinstance(config, Path):
+        return config.parent
+    from graphshard.runprefix import split_prefix
+    from graphshard.storage import Storage
+
+    prefix, _ = split_prefix(Storage().read_bytes(config).decode())
+    return config.parent / prefix if prefix else config.parent
+
+
+def write_reports(config: Path | Location, report: dict) -> None:
+    from graphshard.pipeline.files import write_report_to
+    from graphshard.storage import Storage
+
+    html = write_report_to(report_folder(config), report, Storage())
+    print(f"wrote {html.parent / 'report.json'}", file=sys.stderr)
+    print(f"wrote {html}", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    config = partition_config(args.partitions)
     report = run_validation(config, args)
     if args.write_report:
-        for path in write_report(config.parent, report):
-            print(f"wrote {path}", file=sys.stderr)
+        write_reports(config, report)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0 if report["ok"] else 1

@@ -135,12 +135,11 @@ def _located(cfg: PipelineConfig, key: str, where: Path | Location, write: bool)
 
 def _input_graph(cfg: PipelineConfig):
     """The input's metadata (a local metadata.json or its folder; a URL of either)."""
-    from graphshard.formats.chunked import load_metadata
+    from graphshard.formats.chunked import load_metadata, metadata_location
 
     meta = cfg.input.metadata
     if isinstance(meta, Location):
-        if not meta.name.endswith(".json"):
-            meta = meta.join("metadata.json")
+        meta = metadata_location(meta)  # a URL not ending in .json is a folder
         _located(cfg, "input.metadata", meta, write=False)
         return load_metadata(meta, storage=cfg.storage)
     if meta.is_dir():

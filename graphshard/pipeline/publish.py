@@ -32,8 +32,15 @@ from graphshard.validate.report_html import REPORT_FILES
 RECORD = "published.json"
 
 
-def link_tree(src: Path, dst: Path) -> int:
-    """Hard-link (or copy, across filesystems) every file under `src` into `dst`; returns the number of files."""
+def link_tree(src: Path | Location, dst: Path, storage: Storage | None = None) -> int:
+    """Hard-link (or copy, across filesystems) every file under `src` into `dst`; a work folder on a store is
+    downloaded through the storage layer. Returns the number of files."""
+    if isinstance(src, Location):
+        storage = storage or Storage()
+        entries = storage.listing(src)
+        for e in entries:
+            storage.copy(src / e.rel, location(dst / e.rel))
+        return len(entries)
     count = 0
     for path in sorted(Path(src).rglob("*")):
         target = dst / path.relative_to(src)
@@ -47,6 +54,13 @@ def link_tree(src: Path, dst: Path) -> int:
             shutil.copy2(path, target)
         count += 1
     return count
+
+
+def _sizes(src: Path | Location, storage: Storage) -> dict[str, int]:
+    """Relative name -> size of every file under a local folder or a prefix on a store."""
+    if isinstance(src, Location):
+        return {e.rel: e.size for e in storage.listing(src)}
+    return {p.relative_to(src).as_posix(): p.stat().st_size for p in src.rglob("*") if p.is_file()}
 
 
 def read_record(work_dir: Path | Location, storage: Storage | None = None) -> dict:
@@ -103,26 +117,29 @@ def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dic
             return False
         return f'"{RUNS}/{run_id(digests)}/' in text
     for src in sources:
-        for path in src.rglob("*"):
-            if path.is_file():
-                target = out_dir / path.relative_to(src)
-                if not target.is_file() or (path.name not in rewritten and
-                                            target.stat().st_size != path.stat().st_size):
-                    return False
+        for rel, size in _sizes(src, storage).items():
+            target = out_dir / rel
+            if not target.is_file() or (target.name not in rewritten and target.stat().st_size != size):
+                return False
     return True
 
 
-def publish_output(work_dir: Path, out_dir: Path, sources: list[Path], digests: dict[str, str],
-                   finish: Callable[[Path], object] | None = None) -> Path:
-    """Build `out_dir` from the source folders in a staging sibling (then `finish(stage)`, e.g. to rewrite a file
-    that names its location), swap it into place, record it."""
+def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path | Location],
+                   digests: dict[str, str], finish: Callable[[Path], object] | None = None,
+                   storage: Storage | None = None) -> Path:
+    """Build `out_dir` from the source folders (local, or on a store) in a staging sibling (then `finish(stage)`,
+    e.g. to rewrite a file that names its location), swap it into place, record it."""
     out_dir = Path(out_dir).resolve()
     with staged_output(out_dir, overwrite=True) as stage:
         for src in sources:
-            link_tree(src, stage)
+            link_tree(src, stage, storage)
         if finish is not None:
             finish(stage)
-    write_text_atomic(Path(work_dir) / RECORD, json.dumps({"output": str(out_dir), "digests": digests}, indent=1))
+    record = json.dumps({"output": str(out_dir), "digests": digests}, indent=1)
+    if isinstance(work_dir, Location):
+        (storage or Storage()).write_bytes(work_dir / RECORD, record.encode())
+    else:
+        write_text_atomic(Path(work_dir) / RECORD, record)
     return out_dir
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import reader_for
 from graphshard.precheck import feature_specs
@@ -67,12 +68,13 @@ def _row_bytes(graph: ChunkedGraph, spec: ChunkFileSpec) -> int:
     """Bytes of one row of a feature (its first file's header: row shape x dtype size)."""
     if not spec.data:
         return 0
-    head = reader_for(spec.format).header(graph.path(spec.data[0]), spec.format)
+    head = reader_for(spec.format).header(graph.file(spec.data[0]), spec.format)
     return math.prod(head.row_shape) * head.dtype.itemsize
 
 
 def _size(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> int:
+    """A chunk file's size (an object's: one HEAD request); 0 when missing (the checks report that)."""
     try:
-        return graph.path(spec.data[chunk]).stat().st_size
-    except OSError:
+        return graph.file(spec.data[chunk]).size()
+    except (OSError, GraphshardError):
         return 0

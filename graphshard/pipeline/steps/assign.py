@@ -22,7 +22,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
 from graphshard.pipeline.manifest import folder_manifest
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, storage_kw
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
 from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ OUTPUT = PRODUCT["assign"]
 def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage: Path | Location) -> dict:
     """Write the assignment folder into `stage/assignment`; summary = the report's headline figures."""
     folder = assign.assign(graph.metadata_path, stage / OUTPUT, cfg.num_parts, cfg.assign, client=client,
-                           edge_report=edge_report(cfg), **storage_kw(cfg))
+                           edge_report=edge_report(cfg), storage=cfg.storage)
     report = json.loads(read_text(location(folder) / assign.REPORT_FILE, cfg.storage))
     return {"method": cfg.assign.method, "num_parts": cfg.num_parts, "edge_cut": report["edge_cut"],
             "imbalance": report["imbalance"]}

@@ -18,7 +18,6 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
 from graphshard.pipeline.cache import StepResult, StepStore
-from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.storage import Location
 
@@ -28,13 +27,6 @@ if TYPE_CHECKING:
     from graphshard.pipeline.progress import StepProgress
 
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
-
-
-def storage_kw(cfg: PipelineConfig) -> dict:
-    """The `storage` keyword of the library's step functions (the config's storage layer, with its
-    storage_options) when a location they read or write is on a store (`output.dir` is only published to)."""
-    places = (cfg.input.metadata, cfg.work, cfg.assign.dir, cfg.shuffle.scratch_dir)
-    return {"storage": cfg.storage} if any(isinstance(p, Location) for p in places) else {}
 
 
 class ArtifactProgress:

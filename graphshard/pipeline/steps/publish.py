@@ -50,6 +50,7 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
     else:
         config = out / name  # the report names the published set, not the cache
         publish_output(store.root, out, sources, digests,
-                       finish=(lambda stage: retarget_report(stage, config)) if validated else None)
+                       finish=(lambda stage: retarget_report(stage, config)) if validated else None,
+                       storage=cfg.storage)
     get_run_logger().info("published %s", out)
     return str(out)

@@ -16,7 +16,7 @@ from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, storage_kw
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
 from graphshard.storage import Location
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
                                assignment_report=assignment_report,
-                               scratch_dir=stage if isinstance(stage, Path) else None, **storage_kw(cfg))
+                               scratch_dir=stage if isinstance(stage, Path) else None, storage=cfg.storage)
     if not report["ok"]:
         html = write_report_to(store.root / "validate" / "failed", report, cfg.storage)
         first = validate.problem_lines(report)[0]
