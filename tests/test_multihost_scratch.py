@@ -1,0 +1,80 @@
+"""No shared scratch (issue 22, items 1 and 2) at library level: the shuffle, the multilevel partitioner and
+validation with their scratch on a store (moto), on Dask workers that each keep their own local folder, give the
+bytes a shared-folder run gives; a worker killed mid-step, its local folder wiped with it, changes nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from graphshard.assign import assign
+from graphshard.assign.multilevel import run as multilevel_run
+from graphshard.assign.options import AssignOptions
+from graphshard.formats.chunked import load_metadata
+from graphshard.storage.scratch import scratch_space
+
+SMALL = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
+
+
+def _files(folder: Path, pattern: str = "*.txt") -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob(pattern)) if p.is_file()}
+
+
+def _killer(marker_dir: str, key_part: str) -> WorkerPlugin:
+    """Kills its worker once over the cluster when a task whose key holds `key_part` starts, wiping the worker's
+    local folder first (a lost host takes its disk with it)."""
+
+    class KillHost(WorkerPlugin):
+        name = f"kill-host-{key_part}"
+
+        def setup(self, worker):
+            self.folder = worker.local_directory
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and key_part in str(key):
+                try:
+                    os.close(os.open(os.path.join(marker_dir, "killed"), os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                shutil.rmtree(self.folder, ignore_errors=True)
+                os._exit(1)
+
+    return KillHost()
+
+
+@pytest.fixture
+def own_disk_cluster(s3_env, tmp_path):
+    """Two worker processes, each with its own local folder (Dask's worker-<id> folders: none reads another's), the
+    S3 environment inherited."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 3}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True,
+                         local_directory=str(tmp_path / "workers")) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _multilevel_on_store(md: Path, out: Path, url: str, client) -> None:
+    out.mkdir(parents=True)
+    graph = load_metadata(md)
+    with scratch_space(url, None, client) as scratch:
+        multilevel_run(graph, 4, AssignOptions(method="multilevel", **SMALL), scratch, out, client)
+
+
+@pytest.mark.slow
+def test_multilevel_on_a_store_equals_the_shared_folder(rmat_small, tmp_path, s3_bucket, own_disk_cluster):
+    assign(rmat_small, tmp_path / "ref", 4, AssignOptions(method="multilevel", **SMALL))
+    _multilevel_on_store(rmat_small, tmp_path / "store", f"{s3_bucket}/ml", own_disk_cluster)
+    assert _files(tmp_path / "store") == _files(tmp_path / "ref")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    own_disk_cluster.register_plugin(_killer(str(markers), "ml-refine-L0"))
+    _multilevel_on_store(rmat_small, tmp_path / "killed", f"{s3_bucket}/ml2", own_disk_cluster)
+    assert (markers / "killed").exists()
+    assert _files(tmp_path / "killed") == _files(tmp_path / "ref")
+    from graphshard.storage import Storage
+    assert Storage().listing(f"{s3_bucket}/ml") == [] and Storage().listing(f"{s3_bucket}/ml2") == []
