@@ -78,3 +78,30 @@ def test_multilevel_on_a_store_equals_the_shared_folder(rmat_small, tmp_path, s3
     assert _files(tmp_path / "killed") == _files(tmp_path / "ref")
     from graphshard.storage import Storage
     assert Storage().listing(f"{s3_bucket}/ml") == [] and Storage().listing(f"{s3_bucket}/ml2") == []
+
+
+def _shuffle_bytes(md: Path, asg: Path, out: Path, client, scratch: str | None, hops: int = 2) -> dict[str, bytes]:
+    from graphshard.shuffle import ShuffleOptions, shuffle
+
+    opts = ShuffleOptions(save_orig_nids=True, save_orig_eids=True, halo_hops=hops, scratch_dir=scratch,
+                          node_block_rows=500)
+    shuffle(md, asg, out, opts, client)
+    return _files(out, "*")
+
+
+@pytest.mark.slow
+def test_shuffle_on_a_store_equals_the_shared_folder(make_graph, tmp_path, s3_bucket, own_disk_cluster):
+    from test_shuffle import random_assignment
+
+    from graphshard.storage import Storage
+
+    md = make_graph("mag", papers=2000, chunks=3)
+    asg = random_assignment(md, tmp_path / "asg", 3)
+    ref = _shuffle_bytes(md, asg, tmp_path / "ref", None, None)
+    assert _shuffle_bytes(md, asg, tmp_path / "store", own_disk_cluster, f"{s3_bucket}/shuffle") == ref
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    own_disk_cluster.register_plugin(_killer(str(markers), "shuffle-route-edge-chunks"))
+    assert _shuffle_bytes(md, asg, tmp_path / "killed", own_disk_cluster, f"{s3_bucket}/shuffle2") == ref
+    assert (markers / "killed").exists()
+    assert Storage().listing(f"{s3_bucket}/shuffle") == [] and Storage().listing(f"{s3_bucket}/shuffle2") == []

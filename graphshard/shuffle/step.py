@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,6 +23,8 @@ from graphshard.shuffle.options import ShuffleOptions
 from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
+from graphshard.storage import location
+from graphshard.storage.scratch import create_array, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -36,17 +37,15 @@ def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Cal
 
 
 @contextmanager
-def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[ShuffleScratch]:
-    """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder), deleted afterwards."""
-    if options.scratch_dir is not None:
-        Path(options.scratch_dir).mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=options.scratch_dir))
-    else:
-        root = stage / ".scratch"
-    try:
+def _scratch(options: ShuffleOptions, stage: Path, client: Client | None) -> Iterator[ShuffleScratch]:
+    """A fresh scratch (inside `options.scratch_dir`, a folder or a store prefix, else inside the staging folder),
+    deleted afterwards."""
+    where = options.scratch_dir if options.scratch_dir is not None else stage / ".scratch"
+    if options.scratch_dir is not None and location(where).is_local:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        where = tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=where)
+    with scratch_space(where, None, client) as root:
         yield ShuffleScratch(root).make()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Path,
@@ -81,7 +80,7 @@ def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Pat
                          "no such folder")
     meta = read_meta(assignment_dir)
     out_dir = Path(out_dir).resolve()
-    with staged_output(out_dir, overwrite) as stage, _scratch(options, stage) as scratch:
+    with staged_output(out_dir, overwrite) as stage, _scratch(options, stage, client) as scratch:
         _shuffle_and_write(graph, assignment_dir, meta.num_parts, meta.algo_name, options, client, scratch, stage)
     return out_dir / f"{graph.graph_name}.json"
 
@@ -97,7 +96,7 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
     nodes = IdSpace.of(counts)
 
     for t, ntype in enumerate(graph.node_type):
-        np.lib.format.open_memmap(scratch.idmap(t), mode="w+", dtype=plan.id_dtype, shape=(graph.num_nodes(ntype),))
+        create_array(scratch.idmap(t), (graph.num_nodes(ntype),), plan.id_dtype)
     blocks = [(t, b) for t in range(plan.num_ntypes) for b in range(plan.num_blocks(t))]
     _run(client, "route-node-blocks", route_node_block, [(t, b, nodes.block_bases(t)[b]) for t, b in blocks],
          lambda it: f"{graph.node_type[it[0]]}/block{it[1]}", plan=plan)
