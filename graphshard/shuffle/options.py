@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphshard._deprecated import renamed
+from graphshard.storage.field import Where
 
 
 class ShuffleOptions(BaseModel):
@@ -16,8 +16,7 @@ class ShuffleOptions(BaseModel):
     `halo_mode` "full" builds the halo exactly as DGL's `partition_graph` does for `halo_hops` (0, 1, >= 2);
     "in_edges" writes what DGL's distributed pipeline writes: owned in-edges and their sources as halo nodes (one hop
     whatever `halo_hops` >= 1 says; 0 still means no halo).
-    `scratch_dir` holds the bucket files of the exchange (default: inside the output's staging folder): a folder every
-    worker sees, or a store prefix (`s3://...`) when the workers share no filesystem.
+    `scratch_dir` holds the bucket files of the exchange (default: inside the output's staging folder).
     `node_block_rows` is the number of nodes one Dask task handles when computing new IDs and routing node features.
     """
 
@@ -28,7 +27,7 @@ class ShuffleOptions(BaseModel):
     save_orig_nids: bool = False
     save_orig_eids: bool = False
     graph_formats: list[Literal["coo", "csc", "csr"]] = Field(default_factory=lambda: ["coo"])
-    scratch_dir: str | Path | None = None
+    scratch_dir: Where | None = None
     node_block_rows: int = Field(default=1 << 20, ge=1)
 
     @field_validator("graph_formats")
