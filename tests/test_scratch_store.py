@@ -50,3 +50,18 @@ def test_shared_folder_mode_is_a_memory_map(tmp_path):
     sc.write_at(arr, np.array([9]), 4, writer="x")
     assert sc.open_array(arr).tolist() == [-1, -1, 1, 2, -1, -1, -1, -1, -1, 4]
     assert isinstance(sc.open_array(arr), np.memmap)
+
+
+def test_a_removed_array_leaves_the_local_disk(s3_bucket):
+    """Copies of arrays the step removed from the store (a finished round's) go when the next array is copied."""
+    root = sc.scratch_path(f"{s3_bucket}/evict")
+    old, new = root / "labels-1.npy", root / "labels-2.npy"
+    for arr in (old, new):
+        sc.create_array(arr, (8,), np.int64)
+    sc.open_array(old)
+    copies = sorted(sc.local_dir().rglob("*.npy"))
+    sc.remove(old)
+    sc.open_array(new)
+    after = sorted(sc.local_dir().rglob("*.npy"))
+    assert len(copies) == 1 and copies[0] not in after and len(after) == 1
+    sc.drop_local(root.root)

@@ -35,7 +35,7 @@ HEADER = "_header.json"
 COPY_BLOCK = 8 << 20  # bytes per read when a range piece is copied into a local array
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
-_OPEN: dict[str, np.ndarray] = {}  # local copies mapped in this process, by the array's URL
+_OPEN: dict[str, tuple[StorePath, np.ndarray]] = {}  # local copies mapped in this process, by the array's URL
 _PROCESS_DIR: list[Path] = []
 
 
@@ -192,18 +192,31 @@ def open_array(path: ScratchPath) -> np.ndarray:
         return np.load(path, mmap_mode="r")
     key = path.loc.url
     with _LOCK:
-        arr = _OPEN.get(key)
+        held = _OPEN.get(key)
         lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-    if arr is not None:
-        return arr
+    if held is not None:
+        return held[1]
     with lock:
         if key not in _OPEN:
             local = _local_file(path)
             if not local.exists():
+                _evict_removed(path)
                 _assemble(path, local)
             with _LOCK:
-                _OPEN[key] = np.load(local, mmap_mode="r")
-        return _OPEN[key]
+                _OPEN[key] = (path, np.load(local, mmap_mode="r"))
+        return _OPEN[key][1]
+
+
+def _evict_removed(path: StorePath) -> None:
+    """Delete this process's copies of arrays (under the same root) that the step has removed from the store since
+    (a finished round's), so that a worker's disk holds the arrays still in use, not every round's."""
+    with _LOCK:
+        held = [p for p, _ in _OPEN.values() if p.root == path.root]
+    for old in held:
+        if not path.storage.exists((old / HEADER).loc):
+            with _LOCK:
+                _OPEN.pop(old.loc.url, None)
+            _local_file(old).unlink(missing_ok=True)
 
 
 def array_header(path: StorePath) -> dict:
@@ -297,3 +310,18 @@ def scratch_space(where: str | os.PathLike | Location, storage: Storage | None =
         if is_store(root):
             everywhere(client, drop_local, root.root)
         remove(root)
+
+
+def publish_file(local: Path, path: ScratchPath) -> None:
+    """A finished local file put in place at `path` (renamed into a shared folder, uploaded to a store); consumed."""
+    if is_store(path):
+        path.storage.upload(local, path.loc)
+        local.unlink()
+    else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(local, path)
+
+
+def open_file(path: ScratchPath):
+    """A scratch file to read (a streaming read of the object on a store)."""
+    return path.storage.open_read(path.loc) if is_store(path) else open(path, "rb")

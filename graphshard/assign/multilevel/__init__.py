@@ -37,7 +37,8 @@ class MultilevelPartitioner(Partitioner):
         if nparts == 1:
             write_homogeneous(graph, np.zeros(graph.total_nodes, dtype=np.int64), out)
             return {"levels": [], "seconds": {}}
-        with scratch_space(location(out).join(".multilevel"), None, client) as scratch:
+        where = self.scratch.join("multilevel") if self.scratch is not None else location(out).join(".multilevel")
+        with scratch_space(where, self.storage, client) as scratch:
             return run(graph, nparts, options, scratch, out, client)
 
 
