@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
+from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import reader_for
 from graphshard.precheck import feature_specs
@@ -72,7 +74,8 @@ def _row_bytes(graph: ChunkedGraph, spec: ChunkFileSpec) -> int:
 
 
 def _size(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> int:
+    where = graph.path(spec.data[chunk])
     try:
-        return graph.path(spec.data[chunk]).stat().st_size
-    except OSError:
+        return where.stat().st_size if isinstance(where, Path) else graph.storage.size(where)
+    except (OSError, GraphshardError):  # a StorageError is a GraphshardError
         return 0
