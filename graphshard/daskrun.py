@@ -263,3 +263,15 @@ def settle(client: Client, futures: Sequence[Future]) -> None:
         if not running & keys:
             return
         time.sleep(0.1)
+
+
+def everywhere(client: Client | None, fn: Callable, *args: Any) -> None:
+    """fn(*args) once in every worker process and here (housekeeping such as dropping a step's local scratch copies,
+    not work: a worker gone meanwhile has nothing left to tidy)."""
+    fn(*args)
+    if client is None:
+        return
+    try:
+        client.run(fn, *args)
+    except Exception:  # noqa: BLE001 - a worker lost meanwhile took its local folder with it
+        log.debug("everywhere(%s) did not reach every worker", getattr(fn, "__name__", fn), exc_info=True)

@@ -26,6 +26,8 @@ from s3_helpers import S3Server, _wait_up
 SUBNET_PREFIX = "10.213"  # private /24s used only inside the rig's namespaces: 10.213.<x>.0/24
 SCHEDULER_PORT, DASHBOARD_PORT, S3_PORT = 8786, 8787, 5000
 VENV_BIN = Path(sys.executable).parent
+OWNERS = Path("/run/graphshard-rig")  # <suffix>: the pid of the process that built that rig
+UNOWNED_AGE = 3600  # seconds after which a rig with no owner file (built before owners were recorded) is stale
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -113,9 +115,13 @@ class Rig:
         self.close()
 
     def start(self) -> None:
-        """The bridge, one namespace per host, then (with `services`) moto, the scheduler and the workers."""
+        """The bridge, one namespace per host, then (with `services`) moto, the scheduler and the workers (after
+        sweeping away rigs whose owner died without closing them: a SIGKILLed pytest)."""
+        sweep_stale()
         atexit.register(self.close)
         self.logs.mkdir(parents=True, exist_ok=True)
+        OWNERS.mkdir(parents=True, exist_ok=True)
+        (OWNERS / self.suffix).write_text(str(os.getpid()))
         try:
             self.subnet = _free_subnet()
             _ip("link", "add", self.bridge, "type", "bridge")
@@ -276,6 +282,7 @@ class Rig:
             _ip("link", "del", host.veth, check=False)
             _ip("netns", "del", host.netns, check=False)
         _ip("link", "del", self.bridge, check=False)
+        (OWNERS / self.suffix).unlink(missing_ok=True)
         atexit.unregister(self.close)
 
     def leftovers(self) -> list[str]:
@@ -292,6 +299,54 @@ class Rig:
             except OSError:
                 pass
         return netns + links + procs
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _stale(suffix: str) -> bool:
+    """Whether the rig `suffix` lost its owner: its owner process is gone, or (no owner file) it is old."""
+    owner = OWNERS / suffix
+    if owner.exists():
+        return not _alive(int(owner.read_text() or 0))
+    made = [p.stat().st_mtime for p in Path("/run/netns").glob(f"gs{suffix}-*")]
+    return bool(made) and time.time() - min(made) > UNOWNED_AGE
+
+
+def sweep_stale() -> list[str]:
+    """Delete every rig whose owner died without closing it (namespaces `gs<suffix>-<host>`, their processes, veths
+    and the bridge); a live rig of another run is left alone. Returns the suffixes swept."""
+    names = [n.split()[0] for n in _ip("netns", "list", check=False).stdout.splitlines()]
+    suffixes = sorted({n[2:8] for n in names if n.startswith("gs") and n[8:9] == "-"})
+    swept = [s for s in suffixes if _stale(s)]
+    for suffix in swept:
+        inodes = {}
+        for ns in (n for n in names if n.startswith(f"gs{suffix}-")):
+            try:
+                inodes[f"net:[{os.stat(f'/run/netns/{ns}').st_ino}]"] = ns
+            except OSError:
+                pass
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and os.readlink(entry / "ns" / "net") in inodes:
+                    os.kill(int(entry.name), signal.SIGKILL)
+            except OSError:
+                pass
+        for ns in inodes.values():
+            _ip("netns", "del", ns, check=False)
+        for line in _ip("-o", "link", "show").stdout.splitlines():
+            link = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+            if link.startswith((f"gs{suffix}", f"gsb{suffix}")):
+                _ip("link", "del", link, check=False)
+        (OWNERS / suffix).unlink(missing_ok=True)
+    return swept
 
 
 def http_get(url: str, timeout: float = 10) -> bytes:

@@ -22,11 +22,17 @@ def test_compose_file_names_the_commands_started_here():
     assert compose["prefect-server"]["command"].startswith("prefect server start")
     assert compose["scheduler"]["command"].startswith("dask scheduler")
     assert compose["worker-1"]["command"].startswith("dask worker tcp://scheduler:8786")
-    assert compose["worker-2"]["command"] == compose["worker-1"]["command"]
+    assert compose["worker-2"]["command"] == compose["worker-3"]["command"] == compose["worker-1"]["command"]
+    # the rig's topology (tests/multihost_rig.py): an S3 host, and workers with no shared data volume
+    assert "moto" in compose["s3"]["image"]
+    assert all(not compose[w].get("volumes") and compose[w]["tmpfs"] == ["/tmp"] and
+               compose[w]["environment"]["AWS_ENDPOINT_URL"] == "http://s3:5000" for w in ("worker-1", "worker-3"))
     assert compose["prefect-worker"]["command"].startswith("prefect worker start --pool graphshard")
     assert "DASK_DISTRIBUTED__DASHBOARD__LINK" in compose["prefect-worker"]["environment"]
-    assert yaml.safe_load((REPO / "configs" / "cluster.yaml").read_text())["cluster"]["address"] == \
-        "tcp://scheduler:8786"
+    cluster = yaml.safe_load((REPO / "configs" / "cluster.yaml").read_text())
+    assert cluster["cluster"]["address"] == "tcp://scheduler:8786"
+    assert all(where.startswith("s3://graphshard/") for where in
+               (cluster["input"]["metadata"], cluster["output"]["dir"], cluster["work_dir"]))
 
 
 def test_cluster_config_on_scheduler_workers_and_prefect_server(tmp_path, rmat_small):

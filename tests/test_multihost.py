@@ -129,6 +129,40 @@ def test_rig_cleans_up_at_interpreter_exit(tmp_path):
     assert survivors == []
 
 
+@pytest.mark.slow
+def test_a_sigkilled_owners_rig_is_swept_by_the_next(tmp_path):
+    """A pytest SIGKILLed mid-run leaves its rig (no atexit runs): the next rig's start sweeps it away, processes
+    included, and leaves a live owner's rig alone."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    from multihost_rig import sweep_stale
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    owner = subprocess.Popen([sys.executable, "-c", ATEXIT_SCRIPT + "\nimport time; time.sleep(300)\n",
+                              str(tmp_path)], env=env, stdout=subprocess.PIPE, text=True)
+    suffix, *inodes = owner.stdout.readline().split()
+    assert suffix not in sweep_stale()  # its owner lives: untouched
+    assert suffix in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    owner.kill()
+    owner.wait()
+    assert suffix in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout  # left behind
+    with Rig(tmp_path / "next", workers=1, services=False) as rig:
+        assert rig.suffix != suffix
+        assert suffix not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert suffix not in subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+        in_rig = {f"net:[{i}]" for i in inodes}
+        left = [e.name for e in Path("/proc").iterdir() if e.name.isdigit() and _net_ns(e) in in_rig]
+        assert left == []
+
+
+def _net_ns(entry: Path) -> str:
+    try:
+        return os.readlink(entry / "ns" / "net")
+    except OSError:
+        return ""
+
+
 def test_where_the_rig_cannot_run_one_line_says_why(monkeypatch):
     import multihost_rig
 

@@ -13,6 +13,7 @@ import pyarrow.csv as pacsv
 from graphshard.assign.options import AssignOptions
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.storage import Location, Storage
 
 if TYPE_CHECKING:
     from distributed import Client  # type hints only: the plan imports this module's constants without Dask
@@ -25,6 +26,10 @@ class Partitioner:
     `options.resolve` before any work; `check` refuses what only the graph shows (e.g. more parts than nodes)."""
 
     name: str = ""
+    # Where a method whose Dask tasks hand files to each other keeps them: None, inside `out` (a folder every worker
+    # sees); else a location, a store prefix when the workers share no filesystem (set by `assign`).
+    scratch: Location | None = None
+    storage: Storage | None = None
 
     def check(self, graph: ChunkedGraph, nparts: int, options: AssignOptions) -> None:
         """Raise GraphshardError for options this graph makes impossible; nothing by default."""

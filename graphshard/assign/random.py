@@ -8,6 +8,7 @@ seeded rotation per type; every part then holds floor(N/k) or ceil(N/k) nodes of
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,8 @@ from graphshard.assign.base import Partitioner, write_blocks
 from graphshard.assign.options import AssignOptions
 from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.storage import location
+from graphshard.storage.scratch import ScratchPath, local_dir, open_file, publish_file, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client  # type hints only: the plan imports this module's constants without Dask
@@ -33,10 +36,14 @@ def block_parts(seed: int, type_id: int, block: int, lo: int, hi: int, nparts: i
     return rng.permutation((np.arange(lo, hi, dtype=np.int64) + rotation) % nparts)
 
 
-def write_block(path: Path, seed: int, type_id: int, block: int, lo: int, hi: int, nparts: int,
-                balanced: bool) -> Path:
-    """One task: draw a block and write it as a text piece."""
-    return write_blocks(path, [block_parts(seed, type_id, block, lo, hi, nparts, balanced)])
+def write_block(path: ScratchPath, seed: int, type_id: int, block: int, lo: int, hi: int, nparts: int,
+                balanced: bool) -> None:
+    """One task: draw a block and write it as a text piece (a file of the shared folder or an object of the store)."""
+    folder = path.parent if isinstance(path, Path) else local_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    local = write_blocks(folder / f".{type_id}-{block}-{uuid.uuid4().hex}.tmp",
+                         [block_parts(seed, type_id, block, lo, hi, nparts, balanced)])
+    publish_file(local, path)
 
 
 class RandomPartitioner(Partitioner):
@@ -44,8 +51,12 @@ class RandomPartitioner(Partitioner):
 
     def assign(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path,
                client: Client | None = None) -> dict:
-        pieces_dir = out / ".pieces"
-        pieces_dir.mkdir()
+        where = self.scratch.join("random") if self.scratch is not None else location(out).join(".pieces")
+        with scratch_space(where, self.storage, client) as pieces_dir:
+            return self._draw(graph, nparts, options, out, client, pieces_dir)
+
+    def _draw(self, graph: ChunkedGraph, nparts: int, options: AssignOptions, out: Path, client: Client | None,
+              pieces_dir: ScratchPath) -> dict:
         jobs = []
         for t, nt in enumerate(graph.node_type):
             n = graph.num_nodes(nt)
@@ -58,7 +69,6 @@ class RandomPartitioner(Partitioner):
             with open(out / f"{nt}.txt", "wb") as dest:
                 for owner, args in jobs:
                     if owner == nt:
-                        with open(args[0], "rb") as src:
+                        with open_file(args[0]) as src:
                             shutil.copyfileobj(src, dest, 1 << 22)
-        shutil.rmtree(pieces_dir)
         return {"block_size": BLOCK, "tasks": len(jobs), "dask": client is not None}

@@ -68,7 +68,7 @@ def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainer
 
 def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path | Location, num_parts: int,
            options: AssignOptions, client: "Client | None" = None, overwrite: bool = False, edge_report: bool = True,
-           *, storage: Storage | None = None) -> Path | Location:
+           *, storage: Storage | None = None, scratch: str | Path | Location | None = None) -> Path | Location:
     """Write the assignment folder for `num_parts` partitions at `out_dir` (step 1 of the pipeline).
 
     Parameters
@@ -91,6 +91,10 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
         for a caller that measures them on the written partitions (the flow, when it validates).
     storage : Storage, optional
         What locations given as URLs are read and written through; None: credentials from the environment.
+    scratch : str, Path or Location, optional
+        Where the methods whose tasks hand files to each other (random, multilevel) keep them: None, inside the
+        output's staging folder; for a URL `out_dir`, a prefix beside it on its store (`.<name>.scratch`), so that
+        workers on other hosts reach it.
 
     Returns
     -------
@@ -101,7 +105,7 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
     graph = as_graph(metadata, storage)
     target = location(out_dir)
     if not target.is_local:
-        return _assign_to_store(graph, target, num_parts, options, client, overwrite, edge_report)
+        return _assign_to_store(graph, target, num_parts, options, client, overwrite, edge_report, scratch)
     if not 1 <= num_parts <= graph.total_nodes:
         raise GraphshardError(f"num_parts: expected an integer in [1, {graph.total_nodes}] (the graph's node count), "
                               f"found {num_parts}")
@@ -111,6 +115,7 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
     trainers = options.num_trainers_per_machine
     partitioner = partitioner_for(options.method)
     partitioner.check(graph, num_parts * trainers, options)
+    partitioner.scratch, partitioner.storage = (location(scratch) if scratch is not None else None), graph.storage
     with staged_output(out_dir, overwrite) as stage:
         target = stage / TRAINER_DIR if trainers > 1 else stage
         target.mkdir(exist_ok=True)
@@ -141,7 +146,7 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
 
 
 def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, options: AssignOptions, client,
-                     overwrite: bool, edge_report: bool) -> Location:
+                     overwrite: bool, edge_report: bool, scratch: str | Path | Location | None) -> Location:
     """`assign` into a local temporary folder, then its files uploaded under `target`, `partition_meta.json` last
     (a folder without it is no assignment). An existing assignment there is replaced only with `overwrite`."""
     storage = graph.storage
@@ -150,7 +155,8 @@ def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, opti
             raise GraphshardError(f"{target}: output folder exists (pass --overwrite to replace it)")
         storage.delete_prefix(target)
     with tempfile.TemporaryDirectory(prefix="graphshard-assign-") as tmp:
-        folder = assign(graph, Path(tmp) / "assignment", num_parts, options, client, edge_report=edge_report)
+        folder = assign(graph, Path(tmp) / "assignment", num_parts, options, client, edge_report=edge_report,
+                        scratch=scratch if scratch is not None else target.parent.join(f".{target.name}.scratch"))
         files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.name == META_FILE)
         for path in files:
             storage.upload(path, target.join(path.relative_to(folder).as_posix()))

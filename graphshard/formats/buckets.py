@@ -3,6 +3,7 @@
 The shuffle's exchange (edges and features routed to their owner partition) and the multilevel partitioner (blocks of
 a level, weight deltas, contracted edges) write them. A bucket is read back in order, the first records alone when
 only they are needed; it is written under a temporary name and renamed, so a retried task never leaves a torn one.
+In a scratch prefix on a store (`graphshard.storage.scratch.StorePath`) a bucket is one object, written in one PUT.
 """
 
 from __future__ import annotations
@@ -12,9 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.storage.scratch import ScratchPath, get_records, is_store, put_records
 
-def write_bucket(path: Path, arrays: list[np.ndarray]) -> None:
-    """Write arrays as consecutive `.npy` records (temporary name + rename)."""
+
+def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
+    """Write arrays as consecutive `.npy` records (temporary name + rename; one object on a store)."""
+    if is_store(path):
+        put_records(path, arrays)
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as fh:
@@ -23,10 +29,12 @@ def write_bucket(path: Path, arrays: list[np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
-def read_bucket(path: Path, count: int | None = None) -> list[np.ndarray]:
+def read_bucket(path: ScratchPath, count: int | None = None) -> list[np.ndarray]:
     """The first `count` records of a bucket (all when None)."""
+    if is_store(path):
+        return get_records(path, count)
     out = []
-    with open(path, "rb") as fh:
+    with open(Path(path), "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         while (count is None or len(out) < count) and fh.tell() < size:
             out.append(np.load(fh, allow_pickle=False))

@@ -11,31 +11,43 @@ deterministic whatever the scheduling order.
 
 from __future__ import annotations
 
+import os
+import uuid
 from pathlib import Path
 
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.formats.assignment import convert_parts
+from graphshard.formats.assignment import PART_DTYPE, convert_parts
 from graphshard.formats.buckets import write_bucket
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan, id_dtype_for
 from graphshard.storage import Location
+from graphshard.storage.scratch import create_array, local_dir, open_array, upload_range, write_range
 
 MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by one pass per partition, else a sort
 
 
 def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path | Location) -> np.ndarray:
-    """Convert `<ntype>.txt` to int32 `.npy` (checking it) and count nodes per (block, partition)."""
+    """Convert `<ntype>.txt` to the int32 parts array (checking it) and count nodes per (block, partition)."""
     ntype = plan.graph.node_type[ntype_id]
-    out = convert_parts(assignment_dir, ntype, plan.graph.num_nodes(ntype), plan.num_parts,
-                        plan.scratch.parts(ntype_id), storage=plan.graph.storage)
+    target = plan.scratch.parts(ntype_id)
+    n = plan.graph.num_nodes(ntype)
+    folder = Path(target).parent if isinstance(target, Path) else local_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    out = convert_parts(assignment_dir, ntype, n, plan.num_parts, folder / f".parts-{ntype_id}-{uuid.uuid4().hex}.npy",
+                        storage=plan.graph.storage)
     parts = np.load(out, mmap_mode="r")
     bounds = plan.node_blocks[ntype_id]
     counts = np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts)
                        for lo, hi in zip(bounds[:-1], bounds[1:])])
     del parts
+    if isinstance(target, Path):
+        os.replace(out, target)
+    else:  # one piece on the store, which every reader copies to its own disk
+        create_array(target, (n,), PART_DTYPE)
+        upload_range(target, 0, out)
     return counts
 
 
@@ -53,12 +65,9 @@ def _features(plan: ShufflePlan, feats: tuple[FeatureSpec, ...], start: int, sto
 def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: ShufflePlan) -> None:
     """Write the new IDs of a node block into the ID map, and its feature rows (and original IDs) to owner buckets."""
     lo, hi = (int(x) for x in plan.node_blocks[ntype_id][block:block + 2])
-    parts = np.array(np.load(plan.scratch.parts(ntype_id), mmap_mode="r")[lo:hi])
+    parts = np.array(open_array(plan.scratch.parts(ntype_id))[lo:hi])
     grouping = Grouping.of(parts, plan.num_parts)
-    idmap = np.load(plan.scratch.idmap(ntype_id), mmap_mode="r+")
-    idmap[lo:hi] = ids_in_block(parts, bases, grouping)
-    idmap.flush()
-    del idmap
+    write_range(plan.scratch.idmap(ntype_id), lo, ids_in_block(parts, bases, grouping).astype(plan.id_dtype))
     arrays = ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_nids else [])
     arrays += _features(plan, plan.node_feats[ntype_id], lo, hi)
     if arrays:
@@ -83,11 +92,11 @@ def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndar
     if len(src) != hi - lo:
         raise InputError(graph.metadata_path, f"num_edges_per_chunk[{etype_id}][{chunk}]",
                          f"the row count of {path}", f"{hi - lo} (the file has {len(src)} rows)")
-    owner = np.load(plan.scratch.parts(dst_t), mmap_mode="r")[dst]
-    src_owner = np.load(plan.scratch.parts(src_t), mmap_mode="r")[src] if plan.out_buckets else None
-    new_src = np.load(plan.scratch.idmap(src_t), mmap_mode="r")[src]
+    owner = open_array(plan.scratch.parts(dst_t))[dst]
+    src_owner = open_array(plan.scratch.parts(src_t))[src] if plan.out_buckets else None
+    new_src = open_array(plan.scratch.idmap(src_t))[src]
     del src
-    new_dst = np.load(plan.scratch.idmap(dst_t), mmap_mode="r")[dst]
+    new_dst = open_array(plan.scratch.idmap(dst_t))[dst]
     del dst
     arrays = [new_src, new_dst] + ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_eids else [])
     arrays += _features(plan, plan.edge_feats[etype_id], lo, hi)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
 from graphshard.storage import Location, Storage, location
+from graphshard.storage.scratch import create_array, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -38,20 +38,17 @@ def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Cal
 
 
 @contextmanager
-def _scratch(options: ShuffleOptions, stage: Path | None) -> Iterator[ShuffleScratch]:
-    """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder, else, for a set written
-    to a store, in the system's temporary folder), deleted afterwards."""
-    if options.scratch_dir is not None:
-        Path(options.scratch_dir).mkdir(parents=True, exist_ok=True)
-        root = Path(tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=options.scratch_dir))
-    elif stage is None:
-        root = Path(tempfile.mkdtemp(prefix="graphshard-shuffle-"))
-    else:
-        root = stage / ".scratch"
-    try:
+def _scratch(options: ShuffleOptions, beside: Location, storage: Storage, client: Client | None
+             ) -> Iterator[ShuffleScratch]:
+    """A fresh scratch, deleted afterwards: inside `options.scratch_dir` (a folder every worker sees, or a store
+    prefix), else `beside` (a staging folder's `.scratch`, or for a set written to a store a prefix beside it on the
+    same store: never a folder of this host that the workers may not see)."""
+    where = options.scratch_dir
+    if where is not None and location(where).is_local:
+        Path(where).mkdir(parents=True, exist_ok=True)
+        where = tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=where)
+    with scratch_space(where if where is not None else beside, storage, client) as root:
         yield ShuffleScratch(root).make()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def shuffle(metadata: str | Path | Location, assignment_dir: str | Path | Location, out_dir: str | Path | Location,
@@ -94,7 +91,8 @@ def shuffle(metadata: str | Path | Location, assignment_dir: str | Path | Locati
                 raise GraphshardError(f"{out}: output folder exists (pass --overwrite to replace it)")
             graph.storage.delete_prefix(out)
         return write_set(graph, assignment, out, options, client, meta)[0]
-    with staged_output(Path(out.path), overwrite) as stage, _scratch(options, stage) as scratch:
+    with staged_output(Path(out.path), overwrite) as stage, \
+            _scratch(options, location(stage).join(".scratch"), graph.storage, client) as scratch:
         _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch,
                            location(stage))
     return Path(out.path) / f"{graph.graph_name}.json"
@@ -116,9 +114,9 @@ def write_set(graph: ChunkedGraph, assignment: Location, out: Location, options:
     digests file and then the partition config last; returns the config and every partition's `FileDigest`s.
 
     What `shuffle` runs for a URL, and what a publisher that picks its own prefix (a run-unique one) calls. The
-    scratch folder is `options.scratch_dir`, else a fresh temporary folder on this host."""
+    scratch is `options.scratch_dir`, else a fresh prefix beside `out` (`.<name>.scratch`), on its store."""
     meta = meta or read_meta(assignment, graph.storage)
-    with _scratch(options, None) as scratch:
+    with _scratch(options, out.parent.join(f".{out.name}.scratch"), graph.storage, client) as scratch:
         return _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch, out)
 
 
@@ -134,7 +132,7 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
     nodes = IdSpace.of(counts)
 
     for t, ntype in enumerate(graph.node_type):
-        np.lib.format.open_memmap(scratch.idmap(t), mode="w+", dtype=plan.id_dtype, shape=(graph.num_nodes(ntype),))
+        create_array(scratch.idmap(t), (graph.num_nodes(ntype),), plan.id_dtype)
     blocks = [(t, b) for t in range(plan.num_ntypes) for b in range(plan.num_blocks(t))]
     _run(client, "route-node-blocks", route_node_block, [(t, b, nodes.block_bases(t)[b]) for t, b in blocks],
          lambda it: f"{graph.node_type[it[0]]}/block{it[1]}", plan=plan)

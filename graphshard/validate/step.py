@@ -6,7 +6,6 @@ this process one after the other.
 
 from __future__ import annotations
 
-import tempfile
 import time
 from pathlib import Path
 
@@ -342,8 +341,7 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         problems += _input_checks(layout, metadata)
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
-    beside = layout.base_dir if layout.is_local else Path(tempfile.gettempdir()) / layout.graph_name
-    with scratch_beside(beside, scratch_dir) as scratch:
+    with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
         setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                               sample_size)
         summaries, mode, crossed, input_sums = _run_tasks(client, layout, setup, metadata, problems)

@@ -20,6 +20,8 @@ from graphshard.assign.multilevel.store import open_ro, remove
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.storage import location
+from graphshard.storage.scratch import ScratchPath, scratch_space
 
 
 class MultilevelPartitioner(Partitioner):
@@ -35,14 +37,12 @@ class MultilevelPartitioner(Partitioner):
         if nparts == 1:
             write_homogeneous(graph, np.zeros(graph.total_nodes, dtype=np.int64), out)
             return {"levels": [], "seconds": {}}
-        scratch = out / ".multilevel"
-        try:
+        where = self.scratch.join("multilevel") if self.scratch is not None else location(out).join(".multilevel")
+        with scratch_space(where, self.storage, client) as scratch:
             return run(graph, nparts, options, scratch, out, client)
-        finally:
-            remove(scratch)
 
 
-def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Path, out: Path,
+def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: ScratchPath, out: Path,
         client: Client | None) -> dict:
     """Every phase in order; returns the facts for the report (levels, time per phase, moves, METIS's cut)."""
     plan = hierarchy.Plan(nparts, options)

@@ -14,7 +14,7 @@ import numpy as np
 from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
-from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
+from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, save_array, write_range
 from graphshard.formats.buckets import read_bucket, write_bucket
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
@@ -88,7 +88,7 @@ def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     indptr, indices, ew = read_block(level, b)
     labels, cmap = open_ro(level.labels(rnd)), open_ro(level.cmap)
     f2c = cmap[np.asarray(labels[lo:hi])]
-    np.save(level.fine_to_coarse(b), f2c)
+    save_array(level.fine_to_coarse(b), f2c)
     cv = cmap[labels[indices]]
     del indices
     cu = np.repeat(f2c, np.diff(indptr))

@@ -12,7 +12,7 @@ import numpy as np
 
 from graphshard.assign.kaminpar import write_parhip_weighted
 from graphshard.assign.metis_capi import load_metis
-from graphshard.assign.multilevel.store import Level, create, open_ro, read_block
+from graphshard.assign.multilevel.store import Level, create, local_folder, open_ro, read_block, write_range
 
 KAMINPAR_PRESET = "strong"
 # KaMinPar's strong preset takes ~15 s per million edges on one thread (R-MAT 300k nodes / 6M edges: 91 s at k=4,
@@ -65,12 +65,10 @@ def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: i
     if method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES:
         total = int(vw[:, 0].sum())
         bound = max(int(np.floor((1 + ufactor / 1000) * total / nparts)), -(-total // nparts))
-        parts = kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, seed, level.root)
+        parts = kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, seed, local_folder(level.root))
     else:
         parts = metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, tries, metis_lib)
-    out = np.load(create(level.parts(0), (level.nodes,), np.int32), mmap_mode="r+")
-    out[:] = parts
-    out.flush()
+    write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
     src = np.repeat(np.arange(level.nodes), np.diff(indptr))
     crossing = parts[src] != parts[indices]
     cut = int((ew[crossing].sum() if ew is not None else crossing.sum()) // 2)

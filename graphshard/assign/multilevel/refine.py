@@ -11,13 +11,13 @@ import numpy as np
 from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
 from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
-from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, write_range
+from graphshard.assign.multilevel.store import Level, load_array, local_rows, open_ro, read_block, write_range
 
 
 def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
     """Parts of fine block b = parts of their coarse nodes (the coarse level's last round)."""
     lo, _ = fine.span(b)
-    f2c = np.load(fine.fine_to_coarse(b))
+    f2c = load_array(fine.fine_to_coarse(b))
     write_range(fine.parts(0), lo, open_ro(coarse.parts(rnd))[f2c])
 
 

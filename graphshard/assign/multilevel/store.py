@@ -1,4 +1,6 @@
-"""Where one multilevel run keeps its data: a scratch folder (visible to every worker) with one folder per level.
+"""Where one multilevel run keeps its data: a scratch folder with one folder per level, either a folder every worker
+sees or a prefix in the run's store (graphshard.storage.scratch: buckets as objects, each worker reading an array
+from its own local copy).
 
 A level holds its nodes in contiguous blocks (`bounds`); block b's file is a bucket of (indptr, global neighbour
 ids, edge weights; empty at level 0, where every edge weighs 1). Arrays over all nodes of a level are `.npy`
@@ -9,7 +11,6 @@ node map and parts per refinement round. Every file of round r+1 is new, so a re
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,13 +18,15 @@ import numpy as np
 
 from graphshard.formats.buckets import read_bucket
 from graphshard.formats.chunked import chunk_bounds
+from graphshard.storage import scratch
+from graphshard.storage.scratch import ScratchPath, load_array, save_array  # noqa: F401 - the levels' file API
 
 
 @dataclass(frozen=True)
 class Level:
     """One level of the hierarchy: its size, blocks and weight columns."""
 
-    root: Path
+    root: ScratchPath
     index: int
     nodes: int
     entries: int  # directed adjacency entries (twice the undirected edges)
@@ -38,40 +41,41 @@ class Level:
     def span(self, b: int) -> tuple[int, int]:
         return self.bounds[b], self.bounds[b + 1]
 
-    def block(self, b: int) -> Path:
+    def block(self, b: int) -> ScratchPath:
         return self.root / "blocks" / f"{b}.bkt"
 
     @property
-    def vwgt(self) -> Path:
+    def vwgt(self) -> ScratchPath:
         return self.root / "vwgt.npy"
 
-    def labels(self, rnd: int) -> Path:
+    def labels(self, rnd: int) -> ScratchPath:
         return self.root / f"labels-{rnd}.npy"
 
-    def cluster_weights(self, rnd: int) -> Path:
+    def cluster_weights(self, rnd: int) -> ScratchPath:
         return self.root / f"cw-{rnd}.npy"
 
-    def delta(self, rnd: int, src: int, dst: int) -> Path:
+    def delta(self, rnd: int, src: int, dst: int) -> ScratchPath:
         """Cluster weight changes made by block `src` in round `rnd`, for the clusters of block `dst`'s range."""
         return self.root / f"delta-{rnd}" / str(src) / f"{dst}.bkt"
 
     @property
-    def cmap(self) -> Path:
+    def cmap(self) -> ScratchPath:
         return self.root / "cmap.npy"
 
-    def contracted(self, src: int, dst: int) -> Path:
+    def contracted(self, src: int, dst: int) -> ScratchPath:
         """Coarse edges made by fine block `src` whose coarse source lies in coarse block `dst`."""
         return self.root / "contract" / str(src) / f"{dst}.bkt"
 
-    def fine_to_coarse(self, b: int) -> Path:
+    def fine_to_coarse(self, b: int) -> ScratchPath:
         return self.root / "f2c" / f"{b}.npy"
 
-    def parts(self, rnd: int) -> Path:
+    def parts(self, rnd: int) -> ScratchPath:
         return self.root / f"parts-{rnd}.npy"
 
     def make(self) -> Level:
-        for sub in ("blocks", "f2c"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        if isinstance(self.root, Path):
+            for sub in ("blocks", "f2c"):
+                (self.root / sub).mkdir(parents=True, exist_ok=True)
         return self
 
 
@@ -80,22 +84,20 @@ def even_bounds(n: int, blocks: int) -> tuple[int, ...]:
     return tuple(chunk_bounds(n, max(1, min(blocks, n))))
 
 
-def create(path: Path, shape: tuple[int, ...], dtype) -> Path:
-    """A new `.npy` file of the shape, to be filled range by range through `open_rw`."""
-    np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape).flush()
+def create(path: ScratchPath, shape: tuple[int, ...], dtype) -> ScratchPath:
+    """A new array of the shape, to be filled range by range through `write_range`."""
+    scratch.create_array(path, shape, dtype)
     return path
 
 
-def open_ro(path: Path) -> np.ndarray:
-    return np.load(path, mmap_mode="r")
+def open_ro(path: ScratchPath) -> np.ndarray:
+    """An array read-only: the shared memory map, or this worker's local copy of it."""
+    return scratch.open_array(path)
 
 
-def write_range(path: Path, lo: int, values: np.ndarray) -> None:
-    """Write rows [lo, lo + len(values)) of a memory-mapped `.npy` file."""
-    arr = np.load(path, mmap_mode="r+")
-    arr[lo:lo + len(values)] = values
-    arr.flush()
-    del arr
+def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
+    """Write rows [lo, lo + len(values)) of an array (a task writes only its own rows)."""
+    scratch.write_range(path, lo, values)
 
 
 def read_block(level: Level, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,10 +113,17 @@ def local_rows(indices: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return loc
 
 
-def remove(*paths: Path) -> None:
-    """Delete files or folders of a finished round."""
+def remove(*paths: ScratchPath) -> None:
+    """Delete files, arrays or folders of a finished round."""
     for path in paths:
-        if path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        else:
-            path.unlink(missing_ok=True)
+        scratch.remove(path)
+
+
+def local_folder(path: ScratchPath) -> Path:
+    """A folder on this process's own disk for a task's temporary files: the scratch folder when it is local, else
+    the worker's local directory."""
+    if isinstance(path, Path):
+        return path
+    folder = scratch.local_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -1,0 +1,327 @@
+"""Scratch that workers share without a shared filesystem: bucket files and per-node arrays under a scratch prefix
+in the run's store, each worker keeping a local copy of an array it reads (memory-mapped from its own disk).
+
+A scratch location that is a local path (`Path`) is a shared folder, used exactly as before: buckets are files and
+arrays are `.npy` memory maps that tasks write range by range. A URL gives a `StorePath`: a bucket is one object;
+an array is a prefix holding `_header.json` (shape, dtype, fill) and the pieces tasks wrote, `r<lo>.npy` (rows from
+`lo`) and `s<writer>.bkt` (index and value records, a scatter); a task that reads it gets the local copy, which the
+first reader on a worker assembles from the pieces into the worker's local folder (Dask's `local_directory`). An
+array is read only after every write to it has finished (the steps' task rounds), so a copy never goes stale, and a
+lost worker's copies are simply assembled again by whichever worker runs its tasks next: nothing on a worker's disk is
+ever the only copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Union
+
+import numpy as np
+
+from graphshard.storage.locations import Location, location
+from graphshard.storage.store import Storage
+
+HEADER = "_header.json"
+COPY_BLOCK = 8 << 20  # bytes per read when a range piece is copied into a local array
+_LOCK = threading.Lock()
+_KEY_LOCKS: dict[str, threading.Lock] = {}
+_OPEN: dict[str, tuple[StorePath, np.ndarray]] = {}  # local copies mapped in this process, by the array's URL
+_PROCESS_DIR: list[Path] = []
+
+
+@dataclass(frozen=True)
+class StorePath:
+    """A scratch file, array or folder in the run's store: its location, the scratch root it lies under (whose local
+    copies are dropped together) and the `Storage` that reaches it. Picklable; joins like a `Path` (`/`, `parent`)."""
+
+    loc: Location
+    storage: Storage
+    root: str
+
+    def __truediv__(self, part: object) -> StorePath:
+        return StorePath(self.loc.join(str(part)), self.storage, self.root)
+
+    @property
+    def parent(self) -> StorePath:
+        return StorePath(self.loc.parent, self.storage, self.root)
+
+    @property
+    def name(self) -> str:
+        return self.loc.name
+
+    def __str__(self) -> str:
+        return str(self.loc)
+
+
+ScratchPath = Union[Path, StorePath]
+
+
+def scratch_path(where: str | os.PathLike | Location, storage: Storage | None = None) -> ScratchPath:
+    """A local path (a folder every worker sees) or a `StorePath` rooted at `where` (a URL)."""
+    loc = location(where)
+    return loc.local_path() if loc.is_local else StorePath(loc, storage or Storage(), loc.url)
+
+
+def is_store(path: object) -> bool:
+    return isinstance(path, StorePath)
+
+
+def _records(arrays: list[np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    for arr in arrays:
+        np.save(buf, np.ascontiguousarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def put_records(path: StorePath, arrays: list[np.ndarray]) -> None:
+    """Arrays as consecutive `.npy` records in one object (one PUT: a reader sees all of it or nothing)."""
+    path.storage.write_bytes(path.loc, _records(arrays))
+
+
+def get_records(path: StorePath, count: int | None = None) -> list[np.ndarray]:
+    """The first `count` records of an object written by `put_records` (all when None: one GET)."""
+    if count is None:
+        data = path.storage.read_bytes(path.loc)
+        fh, size = io.BytesIO(data), len(data)
+    else:
+        fh = path.storage.open_read(path.loc)
+        size = fh.size
+    out = []
+    with fh:
+        while (count is None or len(out) < count) and fh.tell() < size:
+            out.append(np.lib.format.read_array(fh, allow_pickle=False))
+    return out
+
+
+def create_array(path: ScratchPath, shape: tuple[int, ...], dtype, fill: int = 0) -> None:
+    """A new array of the shape, every entry `fill` until tasks write their ranges or entries."""
+    if is_store(path):
+        header = {"shape": [int(s) for s in shape], "dtype": np.dtype(dtype).str, "fill": int(fill)}
+        path.storage.write_bytes((path / HEADER).loc, json.dumps(header).encode())
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    arr = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=tuple(shape))
+    _fill(arr, fill)
+    arr.flush()
+    del arr
+
+
+def _fill(arr: np.ndarray, fill: int) -> None:
+    if fill:
+        for i in range(0, arr.shape[0], 1 << 22):
+            arr[i:i + (1 << 22)] = fill
+
+
+def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
+    """Rows [lo, lo + len(values)) of an array (a task writes only its own rows)."""
+    if is_store(path):
+        put_records(path / f"r{lo:020d}.npy", [values])
+        return
+    arr = np.load(path, mmap_mode="r+")
+    arr[lo:lo + len(values)] = values
+    arr.flush()
+    del arr
+
+
+def upload_range(path: ScratchPath, lo: int, npy_file: Path) -> None:
+    """Rows from `lo` given as a local `.npy` file (streamed up, never held in memory); the file is consumed."""
+    if is_store(path):
+        path.storage.upload(npy_file, (path / f"r{lo:020d}.npy").loc)
+        npy_file.unlink()
+        return
+    src = np.load(npy_file, mmap_mode="r")
+    for i in range(0, src.shape[0], 1 << 22):
+        write_range(path, lo + i, np.asarray(src[i:i + (1 << 22)]))
+    del src
+    npy_file.unlink()
+
+
+def write_at(path: ScratchPath, index: np.ndarray, values: np.ndarray | int, writer: str) -> None:
+    """Entries `index` of an array set to `values` (a scatter); `writer` names this write uniquely and the same way
+    when a task is run again, so a retried task replaces its pieces rather than adding to them. Pieces apply in
+    name order: where two writers set one entry, the later name keeps it."""
+    if is_store(path):
+        vals = np.broadcast_to(np.asarray(values), np.shape(index))
+        put_records(path / f"s{writer}.bkt", [np.asarray(index), vals])
+        return
+    arr = np.load(path, mmap_mode="r+")
+    arr[index] = values
+    del arr
+
+
+def save_array(path: ScratchPath, arr: np.ndarray) -> None:
+    """A whole (block-sized) array in one file or object."""
+    if is_store(path):
+        put_records(path, [arr])
+    else:
+        np.save(path, arr)
+
+
+def load_array(path: ScratchPath) -> np.ndarray:
+    return get_records(path)[0] if is_store(path) else np.load(path)
+
+
+def remove(path: ScratchPath) -> None:
+    """Delete a file, array or folder of the scratch (missing: nothing to do)."""
+    if is_store(path):
+        fs = path.storage.fs(path.loc)
+        with path.storage.translated(path.loc, "delete"):
+            for target in fs.find(path.loc.path) or ():
+                fs.rm_file(target)
+        return
+    path = Path(path)
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def open_array(path: ScratchPath) -> np.ndarray:
+    """The array read-only: the shared memory map, or this worker's local copy (assembled on first use)."""
+    if not is_store(path):
+        return np.load(path, mmap_mode="r")
+    key = path.loc.url
+    with _LOCK:
+        held = _OPEN.get(key)
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    if held is not None:
+        return held[1]
+    with lock:
+        if key not in _OPEN:
+            local = _local_file(path)
+            if not local.exists():
+                _evict_removed(path)
+                _assemble(path, local)
+            with _LOCK:
+                _OPEN[key] = (path, np.load(local, mmap_mode="r"))
+        return _OPEN[key][1]
+
+
+def _evict_removed(path: StorePath) -> None:
+    """Delete this process's copies of arrays (under the same root) that the step has removed from the store since
+    (a finished round's), so that a worker's disk holds the arrays still in use, not every round's."""
+    with _LOCK:
+        held = [p for p, _ in _OPEN.values() if p.root == path.root]
+    for old in held:
+        if not path.storage.exists((old / HEADER).loc):
+            with _LOCK:
+                _OPEN.pop(old.loc.url, None)
+            _local_file(old).unlink(missing_ok=True)
+
+
+def array_header(path: StorePath) -> dict:
+    return json.loads(path.storage.read_bytes((path / HEADER).loc))
+
+
+def _pieces(path: StorePath) -> Iterator[tuple[str, StorePath]]:
+    for entry in path.storage.listing(path.loc):
+        if entry.rel != HEADER and "/" not in entry.rel:
+            yield entry.rel, path / entry.rel
+
+
+def _assemble(path: StorePath, local: Path) -> None:
+    """Build the local copy from the header and every piece (range pieces in row order, then scatters by name),
+    streamed in bounded blocks, then renamed into place."""
+    header = array_header(path)
+    local.parent.mkdir(parents=True, exist_ok=True)
+    tmp = local.with_name(f".{local.name}.{os.getpid()}-{threading.get_ident()}.tmp")
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.dtype(header["dtype"]), shape=tuple(header["shape"]))
+    _fill(out, header["fill"])
+    pieces = sorted(_pieces(path), key=lambda kv: (kv[0][0] != "r", kv[0]))
+    for name, piece in pieces:
+        if name.startswith("r"):
+            _copy_range(piece, out, int(name[1:-4]))
+        else:
+            index, values = get_records(piece)
+            out[index] = values
+    out.flush()
+    del out
+    os.replace(tmp, local)
+
+
+def _copy_range(piece: StorePath, out: np.ndarray, lo: int) -> None:
+    with piece.storage.open_read(piece.loc) as fh:
+        version = np.lib.format.read_magic(fh)
+        shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0(fh))
+        row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize)
+        step = max(1, COPY_BLOCK // row_bytes)
+        for i in range(0, shape[0] if shape else 0, step):
+            n = min(step, shape[0] - i)
+            out[lo + i:lo + i + n] = np.frombuffer(fh.read(n * row_bytes), dtype=dtype).reshape((n, *shape[1:]))
+
+
+def local_dir() -> Path:
+    """This process's local folder for scratch copies: the Dask worker's `local_directory`, else a temporary one."""
+    try:
+        from distributed import get_worker
+
+        return Path(get_worker().local_directory) / "graphshard-scratch"
+    except (ImportError, ValueError):
+        with _LOCK:
+            if not _PROCESS_DIR:
+                _PROCESS_DIR.append(Path(tempfile.mkdtemp(prefix="graphshard-scratch-")))
+            return _PROCESS_DIR[0]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def _local_file(path: StorePath) -> Path:
+    return local_dir() / _digest(path.root) / f"{_digest(path.loc.url)}.npy"
+
+
+def drop_local(root: str) -> None:
+    """Forget and delete this process's local copies of the arrays under a scratch root (the step is over)."""
+    with _LOCK:
+        for key in [k for k in _OPEN if k == root or k.startswith(root.rstrip("/") + "/")]:
+            del _OPEN[key]
+            _KEY_LOCKS.pop(key, None)
+    shutil.rmtree(local_dir() / _digest(root), ignore_errors=True)
+
+
+@contextmanager
+def scratch_space(where: str | os.PathLike | Location, storage: Storage | None = None, client=None
+                  ) -> Iterator[ScratchPath]:
+    """A step's scratch: the folder `where` (made, and deleted afterwards), or on a store a fresh prefix below
+    `where` (a run never meets another's objects or local copies), deleted afterwards with every process's local
+    copies (`client`'s workers included)."""
+    from graphshard.daskrun import everywhere
+
+    root = scratch_path(where, storage)
+    if is_store(root):
+        root = scratch_path(root.loc.join(uuid.uuid4().hex[:12]).url, root.storage)
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+    try:
+        yield root
+    finally:
+        if is_store(root):
+            everywhere(client, drop_local, root.root)
+        remove(root)
+
+
+def publish_file(local: Path, path: ScratchPath) -> None:
+    """A finished local file put in place at `path` (renamed into a shared folder, uploaded to a store); consumed."""
+    if is_store(path):
+        path.storage.upload(local, path.loc)
+        local.unlink()
+    else:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(local, path)
+
+
+def open_file(path: ScratchPath):
+    """A scratch file to read (a streaming read of the object on a store)."""
+    return path.storage.open_read(path.loc) if is_store(path) else open(path, "rb")

@@ -1,0 +1,156 @@
+"""No shared scratch (issue 22, items 1 and 2) at library level: the shuffle, the multilevel partitioner and
+validation with their scratch on a store (moto), on Dask workers that each keep their own local folder, give the
+bytes a shared-folder run gives; a worker killed mid-step, its local folder wiped with it, changes nothing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import dask
+import pytest
+from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from graphshard.assign import assign
+from graphshard.assign.multilevel import run as multilevel_run
+from graphshard.assign.options import AssignOptions
+from graphshard.formats.chunked import load_metadata
+from graphshard.storage.scratch import scratch_space
+
+SMALL = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
+
+
+def _files(folder: Path, pattern: str = "*.txt") -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob(pattern)) if p.is_file()}
+
+
+def _killer(marker_dir: str, key_part: str) -> WorkerPlugin:
+    """Kills its worker once over the cluster when a task whose key holds `key_part` starts, wiping the worker's
+    local folder first (a lost host takes its disk with it)."""
+
+    class KillHost(WorkerPlugin):
+        name = f"kill-host-{key_part}"
+
+        def setup(self, worker):
+            self.folder = worker.local_directory
+
+        def transition(self, key, start, finish, **kwargs):
+            if finish == "executing" and key_part in str(key):
+                try:
+                    os.close(os.open(os.path.join(marker_dir, "killed"), os.O_CREAT | os.O_EXCL))
+                except FileExistsError:
+                    return
+                shutil.rmtree(self.folder, ignore_errors=True)
+                os._exit(1)
+
+    return KillHost()
+
+
+@pytest.fixture
+def own_disk_cluster(s3_env, tmp_path):
+    """Two worker processes, each with its own local folder (Dask's worker-<id> folders: none reads another's), the
+    S3 environment inherited."""
+    with dask.config.set({"distributed.scheduler.allowed-failures": 3}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True,
+                         local_directory=str(tmp_path / "workers")) as cluster, Client(cluster) as client:
+        yield client
+
+
+def _multilevel_on_store(md: Path, out: Path, url: str, client) -> None:
+    out.mkdir(parents=True)
+    graph = load_metadata(md)
+    with scratch_space(url, None, client) as scratch:
+        multilevel_run(graph, 4, AssignOptions(method="multilevel", **SMALL), scratch, out, client)
+
+
+@pytest.mark.slow
+def test_multilevel_on_a_store_equals_the_shared_folder(rmat_small, tmp_path, s3_bucket, own_disk_cluster):
+    assign(rmat_small, tmp_path / "ref", 4, AssignOptions(method="multilevel", **SMALL))
+    _multilevel_on_store(rmat_small, tmp_path / "store", f"{s3_bucket}/ml", own_disk_cluster)
+    assert _files(tmp_path / "store") == _files(tmp_path / "ref")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    own_disk_cluster.register_plugin(_killer(str(markers), "ml-refine-L0"))
+    _multilevel_on_store(rmat_small, tmp_path / "killed", f"{s3_bucket}/ml2", own_disk_cluster)
+    assert (markers / "killed").exists()
+    assert _files(tmp_path / "killed") == _files(tmp_path / "ref")
+    from graphshard.storage import Storage
+    assert Storage().listing(f"{s3_bucket}/ml") == [] and Storage().listing(f"{s3_bucket}/ml2") == []
+
+
+def _shuffle_bytes(md: Path, asg: Path, out: Path, client, scratch: str | None, hops: int = 2) -> dict[str, bytes]:
+    from graphshard.shuffle import ShuffleOptions, shuffle
+
+    opts = ShuffleOptions(save_orig_nids=True, save_orig_eids=True, halo_hops=hops, scratch_dir=scratch,
+                          node_block_rows=500)
+    shuffle(md, asg, out, opts, client)
+    return _files(out, "*")
+
+
+@pytest.mark.slow
+def test_shuffle_on_a_store_equals_the_shared_folder(make_graph, tmp_path, s3_bucket, own_disk_cluster):
+    from test_shuffle import random_assignment
+
+    from graphshard.storage import Storage
+
+    md = make_graph("mag", papers=2000, chunks=3)
+    asg = random_assignment(md, tmp_path / "asg", 3)
+    ref = _shuffle_bytes(md, asg, tmp_path / "ref", None, None)
+    assert _shuffle_bytes(md, asg, tmp_path / "store", own_disk_cluster, f"{s3_bucket}/shuffle") == ref
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    own_disk_cluster.register_plugin(_killer(str(markers), "shuffle-route-edge-chunks"))
+    assert _shuffle_bytes(md, asg, tmp_path / "killed", own_disk_cluster, f"{s3_bucket}/shuffle2") == ref
+    assert (markers / "killed").exists()
+    assert Storage().listing(f"{s3_bucket}/shuffle") == [] and Storage().listing(f"{s3_bucket}/shuffle2") == []
+
+
+@pytest.mark.slow
+def test_validation_scratch_on_a_store(make_graph, tmp_path, s3_bucket, own_disk_cluster):
+    """Validation with its scratch arrays on the store (orig-ID maps, claims, level arrays of a 2-hop halo) finds
+    the same as with a shared folder: a valid set passes, and a broken one fails with the same problems."""
+    from test_shuffle import random_assignment
+
+    from graphshard.shuffle import ShuffleOptions, shuffle
+    from graphshard.validate import validate
+
+    md = make_graph("mag", papers=1500, chunks=2)
+    asg = random_assignment(md, tmp_path / "asg", 3)
+    config = shuffle(md, asg, tmp_path / "set", ShuffleOptions(save_orig_nids=True, save_orig_eids=True,
+                                                               halo_hops=2), None)
+    ref = validate(config, md, client=own_disk_cluster)
+    got = validate(config, md, client=own_disk_cluster, scratch_dir=f"{s3_bucket}/validate")
+    assert ref["ok"] and got["ok"], (ref["problems"], got["problems"])
+    assert got["checks"] == ref["checks"] and got["quality"] == ref["quality"]
+    from graphshard.storage import Storage
+    assert Storage().listing(f"{s3_bucket}/validate") == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["random", "multilevel"])
+def test_assign_to_a_store_keeps_its_scratch_there(rmat_small, tmp_path, s3_bucket, own_disk_cluster, method):
+    """`assign` to an s3:// folder: the methods' task files go to a prefix beside it on the store (never the flow
+    host's temporary folder, which other hosts' workers do not see); same `<ntype>.txt` bytes as a local run."""
+    from graphshard.storage import Storage
+
+    options = AssignOptions(method=method, **(SMALL if method == "multilevel" else {}))
+    assign(rmat_small, tmp_path / "ref", 4, options, own_disk_cluster)
+    seen: list[str] = []
+    import graphshard.storage.scratch as sc
+    original = sc.scratch_space
+
+    def spy(where, storage=None, client=None):
+        seen.append(str(where))
+        return original(where, storage, client)
+
+    sc_mod = __import__(f"graphshard.assign.{method}", fromlist=["scratch_space"])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sc_mod, "scratch_space", spy)
+        assign(rmat_small, f"{s3_bucket}/asg", 4, options, own_disk_cluster)
+    assert seen and all(s.startswith(f"{s3_bucket}/.asg.scratch") for s in seen), seen
+    storage = Storage()
+    for name, data in _files(tmp_path / "ref").items():
+        assert storage.read_bytes(f"{s3_bucket}/asg/{name}") == data
+    assert storage.listing(f"{s3_bucket}/.asg.scratch") == []
