@@ -27,7 +27,7 @@ class MetisPartitioner(Partitioner):
                                  hom.in_degrees if options.balance_edges else None).weights
         t1 = time.perf_counter()
         objval, parts = lib.part_kway(hom.indptr, hom.indices, nparts, vwgt, seed=options.seed,
-                                      ufactor=options.ufactor, objtype=options.objtype)
+                                      ufactor=options.ufactor, objtype=options.objtype, niter=options.metis_niter)
         t2 = time.perf_counter()
         del hom
         write_homogeneous(graph, parts, out)
@@ -35,6 +35,7 @@ class MetisPartitioner(Partitioner):
             "library": lib.path,
             "idx_bits": lib.idx(0).itemsize * 8,
             "constraints": 1 if vwgt is None else int(vwgt.shape[1]),
+            "niter": options.metis_niter,
             "objective": {"type": options.objtype, "value": objval},
             "seconds": {"build_graph": round(t1 - t0, 3), "partition_call": round(t2 - t1, 3),
                         "write": round(time.perf_counter() - t2, 3)},

@@ -38,6 +38,7 @@ from graphshard.shuffle.ids import Grouping
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
+DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
 
 
@@ -85,7 +86,8 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
     """AssignOptions with DGL's meanings, and the balance classes to write as node features.
 
     As in DGL: `random` ignores the balance and trainer arguments; a heterograph is balanced per node type by
-    default (for methods that take balance constraints), a dict of class arrays splits those types further.
+    default (for methods that take balance constraints), a dict of class arrays splits those types further; `metis`
+    refines once per level (DGL's METIS_OPTION_NITER).
     """
     if part_method not in part_methods():
         raise GraphshardError(f"part_method: expected one of {', '.join(part_methods())}, found {part_method!r}")
@@ -104,7 +106,8 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         entries.insert(0, "ntype")
     try:
         options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
-                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine)
+                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine,
+                                **({"metis_niter": DGL_METIS_NITER} if part_method == "metis" else {}))
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"{first['loc'][0]}: {first['msg']}") from None
