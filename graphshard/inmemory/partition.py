@@ -16,7 +16,7 @@ import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 from pydantic import ValidationError
@@ -30,6 +30,7 @@ from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
+from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
@@ -38,6 +39,7 @@ from graphshard.shuffle.ids import Grouping
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
+IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
 
@@ -54,7 +56,11 @@ class Phases:
         try:
             yield
         finally:
-            self.seconds[name] = round(time.perf_counter() - start, 2)
+            self.since(name, start)
+
+    def since(self, name: str, start: float) -> None:
+        """Record phase `name` as ending now, begun at `start` (a `time.perf_counter()` value)."""
+        self.seconds[name] = round(time.perf_counter() - start, 2)
 
 
 def part_methods() -> list[str]:
@@ -181,14 +187,18 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool,
-               graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
+               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], own_cluster: bool,
+               work: Path, validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
-    partition config."""
+    partition config. `cluster()` waits for the client; a method that assigns in this process does not wait for a
+    cluster partition_graph starts itself (same result: `run_tasks` without a client runs the same tasks here)."""
     with phases("assign"):
         assign_input = add_features(metadata, "assign", classes) if classes else metadata
-        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
-                            edge_report=not validate)  # validation measures the cut on the output
+        assign_client = None if own_cluster and options.method in IN_CALLER else cluster()
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=assign_client,
+                            edge_report=False)  # the report stays in the work folder; validation measures the cut
+    with phases("cluster wait"):
+        client = cluster()
     with phases("shuffle"):
         trainers = options.num_trainers_per_machine
         if trainers > 1:
@@ -255,12 +265,14 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
     phases = Phases()
     try:
-        with phases("chunks"):
-            metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
-        cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with phases("on cluster"), cluster as active:
-            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
-                                work, validate, graphbolt, phases)
+        opened = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
+        with started_beside(opened) as cluster:  # a local cluster starts while the chunks are written
+            with phases("chunks"):
+                metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
+            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, cluster,
+                                client is None, work, validate, graphbolt, phases)
+            stopping = time.perf_counter()
+        phases.since("cluster stop", stopping)
         with phases("mapping"):
             mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         with phases("publish"):
