@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 
@@ -22,10 +23,19 @@ def _hold(opened: AbstractContextManager, ready: Future, done: threading.Event, 
             ready.set_exception(err)
 
 
+@dataclass(frozen=True)
+class Beside:
+    """`wait()`: the context's value, once started; `release()`: let it close now, in its thread, while the caller
+    goes on (leaving the `started_beside` block waits for that)."""
+
+    wait: Callable[[], Any]
+    release: Callable[[], None]
+
+
 @contextmanager
-def started_beside(opened: AbstractContextManager) -> Iterator[Callable[[], Any]]:
-    """Enter `opened` (e.g. `dask_client(...)`) in a background thread; yields a function that waits for its value.
-    On leaving, the context is closed in the same thread (after its start-up, if it was still starting)."""
+def started_beside(opened: AbstractContextManager) -> Iterator[Beside]:
+    """Enter `opened` (e.g. `dask_client(...)`) in a background thread while the caller works; on leaving, it is
+    closed in that same thread (after its start-up, if it was still starting) and any close failure raised here."""
     ready: Future = Future()
     done = threading.Event()
     closing: list[BaseException] = []
@@ -33,7 +43,7 @@ def started_beside(opened: AbstractContextManager) -> Iterator[Callable[[], Any]
                               daemon=True)
     thread.start()
     try:
-        yield ready.result
+        yield Beside(wait=ready.result, release=done.set)
     finally:
         done.set()
         thread.join()

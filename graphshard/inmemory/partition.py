@@ -269,12 +269,13 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         with started_beside(opened) as cluster:  # a local cluster starts while the chunks are written
             with phases("chunks"):
                 metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
-            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, cluster,
-                                client is None, work, validate, graphbolt, phases)
+            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
+                                cluster.wait, client is None, work, validate, graphbolt, phases)
+            cluster.release()  # it stops while the mapping is computed
+            with phases("mapping"):
+                mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
             stopping = time.perf_counter()
         phases.since("cluster stop", stopping)
-        with phases("mapping"):
-            mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         with phases("publish"):
             if validate:  # the report names where the set is published, not the work folder it was checked in
                 from graphshard.validate import retarget_report
