@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -36,7 +37,7 @@ from measure import _Poll, machine  # noqa: E402  (bench/measure.py)
 
 CHUNK_EDGES = 5_000_000
 NODE_FEAT_BYTES, EDGE_FEAT_BYTES = 73.0, 4.0  # the R-MAT generator's features: feat 16 x f32, label i64, mask bool
-STEP_PREFIX = {"ingest": "ingest", "assign": "assign", "shuffle": "dispatch", "validate": "validate"}
+STEP_PREFIX = {"ingest": "ingest", "assign": "assign", "shuffle": "shuffle", "validate": "validate"}
 COLUMNS = ("worker_peak", "flow_peak", "scratch", "output", "tasks", "seconds")
 LOG_LINE = re.compile(r"^(\S+ \S+) INFO \S+ (\w+): (building|done in)")
 
@@ -87,25 +88,28 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
-def windows(log: Path) -> dict[str, tuple[float, float]]:
-    """Each built step's (start, end) wall-clock time from the run's log."""
+def windows(log: Path, open_end: float | None = None) -> dict[str, tuple[float, float]]:
+    """Each built step's (start, end) wall-clock time from the run's log; a step still open when the run failed
+    ends at `open_end` (its peaks up to the failure are then measured too)."""
     out: dict[str, list[float]] = {}
     for line in log.read_text().splitlines():
         m = LOG_LINE.match(line)
         if m:
             t = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
             out.setdefault(m.group(2), []).append(t)
+    if open_end is not None:
+        out = {step: ts + [open_end] if len(ts) == 1 else ts for step, ts in out.items()}
     return {step: (ts[0], ts[-1]) for step, ts in out.items() if len(ts) >= 2}
 
 
-def write_config(path: Path, graph: Path, out: Path, method: str, parts: int, workers: int, limit: str,
-                 address: str | None) -> Path:
-    cluster = {"workers": workers, "threads_per_worker": 1, "memory_limit": limit}
+def write_config(path: Path, graph: Path, out: Path, method: str, parts: int, args, address: str | None) -> Path:
+    cluster = {"workers": args.workers, "threads_per_worker": 1, "memory_limit": args.memory_limit}
     if address:
         cluster["address"] = address
     cfg = {"input": {"metadata": str(graph)}, "output": {"dir": str(out / "out")}, "work_dir": str(out / "work"),
            "num_parts": parts, "assign": {"method": method, "seed": 0},
-           "shuffle": {"graph_formats": ["coo"], "save_orig_nids": True, "save_orig_eids": True},
+           "shuffle": {"graph_formats": ["coo"], "save_orig_nids": True, "save_orig_eids": not args.no_orig_eids,
+                       "halo_mode": args.halo_mode},
            "validate": {"enabled": True}, "cluster": cluster}
     path.write_text(json.dumps(cfg))  # YAML is a superset of JSON
     return path
@@ -120,24 +124,80 @@ def plan_of(config: Path) -> dict:
     return plan_run(cfg, check_config(cfg)).to_json()
 
 
+def parts_of(config: Path, asked: str) -> int:
+    """`--parts`: a number, or `auto`: the smallest partition count (at least 4) the plan fits into the workers'
+    memory, what the plan's advice tells a user to set (memory per worker follows partition size, not graph size)."""
+    if asked != "auto":
+        return int(asked)
+    from graphshard.pipeline.config import load_config
+    from graphshard.pipeline.preflight import check_config
+    from graphshard.plan.build import settings_of
+    from graphshard.plan.fit import fitting_parts, kill_threshold, worker_limit
+    from graphshard.plan.sizes import GraphSizes
+
+    cfg = load_config(config)
+    cl = cfg.cluster
+    cap = int(worker_limit(cl.memory_limit, cl.workers, cl.threads_per_worker) * kill_threshold())
+    return fitting_parts(GraphSizes.of(check_config(cfg)), settings_of(cfg), cap) or 4
+
+
+def disk_before_generating(edges: int, args) -> tuple[int, int]:
+    """(bytes the size needs at its fullest: its input plus the largest method's work folder, free bytes) from the
+    plan of the graph before it exists (`GraphSizes.synthetic`), at the partition count each method will use."""
+    from graphshard.plan.build import work_bytes
+    from graphshard.plan.fit import fitting_parts, kill_threshold, worker_limit
+    from graphshard.plan.model import Settings, plan_steps
+    from graphshard.plan.sizes import GraphSizes
+
+    g = GraphSizes.synthetic(edges // 20, edges, CHUNK_EDGES, NODE_FEAT_BYTES, EDGE_FEAT_BYTES)
+    cap = int(worker_limit(args.memory_limit, args.workers, 1) * kill_threshold())
+    need = 0
+    for method in args.methods:
+        s = Settings(num_parts=4, method=method, halo_mode=args.halo_mode, orig_nids=True,
+                     orig_eids=not args.no_orig_eids, workers=args.workers, threads=1, cores=os.cpu_count() or 1)
+        k = int(args.parts) if args.parts != "auto" else fitting_parts(g, s, cap) or 4
+        need = max(need, work_bytes(plan_steps(g, replace(s, num_parts=k))))
+    free = shutil.disk_usage(next(p for p in Path(args.tmp).parents if p.exists())).free
+    return g.input_bytes + need, free
+
+
 def measure_run(config: Path, work: Path, client, env: dict) -> dict:
     """`graphshard run` on the bench's cluster; measured figures per step."""
     from distributed import get_task_stream
 
-    pids = {f"worker{i}": pid for i, pid in enumerate(client.run(os.getpid).values())}
+    addrs = client.run(os.getpid)
+    pids = {f"worker{i}": pid for i, pid in enumerate(addrs.values())}
+    names = {f"worker{i}": addr for i, addr in enumerate(addrs)}
     work.mkdir(parents=True, exist_ok=True)
     with get_task_stream(client) as stream:
         proc = subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         with Timeline({**pids, "flow": proc.pid}, work) as line:
             out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise SystemExit(f"graphshard run failed ({proc.returncode}): {err[-2000:]}")
+    failed = None if proc.returncode == 0 else (err.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
     log = max((work / "logs").glob("run-*.log"), key=lambda p: p.stat().st_mtime)
     tasks = [str(t["key"]) for t in stream.data]
     spans = task_spans(stream.data)
-    return {step: measured_step(step, min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1]),
-                                line, pids, work, tasks) for step, (lo, hi) in windows(log).items()}
+    steps = windows(log, open_end=line.rss["flow"][-1][0] if failed and line.rss["flow"] else None)
+    measured = {}
+    for step, (lo, hi) in steps.items():
+        lo, hi = min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1])
+        measured[step] = {**measured_step(step, lo, hi, line, pids, work, tasks),
+                          "peak_task": peak_task(line, names, stream.data, lo, hi)}
+    return {"steps": measured, "failed": failed, "log": str(log)}
+
+
+def peak_task(line: Timeline, names: dict[str, str], records: list[dict], lo: float, hi: float) -> str:
+    """The task the worker with the step's peak RSS was computing at that sample (its key without the token)."""
+    samples = [(rss, t, w) for w in names for t, rss in line.rss[w] if lo <= t <= hi]
+    if not samples:
+        return ""
+    _, when, worker = max(samples)
+    for rec in records:
+        spans = [ss for ss in rec.get("startstops", ()) if ss.get("action") == "compute"]
+        if rec.get("worker") == names[worker] and any(ss["start"] <= when <= ss["stop"] for ss in spans):
+            return str(rec["key"]).rsplit("-", 1)[0]
+    return "(no task running: memory kept from an earlier task)"
 
 
 def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
@@ -178,8 +238,8 @@ def human(column: str, value: float) -> str:
     return f"{value:,.0f}" if column == "tasks" else f"{value:.1f}"
 
 
-def comparison_rows(size: int, method: str, plan: dict, measured: dict) -> list[str]:
-    """Markdown rows: per step, predicted / measured (ratio) for every column."""
+def comparison_rows(size: int, method: str, plan: dict, measured: dict, note: str) -> list[str]:
+    """Markdown rows: per step, predicted / measured (ratio) for every column; `note`: k, load, a failure."""
     rows = []
     for step in plan["steps"]:
         got = measured.get(step["step"])
@@ -193,12 +253,13 @@ def comparison_rows(size: int, method: str, plan: dict, measured: dict) -> list[
             pred = human(c, step[c])
             ratio = f" ({step[c] / got[c]:.2f}x)" if got and got[c] else ""
             cells.append(f"{pred} / {human(c, got[c])}{ratio}" if got else f"{pred} / -")
-        rows.append(f"| {size / 1e6:,.0f}M | {method} | {step['step']} | " + " | ".join(cells) + " |")
+        rows.append(f"| {size / 1e6:,.0f}M | {method} | {step['step']} | " + " | ".join(cells) + f" | {note} |")
+        note = ""
     return rows
 
 
 TABLE_HEAD = ("| edges | method | step | worker peak GB | flow peak GB | scratch GB | output GB | Dask tasks | "
-              "time s |\n|---|---|---|---|---|---|---|---|---|")
+              "time s | k, load average (1 min) at start-end |\n|---|---|---|---|---|---|---|---|---|---|")
 
 
 def update_coefficients(method: str, shape: dict, plan: dict, measured: dict) -> None:
@@ -223,6 +284,11 @@ def update_coefficients(method: str, shape: dict, plan: dict, measured: dict) ->
 
 
 def run_size(edges: int, args, client, env: dict, lines: list[str]) -> None:
+    need, free = disk_before_generating(edges, args)
+    if need > free:
+        print(f"skipped {edges:,}: the plan needs {need / 1e9:.1f} GB of disk (input + the largest run), "
+              f"{free / 1e9:.1f} GB free under {args.tmp}", file=sys.stderr)
+        return
     data = Path(args.tmp) / f"rmat{edges // 1_000_000}m"
     graph = data / "metadata.json"
     if not graph.exists():
@@ -230,28 +296,47 @@ def run_size(edges: int, args, client, env: dict, lines: list[str]) -> None:
                         str(edges // 20), "--edges", str(edges), "--chunks", str(-(-edges // CHUNK_EDGES))],
                        check=True, env=env, stdout=subprocess.DEVNULL)
     for method in args.methods:
-        run_dir = Path(args.tmp) / f"run-{edges // 1_000_000}m-{method}"
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir.mkdir(parents=True)
-        local = write_config(run_dir / "plan.yaml", graph, run_dir, method, args.parts, args.workers,
-                             args.memory_limit, None)
-        plan = plan_of(local)
-        disk = [m for m in plan["misfits"] if m["step"] == "disk"]
-        if disk:
-            print(f"skipped {edges:,} {method}: {disk[0]['line']}", file=sys.stderr)
-            continue
-        config = write_config(run_dir / "run.yaml", graph, run_dir, method, args.parts, args.workers,
-                              args.memory_limit, client.scheduler.address)
-        measured = measure_run(config, run_dir / "work", client, env)
-        shape = shape_figures(json.loads((run_dir / "out" / "report.json").read_text()), args.parts)
-        lines += comparison_rows(edges, method, plan, measured)
-        print(json.dumps({"edges": edges, "method": method, "measured": measured, "shape": shape,
-                          "predicted": plan["steps"], **machine()}), file=sys.stderr)
-        if args.update:
-            update_coefficients(method, shape, plan, measured)
-        shutil.rmtree(run_dir, ignore_errors=True)
+        run_method(edges, method, graph, args, client, env, lines)
     if not args.keep:
         shutil.rmtree(data, ignore_errors=True)
+
+
+def run_method(edges: int, method: str, graph: Path, args, client, env: dict, lines: list[str]) -> None:
+    """Plan, run and compare one method at one size; its rows go to stderr at once (a long run that is stopped
+    later keeps the sizes it finished)."""
+    run_dir = Path(args.tmp) / f"run-{edges // 1_000_000}m-{method}"
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    parts = parts_of(write_config(run_dir / "plan.yaml", graph, run_dir, method, 4, args, None), args.parts)
+    plan = plan_of(write_config(run_dir / "plan.yaml", graph, run_dir, method, parts, args, None))
+    disk = [m for m in plan["misfits"] if m["step"] == "disk"]
+    if disk:
+        print(f"skipped {edges:,} {method}: {disk[0]['line']}", file=sys.stderr)
+        return
+    config = write_config(run_dir / "run.yaml", graph, run_dir, method, parts, args, client.scheduler.address)
+    client.restart()  # fresh workers, as a run's own cluster has: nothing kept from the previous method's run
+    load = os.getloadavg()[0]
+    got = measure_run(config, run_dir / "work", client, env)
+    if args.logs:  # the run's log and report outlive the run folder
+        keep = Path(args.logs) / f"{edges // 1_000_000}m-{method}"
+        keep.mkdir(parents=True, exist_ok=True)
+        for src in [Path(got["log"]), run_dir / "out" / "report.json",
+                    *(run_dir / "work" / "assign").glob("*/assignment_report.json")]:
+            if src.exists():
+                shutil.copy(src, keep / src.name)
+    note = f"k={parts}, {load:.1f}-{os.getloadavg()[0]:.1f}"
+    note += f", **failed**: {got['failed']}" if got["failed"] else ""
+    rows = comparison_rows(edges, method, plan, got["steps"], note)
+    lines += rows
+    shape = (None if got["failed"] else
+             shape_figures(json.loads((run_dir / "out" / "report.json").read_text()), parts))
+    print(json.dumps({"edges": edges, "method": method, "parts": parts, "halo_mode": args.halo_mode,
+                      "load": [load, os.getloadavg()[0]], **got, "shape": shape, "predicted": plan["steps"],
+                      **machine()}), file=sys.stderr)
+    print("\n".join(rows), file=sys.stderr, flush=True)
+    if args.update and shape:
+        update_coefficients(method, shape, plan, got["steps"])
+    shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def predictions(sizes: list[int], workers: list[int], methods: list[str], limit: str) -> list[str]:
@@ -285,11 +370,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[20_000_000], help="edges of each R-MAT graph")
     ap.add_argument("--methods", nargs="+", default=["random", "multilevel"])
-    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--parts", default="4", help="partitions, or auto: the smallest count (>= 4) the plan fits")
+    ap.add_argument("--halo-mode", default="full", choices=["full", "in_edges"])
+    ap.add_argument("--no-orig-eids", action="store_true", help="no original edge-ID files (less disk)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--tmp", default="/work/data/plan", help="graphs and runs go here (deleted after each size)")
     ap.add_argument("--keep", action="store_true", help="keep the generated graphs")
+    ap.add_argument("--logs", default=None, metavar="DIR", help="keep each run's log and report.json here")
     ap.add_argument("--update", action="store_true", help="write the measured coefficients")
     ap.add_argument("--predict", action="store_true", help="also print the plan for 1B/10B/100B on 8/64/512 workers")
     ap.add_argument("--benchmarks", default=None, metavar="PATH",
@@ -305,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             for edges in args.sizes:
                 run_size(edges, args, client, env, lines)
         out += [f"Predicted / measured (predicted/measured ratio), {machine()}, load average at start {load:.1f}, "
-                f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}:", "", *lines]
+                f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}, "
+                f"halo_mode {args.halo_mode}, original edge IDs {'off' if args.no_orig_eids else 'on'}:", "", *lines]
     if args.predict:
         out += ["", "Predictions (nobody ran these; the plan's model with the coefficients above):", "",
                 *predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)]

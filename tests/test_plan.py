@@ -142,6 +142,23 @@ def test_advice_names_what_the_peak_grows_with():
     assert any(a.startswith("smaller edge chunks (at most ") for a in advice)
 
 
+def test_fitting_parts_is_the_smallest_count_every_step_fits():
+    """The bench's `--parts auto`: the least k whose every step fits; none when a step's peak does not shrink with k
+    (here a chunk-sized ingest peak)."""
+    g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
+    s = Settings(num_parts=4, orig_nids=True, orig_eids=True)
+    cap = int(2_000_000_000 * fit.kill_threshold())
+
+    def fits(k: int) -> bool:
+        return all(st.worker_peak <= cap for st in plan_steps(g, Settings(**{**s.__dict__, "num_parts": k})))
+
+    k = fit.fitting_parts(g, s, cap)
+    assert k is not None and k > 4 and fits(k) and not fits(k - 1)
+    assert fit.fitting_parts(g, Settings(**{**s.__dict__, "num_parts": 64}), cap) == 64  # fits already: unchanged
+    big_chunks = GraphSizes.synthetic(5_000_000, 100_000_000, 100_000_000, 73, 4)
+    assert fit.fitting_parts(big_chunks, s, cap) is None
+
+
 def test_disk_short_of_the_plan_is_refused(tmp_path, example_graph, monkeypatch):
     cfg = load_config(REPO / "configs" / "example.yaml", shipped("example", example_graph, tmp_path))
     real = fit.shutil.disk_usage

@@ -39,6 +39,7 @@ from graphshard.pipeline.steps.publish import publish_task
 from graphshard.pipeline.steps.shuffle import shuffle_task
 from graphshard.pipeline.steps.validate import validate_task
 from graphshard.pipeline.summary import markdown, summarize, summary_line
+from graphshard.plan import gate
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
@@ -77,7 +78,7 @@ def _publish_report_artifacts(summary: dict, tables: dict[str, list[dict]]) -> N
 
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
 def partition(config: str, overrides: list[str] | None = None, from_step: str | None = None,
-              force: list[str] | None = None) -> dict:
+              force: list[str] | None = None, force_plan: bool = False) -> dict:
     """The `graphshard` flow: partition the graph a YAML config describes (ingest, assign, shuffle, validate, publish).
 
     Parameters
@@ -90,6 +91,8 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         Re-run this step and every later one, whatever the cache holds.
     force : list of str, optional
         Re-run these steps.
+    force_plan : bool, optional
+        Run even if the plan says the cluster's memory or the disks are too small (else refused before any work).
 
     Returns
     -------
@@ -101,8 +104,10 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
     cfg: PipelineConfig = load_config(config, overrides)
-    store = StepStore(cfg.work)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir), warn=get_run_logger().warning)
+    store = StepStore(cfg.work, cfg.storage)
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),
+                         warn=get_run_logger().warning)
+    gate.check(cfg, graph, force=force_plan)  # a deployment calling the flow gets `graphshard run`'s plan check too
     forced = forced_steps(from_step, force)
     store.clean_stale(cfg.output.dir)
     states: dict[str, State] = {}
@@ -124,7 +129,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         cluster.close_in_background()  # overlaps publishing, the report and Prefect's end of run; run_pipeline waits
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
-    out = Path(state.result())
+    out = cfg.output.dir
     summary, tables = summarize(cfg, out, ingested, assigned, shuffled, validated,
                                 {k: s.name for k, s in states.items()}, time.perf_counter() - start)
     _publish_report_artifacts(summary, tables)
@@ -149,14 +154,14 @@ def ui_link(flow_run_id: str | None) -> str | None:
 
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
-                 force: list[str] | None = None) -> dict:
+                 force: list[str] | None = None, force_plan: bool = False) -> dict:
     """Run the flow in this process (what `graphshard run` does after its checks).
 
     Parameters
     ----------
     config : str or Path
         The YAML config's path.
-    overrides, from_step, force
+    overrides, from_step, force, force_plan
         As for `partition`.
 
     Returns
@@ -171,7 +176,7 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     """
     try:
         with _heartbeats_as_configured():
-            state = partition(str(config), overrides or [], from_step, force or [], return_state=True)
+            state = partition(str(config), overrides or [], from_step, force or [], force_plan, return_state=True)
     finally:
         wait_closed()
     if state.is_completed():

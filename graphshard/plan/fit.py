@@ -162,7 +162,7 @@ def worker_advice(sizes: GraphSizes, settings: Settings, st: StepPlan, cap: int)
         if fits:
             out.append(f"smaller edge chunks (at most {fits:,} edges; the largest has {sizes.largest_chunk:,})")
     if st.driver == "partition":
-        parts = _parts_that_fit(sizes, settings, st.step, cap)
+        parts = parts_that_fit(sizes, settings, st.step, cap)
         if parts:
             out.append(f"num_parts >= {parts}")
     if st.driver == "block" and st.step == "assign":
@@ -181,7 +181,9 @@ def _largest_fitting_chunk(sizes: GraphSizes, settings: Settings, step: str, cap
     return lo
 
 
-def _parts_that_fit(sizes: GraphSizes, settings: Settings, step: str, cap: int) -> int | None:
+def parts_that_fit(sizes: GraphSizes, settings: Settings, step: str, cap: int) -> int | None:
+    """The smallest partition count above `settings.num_parts` that brings `step`'s worker peak under `cap`
+    (None: none below 2^16 or the node count does)."""
     k = settings.num_parts
     while k < min(sizes.nodes, 1 << 16):
         k *= 2
@@ -192,6 +194,20 @@ def _parts_that_fit(sizes: GraphSizes, settings: Settings, step: str, cap: int) 
                 lo, k = (lo, mid) if _peak_of(sizes, replace(settings, num_parts=mid), step) <= cap else (mid, k)
             return k
     return None
+
+
+def fitting_parts(sizes: GraphSizes, settings: Settings, cap: int) -> int | None:
+    """The smallest partition count, at least `settings.num_parts`, with every step's worker peak under `cap`
+    (None: a step whose peak does not shrink with the partition count stays above it)."""
+    k = settings.num_parts
+    for st in plan_steps(sizes, settings):
+        if st.worker_peak > cap:
+            more = parts_that_fit(sizes, settings, st.step, cap) if st.driver == "partition" else None
+            if more is None:
+                return None
+            k = max(k, more)
+    fits = all(st.worker_peak <= cap for st in plan_steps(sizes, replace(settings, num_parts=k)))
+    return k if fits else None
 
 
 def flow_advice(sizes: GraphSizes, settings: Settings, limits: Limits, st: StepPlan) -> list[str]:
