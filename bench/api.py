@@ -4,10 +4,14 @@ Each (side, method) runs in a fresh process that loads the chunked graph into on
 (bench/dgl_partition.load_dgl_graph), then calls the side's `partition_graph(g, ..., return_mapping=True)`.
 Measured per run: the call's wall time, the process's wall time, and the peak of the summed RSS of the process and
 all its descendants (graphshard's Dask scheduler and workers), sampled every 50 ms, so the caller's graph is included.
-graphshard's rows also hold its phases (`phases_s`: chunks, on cluster = cluster start + assign + shuffle + stop,
-assign, shuffle, mapping, publish), as partition_graph logs them.
+graphshard's rows also hold its phases (`phases_s`: chunks, assign, cluster wait (what is left of the local cluster's
+start-up, which runs in a thread from the call's start), shuffle, cluster stop, mapping, publish), as partition_graph
+logs them.
 
     flock /tmp/graphshard-heavy.lock /work/dgl-venv/bin/python bench/api.py --graph /work/data/rmat20m/metadata.json
+
+The DGL venv's graphshard is the checkout installed there last; `PYTHONPATH=<checkout>` in front picks another (an
+A/B of two checkouts in the same sitting, the children and their Dask workers inherit it).
 """
 
 from __future__ import annotations

@@ -62,6 +62,18 @@ def test_dict_heterograph_metis_balance_and_mapping(tmp_path, dask_cluster_clien
     assert not list(tmp_path.glob(".*"))  # the work folder is gone
 
 
+def test_metis_refines_once_per_level_as_dgl(tmp_path, dask_cluster_client, monkeypatch):
+    """partition_graph's METIS call gets DGL's METIS_OPTION_NITER (1); the pipeline's default stays METIS's own."""
+    from graphshard.assign.metis_capi import MetisLibrary
+    from graphshard.assign.options import AssignOptions
+
+    calls, real = [], MetisLibrary.part_kway
+    monkeypatch.setattr(MetisLibrary, "part_kway", lambda self, *a, **kw: calls.append(kw["niter"]) or
+                        real(self, *a, **kw))
+    partition(hetero(2), tmp_path / "out", 2, part_method="metis", client=dask_cluster_client)
+    assert calls == [1] and AssignOptions(method="metis").metis_niter is None
+
+
 def test_trainers_per_machine_write_dgl_trainer_ids(tmp_path, dask_cluster_client):
     g = hetero(1)
     partition(g, tmp_path / "out", 2, part_method="metis", num_trainers_per_machine=2, client=dask_cluster_client)

@@ -35,7 +35,8 @@ class MetisPartitioner(Partitioner):
         vwgt = graph_constraints(graph, options.balance_ntypes, in_deg if options.balance_edges else None).weights
         t1 = time.perf_counter()
         objval, parts = lib.part_kway(indptr, indices, nparts, vwgt, seed=options.seed, ufactor=options.ufactor,
-                                      objtype="cut" if adjwgt is not None else options.objtype, adjwgt=adjwgt)
+                                      objtype="cut" if adjwgt is not None else options.objtype, adjwgt=adjwgt,
+                                      niter=options.metis_niter)
         t2 = time.perf_counter()
         del indptr, indices, adjwgt
         write_homogeneous(graph, parts, out)
@@ -43,6 +44,7 @@ class MetisPartitioner(Partitioner):
             "library": lib.path,
             "idx_bits": lib.idx(0).itemsize * 8,
             "constraints": 1 if vwgt is None else int(vwgt.shape[1]),
+            "niter": options.metis_niter,
             "objective": {"type": options.objtype, "value": objval},
             "seconds": {"build_graph": round(t1 - t0, 3), "partition_call": round(t2 - t1, 3),
                         "write": round(time.perf_counter() - t2, 3)},

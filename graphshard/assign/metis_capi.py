@@ -26,8 +26,8 @@ OBJTYPES = {"cut": 0, "vol": 1}
 
 # Option slots per METIS version family: 5.1 (Debian, pymetis) and 5.2 (KarypisLab's current, cmeel-metis).
 OPTION_LAYOUTS = {
-    "5.1": {"objtype": 1, "seed": 8, "ufactor": 16, "numbering": 17},
-    "5.2": {"objtype": 1, "seed": 9, "ufactor": 18, "numbering": 19},
+    "5.1": {"objtype": 1, "niter": 6, "seed": 8, "ufactor": 16, "numbering": 17},
+    "5.2": {"objtype": 1, "niter": 7, "seed": 9, "ufactor": 18, "numbering": 19},
 }
 DEBIAN_LIB = "/usr/lib/x86_64-linux-gnu/libmetis.so.5"
 
@@ -58,9 +58,10 @@ class MetisLibrary:
 
     def part_kway(self, indptr: np.ndarray, indices: np.ndarray, nparts: int, vwgt: np.ndarray | None = None,
                   seed: int = 0, ufactor: int = 30, objtype: str = "cut",
-                  adjwgt: np.ndarray | None = None) -> tuple[int, np.ndarray]:
+                  adjwgt: np.ndarray | None = None, niter: int | None = None) -> tuple[int, np.ndarray]:
         """(objective value, part per node) of a k-way partition; `vwgt` is (n, ncon) or None for unit weights,
-        `adjwgt` one weight per adjacency entry or None for unit edge weights."""
+        `adjwgt` one weight per adjacency entry or None for unit edge weights, `niter` the refinement iterations per
+        level (None: METIS's default)."""
         n = len(indptr) - 1
         if nparts == 1 or n == 0:
             return 0, np.zeros(n, dtype=np.int64)
@@ -91,6 +92,8 @@ class MetisLibrary:
         options[self.layout["seed"]] = seed
         options[self.layout["ufactor"]] = ufactor
         options[self.layout["numbering"]] = 0
+        if niter is not None:
+            options[self.layout["niter"]] = niter
         part = np.zeros(n, dtype=idx)
         scalars = np.array([n, ncon, nparts, 0], dtype=idx)  # nvtxs, ncon, nparts, objval (passed by pointer)
         ret = self.lib.METIS_PartGraphKway(

@@ -18,7 +18,7 @@ import time
 import warnings
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import xxhash
@@ -33,6 +33,7 @@ from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
+from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
 from graphshard.runprefix import RUNS
 from graphshard.shuffle import ShuffleOptions, shuffle
@@ -43,6 +44,8 @@ from graphshard.storage import Location, Storage, check_location, location
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
+IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
+DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
 
 
@@ -58,7 +61,11 @@ class Phases:
         try:
             yield
         finally:
-            self.seconds[name] = round(time.perf_counter() - start, 2)
+            self.since(name, start)
+
+    def since(self, name: str, start: float) -> None:
+        """Record phase `name` as ending now, begun at `start` (a `time.perf_counter()` value)."""
+        self.seconds[name] = round(time.perf_counter() - start, 2)
 
 
 def part_methods() -> list[str]:
@@ -90,7 +97,8 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
     """AssignOptions with DGL's meanings, and the balance classes to write as node features.
 
     As in DGL: `random` ignores the balance and trainer arguments; a heterograph is balanced per node type by
-    default (for methods that take balance constraints), a dict of class arrays splits those types further.
+    default (for methods that take balance constraints), a dict of class arrays splits those types further; `metis`
+    refines once per level (DGL's METIS_OPTION_NITER).
     """
     if part_method not in part_methods():
         raise GraphshardError(f"part_method: expected one of {', '.join(part_methods())}, found {part_method!r}")
@@ -109,7 +117,8 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         entries.insert(0, "ntype")
     try:
         options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
-                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine)
+                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine,
+                                **({"metis_niter": DGL_METIS_NITER} if part_method == "metis" else {}))
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"{first['loc'][0]}: {first['msg']}") from None
@@ -191,14 +200,18 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, shuffle_options: ShuffleOptions, client, work: Path, validate: bool,
-               graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
+               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], own_cluster: bool,
+               work: Path, validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
-    partition config."""
+    partition config. `cluster()` waits for the client; a method that assigns in this process does not wait for a
+    cluster partition_graph starts itself (same result: `run_tasks` without a client runs the same tasks here)."""
     with phases("assign"):
         assign_input = add_features(metadata, "assign", classes) if classes else metadata
-        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
-                            edge_report=not validate)  # validation measures the cut on the output
+        assign_client = None if own_cluster and options.method in IN_CALLER else cluster()
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=assign_client,
+                            edge_report=False)  # the report stays in the work folder; validation measures the cut
+    with phases("cluster wait"):
+        client = cluster()
     with phases("shuffle"):
         trainers = options.num_trainers_per_machine
         if trainers > 1:
@@ -294,14 +307,17 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     work = _work_folder(out)
     phases = Phases()
     try:
-        with phases("chunks"):
-            metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
-        cluster = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with phases("on cluster"), cluster as active:
-            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options, active,
-                                work, validate, graphbolt, phases)
-        with phases("mapping"):
-            mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+        opened = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
+        with started_beside(opened) as cluster:  # a local cluster starts while the chunks are written
+            with phases("chunks"):
+                metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
+            config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
+                                cluster.wait, client is None, work, validate, graphbolt, phases)
+            cluster.release()  # it stops while the mapping is computed
+            with phases("mapping"):
+                mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
+            stopping = time.perf_counter()
+        phases.since("cluster stop", stopping)
         with phases("publish"):
             _publish(config, out, validate, storage)
     finally:
