@@ -1,14 +1,17 @@
-"""Single-machine METIS k-way over the whole homogeneous graph, through METIS's C API (multi-constraint, `vol`)."""
+"""Single-machine METIS k-way over the whole homogeneous graph, through METIS's C API (multi-constraint, `vol`,
+and `fetch` as edge weights: graphshard/assign/fetch.py)."""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
+import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
 from graphshard.assign.constraints import graph_constraints
+from graphshard.assign.fetch import fetch_graph
 from graphshard.assign.graph_build import build_csr
 from graphshard.assign.metis_capi import load_metis
 from graphshard.assign.options import AssignOptions
@@ -22,14 +25,19 @@ class MetisPartitioner(Partitioner):
                client: Client | None = None) -> dict:
         lib = load_metis(options.metis_lib)
         t0 = time.perf_counter()
-        hom = build_csr(graph)
-        vwgt = graph_constraints(graph, options.balance_ntypes,
-                                 hom.in_degrees if options.balance_edges else None).weights
+        adjwgt = None
+        if options.objtype == "fetch":
+            indptr, indices, adjwgt, in_deg = fetch_graph(graph, options, nparts, int(np.iinfo(lib.idx).max))
+        else:
+            hom = build_csr(graph)
+            indptr, indices, in_deg = hom.indptr, hom.indices, hom.in_degrees
+            del hom
+        vwgt = graph_constraints(graph, options.balance_ntypes, in_deg if options.balance_edges else None).weights
         t1 = time.perf_counter()
-        objval, parts = lib.part_kway(hom.indptr, hom.indices, nparts, vwgt, seed=options.seed,
-                                      ufactor=options.ufactor, objtype=options.objtype)
+        objval, parts = lib.part_kway(indptr, indices, nparts, vwgt, seed=options.seed, ufactor=options.ufactor,
+                                      objtype="cut" if adjwgt is not None else options.objtype, adjwgt=adjwgt)
         t2 = time.perf_counter()
-        del hom
+        del indptr, indices, adjwgt
         write_homogeneous(graph, parts, out)
         return {
             "library": lib.path,

@@ -10,7 +10,13 @@ Fields:
   class of their own). Several entries combine into product classes; only non-empty classes become columns.
 - `balance_edges` (metis, parmetis, multilevel): balance in-degrees too; as in DGL, one in-degree column per class
   (or a single in-degree column when there are no classes, which then replaces the node-count balance).
-- `objtype` (metis): `cut` minimises the edge cut, `vol` the total communication volume.
+- `objtype` (metis; kaminpar and multilevel `cut` or `fetch`): `cut` minimises the edge cut, `vol` the total
+  communication volume, `fetch` what neighbour-sampled training fetches from other partitions: every edge weighs
+  the expected times sampling takes it (graphshard/assign/fetch.py), and the weighted cut is minimised.
+- `sample_fanouts` (with `fetch`): the training's fanouts per layer, input layer first as in DGL's
+  `NeighborSampler([10, 25])`. `sample_seeds` (with `fetch`): `"<ntype>/<feat>"`, the nodes whose feature is
+  non-zero seed the mini-batches (e.g. `"paper/train_mask"`); unset: the first feature entry of `balance_ntypes`,
+  else every node. `sample_batch_size` (with `fetch`): seeds per mini-batch (a node is fetched once per batch).
 - `num_trainers_per_machine`: partition into `num_parts * T` parts, record each node's trainer id
   (`trainer_ids/<ntype>.txt`), then merge: part = trainer_id // T.
 - `ufactor`: allowed imbalance in thousandths (30 = 1.03), for every constraint.
@@ -41,24 +47,25 @@ does for random's balance arguments), unless ignoring it would silently give ano
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, create_model
 
 from graphshard.errors import GraphshardError
+from graphshard.storage.field import Where
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_block_edges", "multilevel_lp_rounds",
                         "multilevel_refine_rounds", "multilevel_initial", "multilevel_initial_tries", "multilevel_fm"})
+FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
 HONOURS: dict[str, frozenset[str]] = {
     "random": frozenset({"balanced"}),
-    "metis": frozenset({"balance_ntypes", "balance_edges", "objtype", "metis_lib"}),
+    "metis": frozenset({"balance_ntypes", "balance_edges", "metis_lib"}) | FETCH,
     "parmetis": frozenset({"balance_ntypes", "balance_edges", "mpi_ranks", "parmetis_lib", "parmetis_idx_bits"}),
-    "kaminpar": frozenset({"kaminpar_preset", "kaminpar_threads"}),
-    "multilevel": frozenset({"balance_ntypes", "balance_edges", "metis_lib"}) | MULTILEVEL,
+    "kaminpar": frozenset({"kaminpar_preset", "kaminpar_threads"}) | FETCH,
+    "multilevel": frozenset({"balance_ntypes", "balance_edges", "metis_lib"}) | MULTILEVEL | FETCH,
     "file": frozenset({"dir"}),
 }
 _CONSTRAINTS = "KaMinPar balances node counts only: no balance constraints"
@@ -66,9 +73,14 @@ _CONSTRAINTS = "KaMinPar balances node counts only: no balance constraints"
 CONFLICTS: dict[tuple[str, str], str] = {
     ("kaminpar", "balance_ntypes"): _CONSTRAINTS,
     ("kaminpar", "balance_edges"): _CONSTRAINTS,
-    ("kaminpar", "objtype"): "KaMinPar minimises the edge cut only",
+    ("kaminpar", "objtype"): "KaMinPar minimises the (weighted) edge cut only: objtype cut or fetch",
     ("parmetis", "objtype"): "ParMETIS_V3_PartKway minimises the edge cut only",
-    ("multilevel", "objtype"): "its refinement minimises the edge cut only",
+    ("multilevel", "objtype"): "its refinement minimises the (weighted) edge cut only: objtype cut or fetch",
+}
+#: (method, option) -> the only values the method honours; another value is refused with CONFLICTS' reason
+ONLY_VALUES: dict[tuple[str, str], tuple] = {
+    ("kaminpar", "objtype"): ("cut", "fetch"),
+    ("multilevel", "objtype"): ("cut", "fetch"),
 }
 #: why a method ignores an option, by method, else by option (the warning's reason)
 IGNORED_BECAUSE: dict[str, str] = {
@@ -88,10 +100,13 @@ class FlatOptions(BaseModel):
     balanced: bool = False
     balance_ntypes: list[str] = Field(default_factory=list)
     balance_edges: bool = False
-    objtype: Literal["cut", "vol"] = "cut"
+    objtype: Literal["cut", "vol", "fetch"] = "cut"
+    sample_fanouts: list[PositiveInt] = Field(default_factory=lambda: [10, 25], min_length=1)
+    sample_seeds: str | None = None
+    sample_batch_size: int = Field(default=1000, ge=1)
     num_trainers_per_machine: int = Field(default=1, ge=1)
     ufactor: int = Field(default=30, ge=1)
-    dir: Path | None = None
+    dir: Where | None = None
     mpi_ranks: int = Field(default=2, ge=1)
     parmetis_lib: str | None = None
     parmetis_idx_bits: Literal[32, 64] = 64
@@ -185,4 +200,7 @@ def resolve(options: AssignOptions) -> tuple[AssignOptions, list[IgnoredOption]]
     block = getattr(options, method)
     if block is not None:
         values.update(block.model_dump(exclude_none=True))
+    for name, allowed in ONLY_VALUES.items():
+        if name[0] == method and values[name[1]] not in allowed:
+            raise OptionConflict(method, name[1])
     return AssignOptions(**values), ignored

@@ -5,21 +5,33 @@ from __future__ import annotations
 import argparse
 import json
 from contextlib import nullcontext
-from pathlib import Path
 
 from pydantic import ValidationError
 
 from graphshard.assign.options import METHODS
 from graphshard.errors import GraphshardError
+from graphshard.storage.field import as_where
 
 NAME = "assign"
 HELP = ("Assign every node to a partition (random, metis, parmetis, kaminpar, multilevel or a user's file); write "
         "<ntype>.txt.")
 
 
+def _fanouts(text: str) -> list[int]:
+    """`--sample-fanouts 10,25` as a list of positive integers."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers separated by commas (e.g. 10,25), found {text!r}")
+    return values
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--in", dest="metadata", type=Path, required=True, help="metadata.json of the chunked graph")
-    parser.add_argument("--out", type=Path, required=True, help="assignment folder to write")
+    parser.add_argument("--in", dest="metadata", type=as_where, required=True,
+                        help="metadata.json of the chunked graph (a path or a URL such as s3://bucket/graph/)")
+    parser.add_argument("--out", type=as_where, required=True, help="assignment folder to write (a path or a URL)")
     parser.add_argument("--num-parts", type=int, required=True, help="number of partitions (machines)")
     parser.add_argument("--method", choices=METHODS, default="random", help="partitioning method (default random)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every random choice (default 0)")
@@ -32,12 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "classes, one constraint each")
     parser.add_argument("--balance-edges", action="store_true",
                         help="metis/parmetis/multilevel: balance in-degrees (per class when --balance-ntypes is given)")
-    parser.add_argument("--objtype", choices=["cut", "vol"], default="cut",
-                        help="metis: minimise the edge cut or the communication volume (default cut)")
+    parser.add_argument("--objtype", choices=["cut", "vol", "fetch"], default="cut",
+                        help="metis: minimise the edge cut or the communication volume (default cut); metis, kaminpar, "
+                             "multilevel: fetch minimises the remote input nodes of neighbour-sampled mini-batches")
+    parser.add_argument("--sample-fanouts", type=_fanouts, default=[10, 25],
+                        help="with --objtype fetch: the training's fanouts, input layer first (default 10,25)")
+    parser.add_argument("--sample-seeds", default=None,
+                        help="with --objtype fetch: <ntype>/<feature> whose non-zero nodes seed mini-batches "
+                             "(default: the first feature entry of --balance-ntypes, else every node)")
     parser.add_argument("--num-trainers-per-machine", type=int, default=1,
                         help="partition into parts x trainers, write trainer_ids/<ntype>.txt, merge per machine")
     parser.add_argument("--ufactor", type=int, default=30, help="allowed imbalance in 1/1000 (default 30 = 3%%)")
-    parser.add_argument("--dir", type=Path, default=None, help="file: the user's assignment folder")
+    parser.add_argument("--dir", type=as_where, default=None,
+                        help="file: the user's assignment folder (a path or a URL)")
     parser.add_argument("--mpi-ranks", type=int, default=2, help="parmetis: number of MPI ranks (default 2)")
     parser.add_argument("--parmetis-lib", default=None,
                         help="parmetis: path of libparmetis.so (default: Debian's int64 PT-Scotch interface)")
@@ -75,11 +94,13 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.assign.options import AssignOptions, OptionConflict, resolve
     from graphshard.cluster import ClusterSpec, dask_client
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
+    from graphshard.storage import Storage, location
 
     try:
         options = AssignOptions(
             method=args.method, seed=args.seed, balanced=args.balanced, balance_ntypes=args.balance_ntypes,
-            balance_edges=args.balance_edges, objtype=args.objtype,
+            balance_edges=args.balance_edges, objtype=args.objtype, sample_fanouts=args.sample_fanouts,
+            sample_seeds=args.sample_seeds,
             num_trainers_per_machine=args.num_trainers_per_machine, ufactor=args.ufactor, dir=args.dir,
             mpi_ranks=args.mpi_ranks, parmetis_lib=args.parmetis_lib, parmetis_idx_bits=args.parmetis_idx_bits,
             metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads,
@@ -102,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         else nullcontext(None)
     with cluster as client:
         out = assign(graph, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)
-    report = json.loads((out / REPORT_FILE).read_text())
+    report = json.loads(Storage().read_bytes(location(out).join(REPORT_FILE)))
     cut = report["edge_cut"]
     print(f"{out}: {args.num_parts} part(s) by {args.method}; edge cut {cut['count']:,} "
           f"({cut['fraction']:.1%}); imbalance " +

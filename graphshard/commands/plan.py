@@ -33,5 +33,5 @@ def show(cfg, graph, as_json: bool = False) -> int:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage))
     return show(cfg, graph, args.json)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from graphshard import gcfreeze, logs
 from graphshard.pipeline.config import STEPS, load_config
@@ -28,18 +29,21 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.pipeline import prefect_server
     from graphshard.pipeline.ondemand import prestart
     from graphshard.pipeline.prefect_env import connect
-    from graphshard.pipeline.publish import RECORD, published_by
+    from graphshard.pipeline.publish import published_by, published_record
 
     cfg = load_config(args.config, args.overrides)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir))  # every config error first
+    # every config error first
+    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage))
     if args.plan:
         from graphshard.commands.plan import show
         return show(cfg, graph)
     from graphshard.plan import gate
     gate.check(cfg, graph, force=args.force_plan)  # a cluster or disk the plan does not fit: refused here
-    pending = connect(cfg.work)  # a cold background server starts while Prefect is imported
-    logs.move_to(cfg.work / "logs", NAME)  # the run's log file lives in its work folder
-    if args.from_step or args.force or not (cfg.work / RECORD).exists():  # steps will run: workers start meanwhile
+    local_work = cfg.work if isinstance(cfg.work, Path) else None  # a work folder on a store: logs stay local
+    pending = connect(local_work)  # a cold background server starts while Prefect is imported
+    if local_work is not None:
+        logs.move_to(local_work / "logs", NAME)  # the run's log file lives in its work folder
+    if args.from_step or args.force or not published_record(cfg):  # steps will run: workers start meanwhile
         prestart(cfg.cluster.spec())
     with gcfreeze.imports_kept():  # Prefect: imported only after its environment is set
         from graphshard.pipeline.flow import run_pipeline

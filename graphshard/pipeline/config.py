@@ -1,8 +1,11 @@
 """The pipeline configuration (`configs/*.yaml`): a strict pydantic model and its loading with `--set` overrides.
 
 Every problem is reported as one line naming the config file, the key path and what was expected, before any work
-starts. Relative paths are resolved against the config file's folder. The checks that look at the files and the
-cluster a config names are in `graphshard.pipeline.preflight`.
+starts. Every location (`input.metadata`, `output.dir`, `work_dir`, `assign.dir`, `shuffle.scratch_dir`) is a path or
+a URL (`s3://...`: `graphshard.storage`); relative ones are resolved against the config's folder, which may itself be a
+URL (`graphshard run s3://bucket/jobs/job.yaml`). `storage_options` (per URL prefix) reaches every step through
+`PipelineConfig.storage`. The checks that look at the files and the cluster a config names are in
+`graphshard.pipeline.preflight`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from graphshard.cluster import ClusterSpec
 from graphshard.errors import GraphshardError, InputError
 from graphshard.shuffle.graphbolt import GraphboltOptions
 from graphshard.shuffle.options import ShuffleOptions
+from graphshard.storage import Location, Storage, StorageOptions, location
+from graphshard.storage.field import Where
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
 
@@ -32,14 +37,14 @@ class _Section(BaseModel):
 class InputSection(_Section):
     """The chunked graph to partition."""
 
-    metadata: Path
+    metadata: Where
 
 
 class OutputSection(_Section):
     """Where the finished partition set (and the quality report) is published; `graphbolt` adds GraphBolt's
     sampling graph per partition (DGL's converter, with its `store_*` choices), as `use_graphbolt=True` in DGL."""
 
-    dir: Path
+    dir: Where
     overwrite: bool = False
     graphbolt: bool = False
     store_eids: bool = False
@@ -85,16 +90,32 @@ class PipelineConfig(_Section):
     shuffle: ShuffleOptions = Field(default_factory=ShuffleOptions)
     validate_: ValidateSection = Field(default_factory=ValidateSection, alias="validate")
     cluster: ClusterSection = Field(default_factory=ClusterSection)
-    work_dir: Path | None = None
-    source: Path = Field(default=Path("config.yaml"), exclude=True)
+    work_dir: Where | None = None
+    # Filesystem options per URL prefix (`StorageOptions`' shape); secrets in them: never dumped nor shown.
+    storage_options: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    source: Where = Field(default=Path("config.yaml"), exclude=True)
     _ignored: list[IgnoredOption] = PrivateAttr(default_factory=list)  # flat assign options the method ignores
+    _storage: Storage | None = PrivateAttr(default=None)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     @property
-    def work(self) -> Path:
+    def work(self) -> Path | Location:
         """The work folder (default: `<output.dir>.work` beside the output)."""
-        return self.work_dir or self.output.dir.with_name(self.output.dir.name + ".work")
+        if self.work_dir is not None:
+            return self.work_dir
+        out = self.output.dir
+        if isinstance(out, Location):
+            return out.parent.join(out.name + ".work")
+        return out.with_name(out.name + ".work")
+
+    @property
+    def storage(self) -> Storage:
+        """The storage layer every step reads and writes through (credentials: `storage_options`, else each store's
+        SDK defaults)."""
+        if self._storage is None:
+            self._storage = Storage(self.storage_options)
+        return self._storage
 
     def section(self, name: str) -> dict:
         """The JSON form of one config section (what a step's cache key depends on)."""
@@ -110,8 +131,8 @@ _PATH_KEYS = [("input", "metadata"), ("output", "dir"), ("work_dir",), ("assign"
 
 
 def _fields(model: type[BaseModel]) -> dict[str, Any]:
-    """Key name (alias if any) -> annotation of a model's fields."""
-    return {(f.alias or name): f.annotation for name, f in model.model_fields.items() if not f.exclude}
+    """Key name (alias if any) -> annotation of a model's fields (not `source`, which the loader sets)."""
+    return {(f.alias or name): f.annotation for name, f in model.model_fields.items() if name != "source"}
 
 
 def _submodel(annotation: Any) -> type[BaseModel] | None:
@@ -136,13 +157,18 @@ def _check_keys(data: dict, model: type[BaseModel], source: Path, prefix: str = 
             _check_keys(value, sub, source, f"{path}.")
 
 
-def _resolve_paths(data: dict, base: Path) -> None:
+def _resolve_paths(data: dict, base: Path | Location) -> None:
+    """Relative locations against the config's folder (a local folder, or a URL prefix); URLs stay as written."""
     for keys in _PATH_KEYS:
         node = data
         for k in keys[:-1]:
             node = node.get(k) if isinstance(node, dict) else None
         if isinstance(node, dict) and isinstance(node.get(keys[-1]), str):
-            p = Path(node[keys[-1]]).expanduser()
+            text = node[keys[-1]]
+            if "://" in text or isinstance(base, Location):
+                node[keys[-1]] = location(text, base=base).url
+                continue
+            p = Path(text).expanduser()
             node[keys[-1]] = str(p if p.is_absolute() else (base / p).resolve())
 
 
@@ -187,15 +213,15 @@ def _validation_message(err: ValidationError) -> tuple[str, str, str]:
     return loc, msg[0].lower() + msg[1:], shown
 
 
-def parse_config(data: Any, source: Path) -> PipelineConfig:
+def parse_config(data: Any, source: Path | Location) -> PipelineConfig:
     """Validate a config tree (already overridden); paths are resolved against the config file's folder.
 
     Parameters
     ----------
     data : object
         The YAML's top level (a mapping, or the problem is reported).
-    source : Path
-        The config file (named in every problem).
+    source : Path or Location
+        The config file (named in every problem; relative locations are resolved against its folder).
 
     Returns
     -------
@@ -206,6 +232,7 @@ def parse_config(data: Any, source: Path) -> PipelineConfig:
         raise InputError(source, None, "a YAML mapping at the top level", type(data).__name__)
     _check_keys(data, PipelineConfig, source)
     _resolve_paths(data, source.parent)
+    _check_storage_options(data.get("storage_options"), source)
     try:
         # JSON mode + strict: YAML's typed values must already have the right type ("4" is not an int).
         cfg = PipelineConfig.model_validate_json(json.dumps(data, default=str), strict=True)
@@ -220,13 +247,40 @@ def parse_config(data: Any, source: Path) -> PipelineConfig:
     return cfg
 
 
-def load_config(path: str | Path, overrides: list[str] | None = None) -> PipelineConfig:
+def _check_storage_options(value: Any, source: Path | Location) -> None:
+    """`storage_options` must be a mapping of URL prefix -> options mapping (StorageOptions says which is not);
+    checked here so that pydantic never shows a value (they hold secrets)."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InputError(source, "storage_options", "a mapping of URL prefix (s3://bucket/) -> filesystem options",
+                         type(value).__name__)
+    try:
+        StorageOptions(value)
+    except GraphshardError as err:
+        raise GraphshardError(f"{source}: {err}") from None
+
+
+def _config_text(source: Path | Location) -> str:
+    """The config's text, from a local file or a URL (credentials: each store's SDK defaults, as no
+    storage_options are known before the config is read)."""
+    if isinstance(source, Location):
+        from graphshard.storage import check_location
+
+        check_location(source)
+        return Storage().read_bytes(source).decode()
+    if not source.is_file():
+        raise InputError(source, None, "an existing YAML config file", "no such file")
+    return source.read_text()
+
+
+def load_config(path: str | Path | Location, overrides: list[str] | None = None) -> PipelineConfig:
     """Read a YAML config, apply `--set` overrides, validate; InputError (one line) on any problem.
 
     Parameters
     ----------
-    path : str or Path
-        The YAML config.
+    path : str, Path or Location
+        The YAML config: a path or a URL (`s3://bucket/jobs/job.yaml`).
     overrides : list of str, optional
         `key.path=value` strings.
 
@@ -235,11 +289,11 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> Pipelin
     PipelineConfig
         The validated config.
     """
-    source = Path(path).resolve()
-    if not source.is_file():
-        raise InputError(source, None, "an existing YAML config file", "no such file")
+    loc = location(path)
+    source: Path | Location = loc.local_path().resolve() if loc.is_local else loc
+    text = _config_text(source)
     try:
-        data = yaml.safe_load(source.read_text())
+        data = yaml.safe_load(text)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""

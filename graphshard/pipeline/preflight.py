@@ -16,11 +16,21 @@ from typing import Any, Callable
 from graphshard.errors import GraphshardError, InputError
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
+from graphshard.storage import Location, location
 
 
-def _inside(child: Path, parent: Path) -> bool:
-    child, parent = child.resolve(), parent.resolve()
-    return child == parent or parent in child.parents
+def _loc(where: Path | Location) -> Location:
+    """A location in one comparable form (local paths with symlinks resolved)."""
+    return location(where.resolve()) if isinstance(where, Path) else where
+
+
+def _inside(child: Path | Location, parent: Path | Location) -> bool:
+    """`child` is `parent` or below it (same store; a path and a URL never overlap)."""
+    child, parent = _loc(child), _loc(parent)
+    if child.protocol != parent.protocol:
+        return False
+    root = parent.path.rstrip("/")
+    return child.path == root or child.path.startswith(root + "/")
 
 
 def check_scheduler(address: str, timeout: float, source: Path) -> None:
@@ -73,29 +83,13 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
     """
     for item in cfg._ignored:
         warn(f"{cfg.source}: {item.warning(f'assign.{item.option}')}")
-    from graphshard.formats.chunked import load_metadata
     from graphshard.precheck import precheck, precheck_assignment, refuse
 
     src = cfg.source
-    meta_path = cfg.input.metadata
-    if meta_path.is_dir():
-        meta_path = meta_path / "metadata.json"
-    if not meta_path.is_file():
-        raise InputError(src, "input.metadata", "an existing metadata.json", f"{meta_path} (no such file)")
-    graph = load_metadata(meta_path)
-    in_dir = meta_path.parent
+    graph = _input_graph(cfg)
+    in_dir = location(graph.metadata_path).parent
     out, work = cfg.output.dir, cfg.work
-    if _inside(out, in_dir):
-        raise InputError(src, "output.dir", f"a folder outside the input folder {in_dir}", str(out))
-    if _inside(in_dir, out):
-        raise InputError(src, "output.dir", f"a folder that does not contain the input folder {in_dir}", str(out))
-    if _inside(work, out) or _inside(out, work):
-        raise InputError(src, "work_dir", f"a folder separate from output.dir {out}", str(work))
-    if _inside(work, in_dir):
-        raise InputError(src, "work_dir", f"a folder outside the input folder {in_dir}", str(work))
-    if out.exists() and not (out.is_dir() and (cfg.output.overwrite or published_by_us)):
-        raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
-                         f"{out} exists")
+    _check_places(cfg, in_dir, published_by_us)
     if cfg.graph_name is not None and cfg.graph_name != graph.graph_name:
         raise InputError(src, "graph_name", f"the input's graph_name '{graph.graph_name}' (or no graph_name)",
                          cfg.graph_name)
@@ -106,9 +100,8 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
         raise InputError(src, f"output.{stored[0]}", "only with output.graphbolt: true", True)
     if cfg.output.graphbolt:
         require_dgl(f"{src}: output.graphbolt")
-    if cfg.assign.method == "file" and not (cfg.assign.dir and cfg.assign.dir.is_dir()):
-        raise InputError(src, "assign.dir", "an existing assignment folder for method file (assign.dir or "
-                         "assign.file.dir)", str(cfg.assign.dir))
+    if cfg.assign.method == "file":
+        _check_assignment_dir(cfg)
     if cfg.cluster.memory_limit not in (None, "auto"):
         from dask.utils import parse_bytes  # here: importing dask costs ~0.2 s of a cached run's ~2 s
 
@@ -117,19 +110,93 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
         except (ValueError, TypeError):
             raise InputError(src, "cluster.memory_limit", "a size like '4GB' or 'auto'",
                              cfg.cluster.memory_limit) from None
-    for folder in (out.parent, work):
-        probe = folder
-        while not probe.exists():
-            probe = probe.parent
-        if not probe.is_dir() or not _writable(probe):
-            raise InputError(src, "output.dir" if folder == out.parent else "work_dir",
-                             "a location this user can write to", str(probe))
+    for key, where in (("output.dir", out), ("work_dir", work), ("shuffle.scratch_dir", cfg.shuffle.scratch_dir)):
+        if where is not None:
+            _check_writable(cfg, key, where)
+    if isinstance(out, Location):
+        _check_stored_output(cfg, published_by_us)
     refuse(precheck(graph))
     if cfg.assign.method == "file":
         refuse(precheck_assignment(graph, cfg.assign.dir))
     if cfg.cluster.address:
         check_scheduler(cfg.cluster.address, cfg.cluster.connect_timeout, src)
     return graph
+
+
+def _located(cfg: PipelineConfig, key: str, where: Path | Location, write: bool) -> None:
+    """`check_location` of one config location: one line naming the config file and key (never a secret)."""
+    from graphshard.storage import StorageError, check_location
+
+    try:
+        check_location(where, write=write, storage=cfg.storage)
+    except StorageError as err:
+        raise GraphshardError(f"{cfg.source}: {key}: {err}") from None
+
+
+def _input_graph(cfg: PipelineConfig):
+    """The input's metadata (a local metadata.json or its folder; a URL of either)."""
+    from graphshard.formats.chunked import load_metadata
+
+    meta = cfg.input.metadata
+    if isinstance(meta, Location):
+        if not meta.name.endswith(".json"):
+            meta = meta.join("metadata.json")
+        _located(cfg, "input.metadata", meta, write=False)
+        return load_metadata(meta, storage=cfg.storage)
+    if meta.is_dir():
+        meta = meta / "metadata.json"
+    if not meta.is_file():
+        raise InputError(cfg.source, "input.metadata", "an existing metadata.json", f"{meta} (no such file)")
+    return load_metadata(meta)
+
+
+def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) -> None:
+    """Output, work folder and input apart from each other; an existing output only when it may be replaced."""
+    src, out, work = cfg.source, cfg.output.dir, cfg.work
+    if _inside(out, in_dir):
+        raise InputError(src, "output.dir", f"a location outside the input folder {in_dir}", str(out))
+    if _inside(in_dir, out):
+        raise InputError(src, "output.dir", f"a location that does not contain the input folder {in_dir}", str(out))
+    if _inside(work, out) or _inside(out, work):
+        raise InputError(src, "work_dir", f"a location separate from output.dir {out}", str(work))
+    if _inside(work, in_dir):
+        raise InputError(src, "work_dir", f"a location outside the input folder {in_dir}", str(work))
+    if isinstance(out, Location):
+        return  # on a store: after the store is known to answer (_check_stored_output)
+    if out.exists() and not (out.is_dir() and (cfg.output.overwrite or published_by_us)):
+        raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
+                         f"{out} exists")
+
+
+def _check_stored_output(cfg: PipelineConfig, published_by_us: bool) -> None:
+    """An output prefix on a store that holds anything is replaced only with overwrite (or when this work folder
+    published it)."""
+    out = cfg.output.dir
+    if cfg.output.overwrite or published_by_us or not cfg.storage.exists(out):
+        return
+    raise InputError(cfg.source, "output.dir", "a prefix that holds nothing yet (or output.overwrite: true)",
+                     f"{out} holds objects")
+
+
+def _check_assignment_dir(cfg: PipelineConfig) -> None:
+    where = cfg.assign.dir
+    if isinstance(where, Location):
+        _located(cfg, "assign.dir", where, write=False)
+    elif not (where and where.is_dir()):
+        raise InputError(cfg.source, "assign.dir", "an existing assignment folder for method file (assign.dir or "
+                         "assign.file.dir)", str(where))
+
+
+def _check_writable(cfg: PipelineConfig, key: str, where: Path | Location) -> None:
+    """A location this user can write to: a probe object on a store, the nearest existing folder locally."""
+    if isinstance(where, Location):
+        _located(cfg, key, where, write=True)
+        return
+    probe = where.parent if key == "output.dir" else where
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir() or not _writable(probe):
+        raise InputError(cfg.source, key, "a location this user can write to", str(probe))
 
 
 def _writable(folder: Path) -> bool:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from graphshard._deprecated import renamed
+from graphshard.storage.field import Where
 
 
 class ShuffleOptions(BaseModel):
@@ -27,7 +27,7 @@ class ShuffleOptions(BaseModel):
     save_orig_nids: bool = False
     save_orig_eids: bool = False
     graph_formats: list[Literal["coo", "csc", "csr"]] = Field(default_factory=lambda: ["coo"])
-    scratch_dir: Path | None = None
+    scratch_dir: Where | None = None
     node_block_rows: int = Field(default=1 << 20, ge=1)
 
     @field_validator("graph_formats")

@@ -60,6 +60,10 @@ class Location:
             loc = location(part, base=loc)
         return loc
 
+    def __truediv__(self, part: str) -> Location:
+        """`loc / "name"`, as with a `Path`: code that builds locations below a folder serves both."""
+        return self.join(part)
+
     def relative_to(self, base: Location) -> str:
         """This location's path below `base` (POSIX form); a GraphshardError if it is not below it."""
         root = base.path.rstrip("/") + "/"

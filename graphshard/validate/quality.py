@@ -3,7 +3,9 @@
 Edge cut: inner edges whose source is owned by another partition (each edge counted once, by its destination's
 partition), as a count and a share of all edges. Edge matrix M[q][p]: edges from nodes of partition q into nodes of
 partition p. Imbalance of a quantity: max over partitions / mean (1.0 = perfect). Halo share: halo nodes / all nodes
-of a partition. Replication factor: nodes stored over all partitions (inner + halo) / nodes of the graph.
+of a partition. Replication factor: nodes stored over all partitions (inner + halo) / nodes of the graph. Remote
+share (validate/remote_share.py, added by the step): the estimated share of neighbour-sampled mini-batch input nodes
+a trainer fetches from other partitions.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.errors import GraphshardError
+from graphshard.storage import location
 from graphshard.validate.layout import Layout
 
 ASSIGNMENT_REPORT = "assignment_report.json"
@@ -25,19 +29,23 @@ def imbalance(values) -> float:
     return float(arr.max() / mean) if mean > 0 else 1.0
 
 
+def assignment_report_data(layout: Layout, assignment_report: str | Path | None) -> tuple[dict | None, str | None]:
+    """`assignment_report.json` (given, or beside the config) as a dict, and its path; (None, None) when absent."""
+    source = layout.file(location(assignment_report) if assignment_report else layout.under(ASSIGNMENT_REPORT))
+    try:
+        data = json.loads(source.read_all()) if source.exists() else None
+    except (OSError, GraphshardError, json.JSONDecodeError):
+        return None, None
+    return (data, str(assignment_report or source.shown)) if isinstance(data, dict) else (None, None)
+
+
 def balance_constraints(layout: Layout, assignment_report: str | Path | None) -> tuple[dict[str, float], str | None]:
     """Imbalance per balance constraint from `assignment_report.json` (given, or beside the config), and its path."""
-    path = Path(assignment_report) if assignment_report else layout.base_dir / ASSIGNMENT_REPORT
-    if not path.is_file():
-        return {}, None
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}, None
-    imb = data.get("imbalance") if isinstance(data, dict) else None
+    data, path = assignment_report_data(layout, assignment_report)
+    imb = data.get("imbalance") if data else None
     if not isinstance(imb, dict):
         return {}, None
-    return {str(k): float(v) for k, v in imb.items() if isinstance(v, (int, float))}, str(path)
+    return {str(k): float(v) for k, v in imb.items() if isinstance(v, (int, float))}, path
 
 
 def quality(layout: Layout, summaries: list[dict], assignment_report: str | Path | None = None) -> dict:

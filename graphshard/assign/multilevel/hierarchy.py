@@ -11,7 +11,7 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.graph_build import edge_chunks
-from graphshard.assign.multilevel import build, coarsen, refine
+from graphshard.assign.multilevel import build, coarsen, refine, sampled
 from graphshard.assign.multilevel.initial import partition_coarsest
 from graphshard.assign.multilevel.store import Level, create, even_bounds, remove
 from graphshard.assign.options import AssignOptions
@@ -67,16 +67,22 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
                           level=shape, balance_ntypes=opts.balance_ntypes)
         classes = np.unique(np.concatenate(found))
     columns = 1 + (len(classes) if classes is not None else int(opts.balance_edges))
-    level = Level(shape.root, 0, n, 0, shape.bounds, columns, False).make()
+    fetch = opts.objtype == "fetch"
+    level = Level(shape.root, 0, n, 0, shape.bounds, columns, fetch).make()
     create(level.vwgt, (n, columns), np.int64)
     jobs = len(edge_chunks(graph))
     run_tasks(client, STEP, "ml-route", build.route_chunk, list(range(jobs)), graph=graph, level=level,
-              flagged=opts.balance_edges)
+              flagged=opts.balance_edges or fetch)
+
+    def run(what: str, fn, items: list, **constants) -> list:
+        return run_tasks(client, STEP, what, fn, items, **constants)
+
+    gains = sampled.compute(graph, level, jobs, plan.nparts, opts, run) if fetch else None
     made = run_tasks(client, STEP, "ml-block", build.build_block, list(level.blocks), graph=graph, level=level,
-                     jobs=jobs, options=opts, classes=classes)
-    remove(build.input_paths(level))
+                     jobs=jobs, options=opts, classes=classes, gains=gains)
+    remove(build.input_paths(level), level.root / "fetch")
     plan.limits(sum(m["sums"] for m in made), np.max([m["max"] for m in made], axis=0))
-    return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, False)
+    return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, fetch)
 
 
 def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Level, int]:

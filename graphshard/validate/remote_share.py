@@ -1,0 +1,170 @@
+"""Estimated remote share of mini-batch input nodes: what DistDGL training fetches from other partitions.
+
+A trainer of partition p draws mini-batches of its own seed nodes, and DGL's `NeighborSampler(fanouts)` samples,
+layer by layer from the last fanout to the first, min(fanout, in-degree) in-edges of every frontier node without
+replacement; the batch's input nodes are the last frontier (seeds included). Input nodes owned by another
+partition are remote fetches. This module draws the same, seeded, with numpy over an in-edge CSR, and reports
+remote / input nodes per partition and overall (sums over the drawn batches): `remote_share` over an in-memory
+graph, `estimate` over a written partition set (one task per partition and layer, reading that partition's edges
+piece by piece and keeping only the in-edges of the drawn frontier nodes it owns: memory bound by the sample, not
+the graph).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphshard.daskrun import run_tasks
+from graphshard.validate.edges import edge_pieces
+from graphshard.validate.layout import Layout, owners
+from graphshard.validate.part_files import load_part
+
+BATCH_SIZE = 1000  # seeds per mini-batch, as in DGL's DistDGL GraphSAGE example
+BATCHES = 8  # mini-batches drawn per partition
+
+
+def in_csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(indptr, sources) of every node's in-edges (duplicates and self-loops kept, as DGL samples them)."""
+    order = np.argsort(dst, kind="stable")
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(dst, minlength=n), out=indptr[1:])
+    return indptr, src[order]
+
+
+def sample_layer(indptr: np.ndarray, sources: np.ndarray, frontier: np.ndarray, fanout: int,
+                 rng: np.random.Generator) -> np.ndarray:
+    """Sources of min(fanout, in-degree) in-edges per frontier node, drawn without replacement."""
+    return sample_pairs(indptr, sources, frontier, fanout, rng)[1]
+
+
+def sample_pairs(indptr: np.ndarray, sources: np.ndarray, frontier: np.ndarray, fanout: int,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(position in `frontier`, source) of min(fanout, in-degree) in-edges per frontier node (a node may repeat),
+    drawn without replacement."""
+    deg = indptr[frontier + 1] - indptr[frontier]
+    total = int(deg.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.cumsum(deg) - deg
+    seg = np.repeat(np.arange(len(frontier)), deg)
+    pos = np.arange(total) - np.repeat(starts, deg) + np.repeat(indptr[frontier], deg)
+    order = np.lexsort((rng.random(total), seg))
+    rank = np.empty(total, dtype=np.int64)
+    rank[order] = np.arange(total) - np.repeat(starts, deg)
+    take = rank < fanout
+    return seg[take], sources[pos[take]]
+
+
+def batch_inputs(indptr: np.ndarray, sources: np.ndarray, seeds: np.ndarray, fanouts: list[int],
+                 rng: np.random.Generator) -> np.ndarray:
+    """The input nodes of one mini-batch: the frontier after every layer, seeds included."""
+    frontier = np.unique(seeds)
+    for fanout in reversed(fanouts):
+        frontier = np.union1d(frontier, sample_layer(indptr, sources, frontier, fanout, rng))
+    return frontier
+
+
+def remote_share(indptr: np.ndarray, sources: np.ndarray, parts: np.ndarray, seeds: np.ndarray,
+                 fanouts: list[int], seed: int = 0, batch_size: int = BATCH_SIZE, batches: int = BATCHES) -> dict:
+    """Remote / input nodes per partition and overall, over `batches` seeded mini-batches of each partition's seed
+    nodes (`seeds`: a boolean mask over all nodes; `parts`: each node's partition)."""
+    nparts = int(parts.max()) + 1 if len(parts) else 0
+    remote, inputs = np.zeros(nparts, dtype=np.int64), np.zeros(nparts, dtype=np.int64)
+    for p in range(nparts):
+        rng = np.random.default_rng([seed, p])
+        own = np.flatnonzero(seeds & (parts == p))
+        rng.shuffle(own)
+        for i in range(min(batches, -(-len(own) // batch_size))):
+            nodes = batch_inputs(indptr, sources, own[i * batch_size:(i + 1) * batch_size], fanouts, rng)
+            inputs[p] += len(nodes)
+            remote[p] += int(np.count_nonzero(parts[nodes] != p))
+    return {"fanouts": list(fanouts), "batch_size": batch_size, "batches_per_part": batches,
+            "per_part": [float(r / i) if i else 0.0 for r, i in zip(remote, inputs)],
+            "overall": float(remote.sum() / inputs.sum()) if inputs.sum() else 0.0}
+
+
+# --- on a written partition set: one task per partition and layer, each reading its partition's edges in pieces ---
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What the estimate draws: DGL's fanouts (input layer first), seeds per batch, batches per partition, seed."""
+
+    fanouts: tuple[int, ...] = (10, 25)
+    batch_size: int = BATCH_SIZE
+    batches: int = BATCHES
+    seed: int = 0
+
+    @classmethod
+    def from_assignment(cls, report: dict | None, seed: int = 0) -> Sampling:
+        """The fanouts and batch size the assignment was run with (`objtype: fetch`), else DGL's example's."""
+        opts = (report or {}).get("options") or {}
+        return cls(tuple(opts.get("sample_fanouts") or cls.fanouts), int(opts.get("sample_batch_size") or BATCH_SIZE),
+                   BATCHES, seed)
+
+
+def first_seeds(layout: Layout, sampling: Sampling) -> tuple[np.ndarray, np.ndarray]:
+    """(batch, node) of every drawn seed, sorted: `batches` batches per partition of its inner nodes, seeded."""
+    batch, nodes, j = [], [], 0
+    for p in range(layout.num_parts):
+        lo, hi = layout.part_span(layout.node_ranges, p)
+        rng = np.random.default_rng([sampling.seed, p])
+        size = min(hi - lo, sampling.batches * sampling.batch_size)
+        own = lo + rng.choice(hi - lo, size=size, replace=False) if size else np.zeros(0, dtype=np.int64)
+        for i in range(-(-size // sampling.batch_size)):
+            chosen = np.sort(own[i * sampling.batch_size:(i + 1) * sampling.batch_size])
+            batch.append(np.full(len(chosen), j, dtype=np.int64))
+            nodes.append(chosen)
+            j += 1
+    return (np.concatenate(batch), np.concatenate(nodes)) if batch else (np.zeros(0, np.int64),) * 2
+
+
+def wanted_in_edges(layout: Layout, part: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """In-edge CSR over the sorted node IDs `wanted` (all inner to `part`) from the partition's edges, piece by piece:
+    (indptr, global source IDs)."""
+    graph = load_part(layout, part, with_feats=False).graph
+    nid = graph.ndata["_ID"].read().astype(np.int64, copy=False)
+    pos_all, src_all = [], []
+    for piece in edge_pieces(graph, ends_only=True):
+        dst = nid[piece.dst]
+        pos = np.minimum(np.searchsorted(wanted, dst), max(len(wanted) - 1, 0))
+        hit = wanted[pos] == dst if len(wanted) else np.zeros(len(dst), dtype=bool)
+        pos_all.append(pos[hit])
+        src_all.append(nid[piece.src[hit]])
+    pos, src = np.concatenate(pos_all or [np.zeros(0, np.int64)]), np.concatenate(src_all or [np.zeros(0, np.int64)])
+    return in_csr(src, pos, len(wanted))
+
+
+def sample_part(item: tuple[int, np.ndarray, np.ndarray], *, layout: Layout, fanout: int, layer: int,
+                seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """One layer's draws for the frontier nodes one partition owns: (batch, source) per sampled in-edge."""
+    part, batch, nodes = item
+    wanted = np.unique(nodes)
+    indptr, sources = wanted_in_edges(layout, part, wanted)
+    seg, src = sample_pairs(indptr, sources, np.searchsorted(wanted, nodes), fanout,
+                            np.random.default_rng([seed, layer, part]))
+    return batch[seg], src
+
+
+def estimate(layout: Layout, sampling: Sampling, client=None) -> dict:
+    """Remote / input nodes per partition and overall over the drawn mini-batches of the written partition set."""
+    batch, nodes = first_seeds(layout, sampling)
+    batch_parts = owners(layout.node_ranges, nodes[np.searchsorted(batch, np.unique(batch))])[0]  # first seeds'
+    span = max(layout.num_nodes, 1)
+    for layer, fanout in enumerate(reversed(sampling.fanouts)):
+        owner = owners(layout.node_ranges, nodes)[0]
+        items = [(q, batch[owner == q], nodes[owner == q]) for q in range(layout.num_parts) if (owner == q).any()]
+        found = run_tasks(client, "validate", f"remote-share-L{layer}", sample_part, items,
+                          label=lambda item: f"part {item[0]}", layout=layout, fanout=fanout, layer=layer,
+                          seed=sampling.seed)
+        keys = np.unique(np.concatenate([batch * span + nodes, *[b * span + s for b, s in found]]))
+        batch, nodes = keys // span, keys % span
+    part_of_batch = batch_parts[batch]
+    remote = owners(layout.node_ranges, nodes)[0] != part_of_batch
+    inputs = np.bincount(part_of_batch, minlength=layout.num_parts)
+    far = np.bincount(part_of_batch, weights=remote, minlength=layout.num_parts)
+    return {"fanouts": list(sampling.fanouts), "batch_size": sampling.batch_size, "batches_per_part": sampling.batches,
+            "seed": sampling.seed, "per_part": [float(r / i) if i else 0.0 for r, i in zip(far, inputs)],
+            "overall": float(far.sum() / inputs.sum()) if inputs.sum() else 0.0}

@@ -1,0 +1,127 @@
+"""Every location of a pipeline config may be a URL (issue 21): the YAML's keys, the config itself on S3 with
+relative locations resolved against its folder there, `storage_options` never shown, and bad locations refused by
+the pre-flight check in one line that names the key and never a secret."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from graphshard.errors import GraphshardError
+from graphshard.pipeline.config import load_config, parse_config
+from graphshard.pipeline.preflight import check_config
+from graphshard.storage import Location, Storage
+
+SECRET = "very-secret-value-0042"
+
+
+def _tree(**extra) -> dict:
+    return {"input": {"metadata": "graph/metadata.json"}, "output": {"dir": "out"}, "num_parts": 2, **extra}
+
+
+def test_urls_stay_urls_and_local_paths_stay_paths(tmp_path: Path):
+    cfg = parse_config(_tree(work_dir="s3://bucket/cache", shuffle={"scratch_dir": "s3://bucket/scratch"},
+                             assign={"method": "file", "dir": "gs://other/assignment"}), tmp_path / "job.yaml")
+    assert cfg.input.metadata == tmp_path / "graph/metadata.json"
+    assert cfg.output.dir == tmp_path / "out"
+    assert cfg.work == Location("s3", "bucket/cache")
+    assert cfg.shuffle.scratch_dir == Location("s3", "bucket/scratch")
+    assert cfg.assign.dir == Location("gs", "assignment".join(["other/", ""]))
+    assert cfg.section("shuffle")["scratch_dir"] == "s3://bucket/scratch"
+    local = parse_config(_tree(), tmp_path / "job.yaml")
+    assert local.work == tmp_path / "out.work" and isinstance(local.work, Path)
+
+
+def test_output_url_gets_a_work_prefix_beside_it(tmp_path: Path):
+    cfg = parse_config(_tree(output={"dir": "s3://bucket/sets/run1"}), tmp_path / "job.yaml")
+    assert cfg.work == Location("s3", "bucket/sets/run1.work")
+
+
+def test_config_on_s3_resolves_relative_locations_there(s3_bucket: str):
+    Storage().write_bytes(f"{s3_bucket}/jobs/job.yaml", yaml.safe_dump(_tree(work_dir="../cache")).encode())
+    cfg = load_config(f"{s3_bucket}/jobs/job.yaml")
+    bucket = s3_bucket.removeprefix("s3://")
+    assert cfg.source == Location("s3", f"{bucket}/jobs/job.yaml")
+    assert cfg.input.metadata == Location("s3", f"{bucket}/jobs/graph/metadata.json")
+    assert cfg.output.dir == Location("s3", f"{bucket}/jobs/out")
+    assert cfg.work == Location("s3", f"{bucket}/cache")
+
+
+def test_missing_config_url_is_one_line(s3_bucket: str):
+    with pytest.raises(GraphshardError, match="no such file") as err:
+        load_config(f"{s3_bucket}/jobs/nothing.yaml")
+    assert "\n" not in str(err.value)
+
+
+def test_storage_options_are_never_shown(tmp_path: Path):
+    opts = {"s3://bucket/": {"key": "k", "secret": SECRET, "endpoint_url": "http://127.0.0.1:1"}}
+    cfg = parse_config(_tree(storage_options=opts), tmp_path / "job.yaml")
+    assert cfg.storage.options.for_location(Location("s3", "bucket/x"))["secret"] == SECRET
+    for text in (repr(cfg), str(cfg), cfg.model_dump_json(), repr(cfg.storage)):
+        assert SECRET not in text
+    with pytest.raises(GraphshardError, match="storage_options") as err:
+        parse_config(_tree(storage_options={"s3://bucket/": SECRET}), tmp_path / "job.yaml")
+    assert SECRET not in str(err.value)
+
+
+@pytest.fixture
+def graph_copy(rmat_small: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "graph"
+    shutil.copytree(rmat_small.parent if rmat_small.is_file() else rmat_small, dst)
+    return dst / "metadata.json"
+
+
+def _checked(tmp_path: Path, graph: Path, **extra):
+    cfg = parse_config({"input": {"metadata": str(graph)}, "output": {"dir": str(tmp_path / "out")},
+                        "num_parts": 2, **extra}, tmp_path / "job.yaml")
+    return check_config(cfg)
+
+
+def test_bad_work_location_missing_bucket(graph_copy: Path, tmp_path: Path, s3_env):
+    with pytest.raises(GraphshardError) as err:
+        _checked(tmp_path, graph_copy, work_dir="s3://no-such-bucket-gs/cache")
+    line = str(err.value)
+    assert "work_dir" in line and "no-such-bucket-gs" in line and "does not exist" in line and "\n" not in line
+
+
+def test_bad_location_unreachable_endpoint_names_no_secret(graph_copy: Path, tmp_path: Path, s3_env):
+    opts = {"s3://": {"key": "k", "secret": SECRET, "endpoint_url": "http://127.0.0.1:9"}}
+    with pytest.raises(GraphshardError) as err:
+        _checked(tmp_path, graph_copy, output={"dir": "s3://somewhere/out"}, storage_options=opts)
+    line = str(err.value)
+    assert "output.dir" in line and "cannot reach" in line and SECRET not in line and "\n" not in line
+
+
+def test_bad_location_wrong_credentials(graph_copy: Path, tmp_path: Path):
+    from s3_helpers import authenticating_server
+
+    with authenticating_server() as server:
+        opts = {"s3://": {**server.options(), "secret": SECRET}}
+        with pytest.raises(GraphshardError) as err:
+            _checked(tmp_path, graph_copy, work_dir="s3://bucket/cache", storage_options=opts)
+    line = str(err.value)
+    assert "work_dir" in line and "refused the credentials" in line and SECRET not in line
+
+
+def test_bad_location_read_only(graph_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from s3_helpers import read_only_bucket
+
+    with read_only_bucket() as (server, bucket):
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        with pytest.raises(GraphshardError) as err:
+            _checked(tmp_path, graph_copy, output={"dir": f"{bucket}/out"})
+    line = str(err.value)
+    assert "output.dir" in line and "denied write access" in line and server.secret not in line
+
+
+def test_output_prefix_inside_input_prefix(tmp_path: Path):
+    from graphshard.pipeline.preflight import _inside
+
+    assert _inside(Location("s3", "b/graph/out"), Location("s3", "b/graph"))
+    assert not _inside(Location("s3", "b/graph2"), Location("s3", "b/graph"))
+    assert not _inside(Location("gs", "b/graph/out"), Location("s3", "b/graph"))
+    assert _inside(tmp_path / "a" / "b", tmp_path / "a")
