@@ -262,14 +262,15 @@ TABLE_HEAD = ("| edges | method | step | worker peak GB | flow peak GB | scratch
               "time s | k, load average (1 min) at start-end |\n|---|---|---|---|---|---|---|---|---|---|")
 
 
-def update_coefficients(method: str, shape: dict, plan: dict, measured: dict) -> None:
+def update_coefficients(method: str, parts: int, shape: dict, plan: dict, measured: dict) -> None:
     """Write the measured edge cut, edge imbalance, halo nodes per cut edge and step core-seconds."""
     from graphshard.plan import coefficients
 
     c = coefficients.load()
     if method != "random":
         c["cut"][method] = round(shape["cut"], 4)
-    c["edge_imbalance"][method] = round(shape["edge_imbalance"], 4)
+    k_factor = (parts / 4) ** c["edge_imbalance_k_exponent"].get(method, 0.0)  # stored at k=4 (model.edge_imbalance)
+    c["edge_imbalance"][method] = round(shape["edge_imbalance"] / k_factor, 4)
     c["halo_nodes_per_cut_edge"] = round(shape["halo_nodes_per_cut_edge"], 4)
     keys = {"shuffle": "shuffle_per_edge", "validate": "validate_per_edge",
             "assign": f"assign:{method}_per_edge" if method == "multilevel" else f"assign:{method}_per_node"}
@@ -335,7 +336,7 @@ def run_method(edges: int, method: str, graph: Path, args, client, env: dict, li
                       **machine()}), file=sys.stderr)
     print("\n".join(rows), file=sys.stderr, flush=True)
     if args.update and shape:
-        update_coefficients(method, shape, plan, got["steps"])
+        update_coefficients(method, parts, shape, plan, got["steps"])
     shutil.rmtree(run_dir, ignore_errors=True)
 
 

@@ -56,8 +56,9 @@ def test_example_plan_shape_and_figures(tmp_path, capsys, example_graph):
     # the tasks the steps submit: a check per file; a draw per node block; convert, index, route, write; phase
     # zero (orig_nids), scans and cross-checks per partition plus a checksum per input file
     assert tasks == {"ingest": 4 + files, "assign": 1, "shuffle": 1 + feats + 1 + 4 + 4, "validate": 3 * 4 + 4 + files}
-    base = coefficients.load()["worker_base"]
-    assert all(base < s["worker_peak"] < 0.5e9 and s["flow_peak"] == coefficients.load()["flow_base"]
+    base, flow = coefficients.load()["worker_base"], coefficients.load()["flow_base"]
+    per_node = coefficients.load()["flow_bytes_per_node"]  # the flow process's per-node share: small at 5,000 nodes
+    assert all(base < s["worker_peak"] < 0.5e9 and s["flow_peak"] == flow + per_node.get(s["step"], 0) * 5000
                for s in plan["steps"])
     assert plan["limits"]["worker_memory"] == 2_000_000_000 and not plan["limits"]["external"]
     assert [loc["key"] for loc in plan["limits"]["locations"]] == ["work_dir"]  # output.dir: same filesystem
@@ -180,3 +181,29 @@ def test_methods_that_pack_edge_keys_need_fewer_than_2_31_nodes():
         found = fit.width_misfits(g, Settings(num_parts=64, method=method))
         assert bool(found) == refused
     assert "3,000,000,000" in fit.width_misfits(g, Settings(num_parts=64, method="metis"))[0].line()
+
+
+def test_validation_marks_follow_what_the_partitions_hold():
+    """The scan marks a byte per edge of the graph for original edge IDs and one for halo edges (halo_mode full);
+    neither without them: bench/plan.py's 500M-edge run (in_edges, no edge-ID files, k=19) measured 0.45 GB."""
+    g = GraphSizes.synthetic(25_000_000, 500_000_000, 5_000_000, 73, 4)
+
+    def scan(**changes) -> int:
+        s = Settings(**{**Settings(num_parts=19, orig_nids=True, orig_eids=True).__dict__, **changes})
+        return next(st for st in plan_steps(g, s) if st.step == "validate").worker_peak
+
+    assert scan() - scan(orig_eids=False) == g.edges
+    lean = scan(orig_eids=False, halo_mode="in_edges")
+    assert 0.75 < lean / 451_866_624 < 1.25
+    assert scan(orig_eids=False) - lean > 0.95 * g.edges  # + the halo nodes of the cut out-edges
+
+
+def test_node_balanced_partitions_hold_more_of_a_power_law_graphs_edges_as_k_grows():
+    """multilevel balances nodes: on R-MAT its largest partition held 2.92x the mean edges at k=4 (20M edges) and
+    3.47x at k=15 (100M, the shuffle task that died); random stays near 1 at any k."""
+    from graphshard.plan.model import edge_imbalance
+
+    base = coefficients.load()["edge_imbalance"]
+    assert edge_imbalance(Settings(num_parts=4, method="multilevel")) == base["multilevel"]
+    assert 3.3 < edge_imbalance(Settings(num_parts=15, method="multilevel")) < 3.65
+    assert edge_imbalance(Settings(num_parts=512, method="random")) == base["random"]

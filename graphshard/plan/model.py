@@ -88,12 +88,20 @@ def gb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
 
 
+def edge_imbalance(s: Settings) -> float:
+    """The largest partition's edges over the mean: measured at k=4 (`edge_imbalance`), times (k/4)^exponent where a
+    node-balanced method's hubs make it grow with k (`edge_imbalance_k_exponent`; multilevel on R-MAT: 2.92 at k=4,
+    3.47 at k=15)."""
+    c = coefficients.load()
+    return c["edge_imbalance"][s.method] * (s.num_parts / 4) ** c["edge_imbalance_k_exponent"].get(s.method, 0.0)
+
+
 def shape(g: GraphSizes, s: Settings) -> Shape:
     """The largest partition, from the method's expected cut and edge imbalance (coefficients)."""
     c = coefficients.load()
     k = s.num_parts
     cut = (1 - 1 / (k * s.trainers)) if s.method == "random" else min(c["cut"][s.method], 1 - 1 / k)
-    owned = g.edges / k * c["edge_imbalance"][s.method] if k > 1 else g.edges
+    owned = g.edges / k * edge_imbalance(s) if k > 1 else g.edges
     if s.halo_hops == 0:
         local, halo_nodes = owned * (1 - cut), 0.0
     else:
@@ -115,6 +123,13 @@ def _seconds(core_seconds: float, s: Settings, tasks: int, parallel: bool = True
 
 def _worker(task_bytes: float, s: Settings) -> int:
     return int(coefficients.load()["worker_base"] + s.threads * task_bytes)
+
+
+def _flow(step: str, g: GraphSizes) -> int:
+    """The flow process in a step: its baseline plus what it holds per node of the graph (the assign step parses the
+    `<ntype>.txt` files there, the shuffle and validation gather per-node summaries; `flow_bytes_per_node`)."""
+    c = coefficients.load()
+    return int(c["flow_base"] + c["flow_bytes_per_node"].get(step, 0) * g.nodes)
 
 
 def ingest(g: GraphSizes, s: Settings) -> StepPlan:
@@ -163,7 +178,7 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
     task = unit * c["random_bytes_per_node"]
     secs = _seconds(cs[f"assign:{s.method}_per_node"] * g.nodes + r_secs, s, tasks + r_tasks)
     peak = "report-cut (one edge chunk)" if r_task > task else f"{s.method} block of {unit:,} nodes"
-    return StepPlan("assign", s.method, _worker(max(task, r_task), s), c["flow_base"], scratch, text,
+    return StepPlan("assign", s.method, _worker(max(task, r_task), s), _flow("assign", g), scratch, text,
                     tasks + r_tasks, secs, peak, "chunk" if r_task > task else "fixed")
 
 
@@ -182,7 +197,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
-    flow = c["flow_base"] + c["ml_flow_extra"]
+    flow = _flow("assign", g) + c["ml_flow_extra"]
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
                     int(work), text, tasks, secs, peak, driver)
 
@@ -237,25 +252,28 @@ def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
     peak = max(candidates, key=candidates.get)
     blocks = sum(max(1, math.ceil(n / s.node_block_rows)) for n in g.nodes_per_type)
     tasks = g.node_types + g.features + blocks + g.edge_chunks + s.num_parts
-    output = partition_bytes(g, s, p) * s.num_parts / (c["edge_imbalance"][s.method] if s.num_parts > 1 else 1)
+    output = partition_bytes(g, s, p) * s.num_parts / (edge_imbalance(s) if s.num_parts > 1 else 1)
     secs = _seconds(c["core_seconds"]["shuffle_per_edge"] * (g.edges + p.local_edges * s.num_parts) / 2, s, tasks)
     driver = "partition" if peak.startswith("write") else "chunk" if "edge" in peak else "block"
     return StepPlan("shuffle", f"{s.num_parts} partitions, ~{p.local_edges:,.0f} local edges in the largest",
-                    _worker(candidates[peak], s), c["flow_base"], shuffle_scratch(g, s, p), int(output), tasks, secs,
-                    peak, driver)
+                    _worker(candidates[peak], s), _flow("shuffle", g), shuffle_scratch(g, s, p), int(output), tasks,
+                    secs, peak, driver)
 
 
 def validate(g: GraphSizes, s: Settings) -> StepPlan:
     """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + marks over
-    the graph's IDs); checksum tasks per input file; scratch maps of the graph's nodes and edges."""
+    the graph's IDs: a byte per edge of the graph for the original edge IDs, and one for the halo edges' IDs when
+    partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input file; scratch maps of the
+    graph's nodes and edges."""
     c, p = coefficients.load(), shape(g, s)
+    halo_edges = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
     task = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
-            + p.local_nodes * c["validate_bytes_per_local_node"] + 2 * g.edges + 9 * g.nodes)
+            + p.local_nodes * c["validate_bytes_per_local_node"] + (s.orig_eids + halo_edges) * g.edges + 9 * g.nodes)
     tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files
     rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts
     secs = _seconds(c["core_seconds"]["validate_per_edge"] * rows, s, tasks)
-    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(task, s), c["flow_base"],
-                    9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts, tasks, secs,
+    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(task, s),
+                    _flow("validate", g), 9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts, tasks, secs,
                     "scan (one partition, piece by piece)", "partition")
 
 
