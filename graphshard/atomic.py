@@ -2,6 +2,9 @@
 
 Every folder graphshard writes (a chunked graph, an assignment, a partition set, a step artifact) appears under its
 final name only when complete, so a crashed or killed run never leaves a half-written one behind.
+
+An object store has no rename: a partition set is published there by `publish_on_store`, its files under a
+run-unique prefix and the partition config, naming them, written last in one PUT (`graphshard.runprefix`).
 """
 
 from __future__ import annotations
@@ -9,11 +12,14 @@ from __future__ import annotations
 import os
 import shutil
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
 from graphshard.errors import GraphshardError
+from graphshard.runprefix import RUNS, with_prefix
+from graphshard.storage import Location, Storage, location
 
 
 def staging_dir(final: Path) -> Path:
@@ -77,3 +83,27 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def run_prefix(out: Location, run: str) -> Location:
+    """Where a set published on a store as run `run` keeps its files."""
+    return out / RUNS / run
+
+
+def publish_on_store(sources: list[Path | Location], out: Location, config_name: str, run: str, storage: Storage,
+                     skip: tuple[str, ...] = (), transfers: int = 8) -> Location:
+    """Publish a partition set on a store: every file of `sources` (but `config_name` and `skip`) under
+    `run_prefix(out, run)` (copied by the store itself within one store), then the config found in the first
+    source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole. Then every
+    other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. Returns the config."""
+    prefix = run_prefix(out, run)
+    copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
+              if e.rel != config_name and e.rel not in skip]
+    with ThreadPoolExecutor(transfers) as pool:
+        list(pool.map(lambda pair: storage.copy(*pair), copies))
+    text = with_prefix(storage.read_bytes(location(sources[0]) / config_name).decode(), f"{RUNS}/{run}")
+    storage.write_bytes(out / config_name, text.encode())
+    stale = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run})
+    for name in stale:
+        storage.delete_prefix(out / RUNS / name)
+    return out / config_name

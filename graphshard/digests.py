@@ -9,6 +9,7 @@ A digest taken elsewhere (a Dask worker writing a partition) is handed to this p
 remembered by the file's stat identity (device, inode, size, mtime, ctime): `hash_file` of a file whose identity is
 unchanged returns the remembered digest without reading the file. Writing to a file (or replacing it) changes its
 mtime/ctime, so a file changed since it was hashed is read again. Renaming the folders above it changes nothing.
+An object on a store (a `StoredFile` at a URL) is identified by its URL, ETag and size (`StoredFile.identity`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
-from typing import BinaryIO, Callable, Iterable
+from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 
 import xxhash
+
+if TYPE_CHECKING:
+    from graphshard.storage import Location, StoredFile
+
+Where = "str | Path | Location | StoredFile"  # a local path, or a URL / StoredFile read through the storage layer
 
 BLOCK = 4 << 20
 FAST, INPUT = "xxh3_128", "blake2b"
@@ -31,21 +36,42 @@ def identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
+def _stored(where: Where) -> StoredFile:
+    from graphshard.storage import StoredFile
+
+    return StoredFile.of(where)
+
+
+def identity_of(where: Where) -> tuple:
+    """The identity of a local file (stat) or of an object (URL, ETag, size: one HEAD request)."""
+    f = _stored(where)
+    return identity(os.stat(f.loc.path)) if f.loc.is_local else f.identity()
+
+
+def written_identity(loc: Location, size: int) -> tuple:
+    """The identity of an object just written (its URL and size; no ETag: that would cost a HEAD per object)."""
+    return loc.url, "", int(size), 0, 0
+
+
 @dataclass(frozen=True)
 class FileDigest:
     """A file's digest (`algorithm`: a key of ALGORITHMS) as taken where its bytes were, with the identity it had
-    then."""
+    then (`identity[2]` is its size, local or not)."""
 
-    identity: tuple[int, int, int, int, int]
+    identity: tuple
     algorithm: str
     hexdigest: str
 
     @classmethod
-    def of(cls, path: str | Path, algorithm: str, hexdigest: str) -> "FileDigest":
-        return cls(identity(os.stat(path)), algorithm, hexdigest)
+    def of(cls, path: Where, algorithm: str, hexdigest: str) -> "FileDigest":
+        return cls(identity_of(path), algorithm, hexdigest)
+
+    @property
+    def size(self) -> int:
+        return int(self.identity[2])
 
 
-_remembered: dict[tuple[str, tuple[int, int, int, int, int]], str] = {}
+_remembered: dict[tuple[str, tuple], str] = {}
 
 
 def remember(digests: Iterable[FileDigest]) -> None:
@@ -53,26 +79,43 @@ def remember(digests: Iterable[FileDigest]) -> None:
     _remembered.update(((d.algorithm, d.identity), d.hexdigest) for d in digests)
 
 
-def read_digest(path: str | Path, algorithm: str = FAST) -> str:
-    """A file's digest, read in blocks (reads release the GIL, so threads overlap)."""
+def recalled(algorithm: str, ident: tuple) -> str | None:
+    """The remembered digest of a file or object in this state (`identity(stat)`, `written_identity`, an object's
+    `StoredFile.identity`), else None: what the pipeline's step cache asks instead of downloading."""
+    return _remembered.get((algorithm, ident))
+
+
+def read_digest(path: Where, algorithm: str = FAST) -> str:
+    """A file's digest, read in blocks (reads release the GIL, so threads overlap; an object: ranged reads)."""
     h = ALGORITHMS[algorithm]()
-    with open(path, "rb") as fh:
+    with _stored(path).open(BLOCK) as fh:
         while chunk := fh.read(BLOCK):
             h.update(chunk)
     return h.hexdigest()
 
 
-def hash_file(path: str | Path, algorithm: str = FAST) -> str:
+def hash_file(path: Where, algorithm: str = FAST) -> str:
     """A file's digest: the remembered one when the file is unchanged since it was taken, else read."""
-    known = _remembered.get((algorithm, identity(os.stat(path))))
+    known = _remembered.get((algorithm, identity_of(path)))
     return known if known is not None else read_digest(path, algorithm)
 
 
-def hashed_read(path: str | Path, algorithm: str = FAST) -> FileDigest:
+def hashed_read(path: Where, algorithm: str = FAST) -> FileDigest:
     """Read a file to hash it, on the worker that has just read (or is about to read) it; its identity with it."""
-    before = os.stat(path)
+    before = identity_of(path)
     digest = read_digest(path, algorithm)
-    return FileDigest(identity(before), algorithm, digest)
+    return FileDigest(before, algorithm, digest)
+
+
+def hashed_bytes(where: Where, algorithm: str = FAST) -> tuple[FileDigest, bytes]:
+    """Read a whole file once (an object: one GET after its HEAD) and hash it: the digest and the bytes, so the
+    caller parses what was hashed instead of downloading it again."""
+    f = _stored(where)
+    before = identity_of(f)
+    data = f.read_all()
+    h = ALGORITHMS[algorithm]()
+    h.update(data)
+    return FileDigest(before, algorithm, h.hexdigest()), data
 
 
 class HashingWriter:

@@ -3,7 +3,10 @@ the set's digests file, so that a training host gets its partition in a form DGL
 
 The partition config is copied verbatim: DGL's `load_partition(config, i)` opens only `part-<i>`'s files (paths
 relative to the config), while `load_partition_book` needs `num_parts` and every part's ID ranges, so a config for a
-subset must still describe all parts; parts not fetched are named there but absent. Everything is built in a staging
+subset must still describe all parts; parts not fetched are named there but absent. A set published on a store names
+its files under a run-unique prefix (`.runs/<id>/`, `graphshard.runprefix`): they are fetched from there, with the
+digests file the run wrote beside them, into the layout a local run writes, and the prefix is taken off the config's
+paths (only those strings), so the fetched config is byte for byte a local run's. Everything is built in a staging
 folder beside `out_dir` and moved into place only when every file matched its digest.
 """
 
@@ -20,6 +23,7 @@ import xxhash
 from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
+from graphshard.runprefix import split_prefix
 from graphshard.storage import Location, Storage, check_location, location
 
 if TYPE_CHECKING:
@@ -115,8 +119,10 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
     if not out.is_local:
         raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
     check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not
-    config_bytes = storage.read_bytes(config)
-    digests_loc = config.parent.join(digests_name(config.name))
+    prefix, config_text = split_prefix(storage.read_bytes(config).decode())
+    config_bytes = config_text.encode()
+    base = config.parent.join(prefix) if prefix else config.parent  # where the set's files are
+    digests_loc = base.join(digests_name(config.name))
     if not storage.exists(digests_loc):
         raise GraphshardError(f"{digests_loc}: no digests file beside the partition config, so the files cannot be "
                               "checked; publish the set again with this graphshard (the shuffle step writes it)")
@@ -132,7 +138,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
         chosen = parse_parts(parts, layout.num_parts, str(config))
         files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
         with ThreadPoolExecutor(max(1, transfers)) as pool:
-            jobs = [pool.submit(_copy, storage, config.parent.join(rel), stage / rel, listed[rel]) for rel in files]
+            jobs = [pool.submit(_copy, storage, base.join(rel), stage / rel, listed[rel]) for rel in files]
             try:
                 total = sum(job.result() for job in as_completed(jobs))
             except BaseException:

@@ -27,6 +27,7 @@ from graphshard.formats.readers import (
     not_numeric_problem,
     reader_for,
 )
+from graphshard.storage import Storage, StoredFile
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def with_field(err: InputError, field: str) -> InputError:
     return err if err.field else InputError(err.file, field, err.expected, err.found)
 
 
-def file_stat(path: Path, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
+def file_stat(path: StoredFile, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
     """A feature file's stat with its problems: 1-D or 2-D, numeric or bool."""
     problems = []
@@ -86,7 +87,7 @@ def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats
 def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> Header:
     """One file's header, its errors naming the metadata field."""
     try:
-        return reader_for(spec.format).header(graph.path(spec.data[chunk]), spec.format)
+        return reader_for(spec.format).header(graph.file(spec.data[chunk]), spec.format)
     except InputError as err:
         raise with_field(err, field) from None
 
@@ -109,7 +110,7 @@ def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError |
         return err
     if head.rows == 0 and graph.num_edges_per_chunk[graph.etype_id(etype)][chunk] == 0:
         return None
-    problem = edge_ids_problem(graph.path(spec.data[chunk]), field, spec.format, head.row_shape, head.dtype)
+    problem = edge_ids_problem(graph.file(spec.data[chunk]), field, spec.format, head.row_shape, head.dtype)
     return problem if problem is not None else edge_rows_problem(graph, etype, chunk, head.rows)
 
 
@@ -119,16 +120,18 @@ def _feature_stat(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: s
         head = _header(graph, spec, chunk, field)
     except InputError as err:
         return FileStat(0, (), "", (err,))
-    return file_stat(graph.path(spec.data[chunk]), spec.format, field, head.rows, head.row_shape, head.dtype)
+    return file_stat(graph.file(spec.data[chunk]), spec.format, field, head.rows, head.row_shape, head.dtype)
 
 
-def precheck(graph: ChunkedGraph | str | Path) -> list[GraphshardError]:
+def precheck(graph: ChunkedGraph | str | Path, storage: Storage | None = None) -> list[GraphshardError]:
     """Every problem the chunk files' headers show (ms per file at any size): run before any work is submitted.
 
     Parameters
     ----------
     graph : ChunkedGraph, str or Path
-        The graph, or its metadata.json (or its folder).
+        The graph, or its metadata.json (or its folder): a path or a URL.
+    storage : Storage, optional
+        What a graph given by location is read through; None: credentials from the environment.
 
     Returns
     -------
@@ -136,7 +139,7 @@ def precheck(graph: ChunkedGraph | str | Path) -> list[GraphshardError]:
         Empty when the headers look sound; a metadata.json that does not load is the single problem.
     """
     try:
-        graph = as_graph(graph)
+        graph = as_graph(graph, storage)
     except GraphshardError as err:
         return [err]
     problems = [p for et in graph.edge_type for c in range(len(graph.edges[et].data))
@@ -176,8 +179,9 @@ def refuse(problems: list[GraphshardError]) -> None:
         raise ProblemList(problems)
 
 
-def checked_graph(metadata: str | Path | ChunkedGraph) -> ChunkedGraph:
-    """The parsed metadata.json once its chunk files' headers passed `precheck`; raises the problems otherwise."""
-    graph = as_graph(metadata)
+def checked_graph(metadata: str | Path | ChunkedGraph, storage: Storage | None = None) -> ChunkedGraph:
+    """The parsed metadata.json (a path or URL) once its chunk files' headers passed `precheck`; raises the problems
+    otherwise."""
+    graph = as_graph(metadata, storage)
     refuse(precheck(graph))
     return graph

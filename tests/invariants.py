@@ -140,11 +140,12 @@ def check_partitions(config_path: Path, metadata: Path, assignment_dir: Path, ha
         local = load_graph(base / files["part_graph"])
         nd, ed = local.ndata, local.edata
         # DGL 2.1's partition_graph: _TYPE for heterographs or one partition, part_id unless one partition; its
-        # distributed pipeline (in_edges): _TYPE always
+        # distributed pipeline (in_edges): _TYPE always, part_id never
         one = ex.num_parts == 1 and halo_mode == "full"
         typed = len(g.node_type) > 1 or len(g.edge_type) > 1 or halo_mode == "in_edges" or one
-        assert ("_TYPE" in nd, "_TYPE" in ed, "part_id" in nd) == (typed, typed, not one), f"part {p}: fields"
-        nd = {"_TYPE": np.zeros(local.num_nodes, np.int32), "part_id": np.zeros(local.num_nodes, np.int64), **nd}
+        with_part_id = halo_mode == "full" and not one
+        assert ("_TYPE" in nd, "_TYPE" in ed, "part_id" in nd) == (typed, typed, with_part_id), f"part {p}: fields"
+        nd = {"_TYPE": np.zeros(local.num_nodes, np.int32), "part_id": ex.node_owner[nd["_ID"]], **nd}
         ed = {"_TYPE": np.zeros(local.num_edges, np.int32), **ed}
         # §5.1 reserved fields with exact dtypes
         for key, dtype in NODE_DTYPES.items():

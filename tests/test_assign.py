@@ -13,7 +13,14 @@ import pymetis
 import pytest
 
 from graphshard.assign import REPORT_FILE, TRAINER_DIR, assign
-from graphshard.assign.graph_build import build_csr, edge_chunks, homogeneous_chunk
+from graphshard.assign.graph_build import (
+    build_csr,
+    csr_from_keys,
+    edge_chunks,
+    homogeneous_chunk,
+    key_bits,
+    symmetric_keys,
+)
 from graphshard.assign.metis_capi import DEBIAN_LIB, load_metis
 from graphshard.assign.options import AssignOptions
 from graphshard.cli import main
@@ -53,6 +60,24 @@ def test_csr_is_symmetric_loop_free_and_deduplicated(mag_small):
     assert set(got) == expected
     assert hom.num_nodes == g.total_nodes
     np.testing.assert_array_equal(hom.in_degrees, np.bincount(dst, minlength=g.total_nodes))
+
+
+def test_counted_csr_equals_the_sorted_keys_csr(rmat_small, mag_small, tmp_path):
+    """build_csr (counting) gives exactly the CSR of one sort of packed keys, dtypes included: duplicates, loops,
+    several edge types and chunks, and a graph whose last nodes have no edge."""
+    with ChunkedGraphWriter(tmp_path / "loops", "loops", ["_N"], ["_N:_E:_N"]) as w:
+        w.add_edges("_N:_E:_N", np.array([0, 3, 3, 2, 0, 1]), np.array([0, 1, 1, 3, 2, 0]), "numpy")
+        w.add_edges("_N:_E:_N", np.array([1, 2, 2]), np.array([3, 2, 0]), "numpy")
+        w.set_node_chunks("_N", [7])
+        loops = w.finish()
+    for meta in (rmat_small, mag_small, loops):
+        g = load_metadata(meta)
+        src, dst = all_edges(meta)
+        bits = key_bits(g.total_nodes)
+        indptr, indices = csr_from_keys(symmetric_keys(src, dst, bits), bits, rows=g.total_nodes)
+        hom = build_csr(g)
+        for got, want in ((hom.indptr, indptr), (hom.indices, indices)):
+            assert got.dtype == want.dtype and np.array_equal(got, want)
 
 
 def _metis_builds() -> dict[str, tuple[str, str, dict]]:

@@ -236,10 +236,14 @@ def test_checker_catches_wrong_outputs(shuffle_client, make_graph, tmp_path):
     save_tensor_dict(feats_file, feats)
     with pytest.raises(AssertionError, match="rows differ"):
         check_partitions(config, md, asg, "in_edges")
-    for part in (0, 1):  # without the pipeline's _TYPE fields, the halo itself is caught (part 0, before part 1)
+    # with partition_graph's fields instead of the pipeline's (no _TYPE, part_id added), the halo itself is caught
+    # (part 0, before part 1)
+    ends = np.array([end for _, end in json.loads(config.read_text())["node_map"]["_N"]])
+    for part in (0, 1):
         graph = load_graph(config.parent / f"part{part}" / "graph.dgl")
-        save_graph(config.parent / f"part{part}" / "graph.dgl", graph.num_nodes, graph.src, graph.dst,
-                   {k: v for k, v in graph.ndata.items() if k != "_TYPE"},
+        ndata = {k: v for k, v in graph.ndata.items() if k != "_TYPE"}
+        ndata["part_id"] = np.searchsorted(ends, ndata["_ID"], side="right").astype(np.int64)
+        save_graph(config.parent / f"part{part}" / "graph.dgl", graph.num_nodes, graph.src, graph.dst, ndata,
                    {k: v for k, v in graph.edata.items() if k != "_TYPE"})
     with pytest.raises(AssertionError, match="differs from DGL's"):
         check_partitions(config, md, asg, "full")

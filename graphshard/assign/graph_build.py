@@ -1,8 +1,10 @@
 """The homogeneous graph that METIS-like partitioners see, built from the edge chunks with numpy only.
 
 As DGL's `partition_graph` does: every edge type merged into one homogeneous graph with type-major node IDs
-(all nodes of type 0, then type 1, ...), symmetrized, self-loops and duplicate edges dropped. The CSR comes from one
-sort of packed int64 keys `(u << bits) | v` (no Python loop over nodes or edges).
+(all nodes of type 0, then type 1, ...), symmetrized, self-loops and duplicate edges dropped. `build_csr` (the whole
+graph, in one process) counts and scatters (`csr_sort`, O(nodes + edges)); the per-rank and per-block builders sort
+packed int64 keys `(u << bits) | v` (`symmetric_keys`, `csr_from_keys`). Both give the same CSR: rows ascending,
+each row's neighbours ascending.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphshard.assign.csr_sort import count_ends, scatter_ends, sorted_unique_rows
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.formats.readers import read_edge_chunk
@@ -92,24 +95,35 @@ def csr_from_keys(keys: np.ndarray, bits: int, row_offset: int = 0, rows: int | 
 
 
 def build_csr(graph: ChunkedGraph, threads: int = 2) -> HomGraph:
-    """The whole graph as a symmetric, deduplicated, loop-free CSR (chunks read by a small thread pool)."""
+    """The whole graph as a symmetric, deduplicated, loop-free CSR, by counting (`csr_sort`): chunks read and counted
+    by a small thread pool, then scattered by row in metadata order."""
     n = graph.total_nodes
-    bits = key_bits(n)
+    key_bits(n)  # the same node limit as the packed-key builders
     jobs = edge_chunks(graph)
-    starts = np.concatenate([[0], np.cumsum([2 * graph.num_edges_per_chunk[graph.etype_id(et)][i] for et, i in jobs])])
-    keys = np.empty(int(starts[-1]), dtype=np.int64)
 
-    def load(j: int) -> np.ndarray:
+    def load(j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         src, dst = homogeneous_chunk(graph, *jobs[j])
-        if 2 * len(src) != starts[j + 1] - starts[j]:
+        expected = graph.num_edges_per_chunk[graph.etype_id(jobs[j][0])][jobs[j][1]]
+        if len(src) != expected:
             raise InputError(graph.path(graph.edges[jobs[j][0]].data[jobs[j][1]]), "rows",
-                             f"{(starts[j + 1] - starts[j]) // 2} edges (num_edges_per_chunk)", len(src))
-        symmetric_keys(src, dst, bits, out=keys[starts[j]:starts[j + 1]])
-        return np.bincount(dst, minlength=n)
+                             f"{expected} edges (num_edges_per_chunk)", len(src))
+        return (src, dst, *count_ends(src, dst, n))
 
+    rows = np.zeros(n, dtype=np.int64)
     in_deg = np.zeros(n, dtype=np.int64)
+    chunks = []
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        for deg in pool.map(load, range(len(jobs))):
-            in_deg += deg
-    indptr, indices = csr_from_keys(keys, bits, rows=n)
+        for src, dst, row_counts, in_counts in pool.map(load, range(len(jobs))):
+            rows += row_counts
+            in_deg += in_counts
+            chunks.append((src, dst))
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(rows, out=indptr[1:])
+    del rows
+    fill = indptr[:-1].copy()
+    cols = np.empty(int(indptr[-1]), dtype=np.int32)  # node IDs < 2^31 (key_bits)
+    while chunks:
+        scatter_ends(*chunks.pop(0), fill, cols)
+    del fill
+    indptr, indices = sorted_unique_rows(indptr, cols)
     return HomGraph(indptr=indptr, indices=indices, in_degrees=in_deg)

@@ -8,6 +8,7 @@ import importlib
 import json
 import logging
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +22,9 @@ from graphshard.assign.options import METHODS, AssignOptions, resolve
 from graphshard.assign.report import build_report, load_parts, peak_memory
 from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
-from graphshard.formats.assignment import write_meta
+from graphshard.formats.assignment import META_FILE, write_meta
 from graphshard.formats.chunked import ChunkedGraph, as_graph
+from graphshard.storage import Location, Storage, location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -65,16 +67,18 @@ def _merge_trainers(graph: ChunkedGraph, trainer_files: dict[str, Path], trainer
         write_blocks(out / f"{nt}.txt", (ids[i:i + TEXT_BLOCK] // trainers for i in range(0, len(ids), TEXT_BLOCK)))
 
 
-def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options: AssignOptions,
-           client: "Client | None" = None, overwrite: bool = False, edge_report: bool = True) -> Path:
+def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path | Location, num_parts: int,
+           options: AssignOptions, client: "Client | None" = None, overwrite: bool = False, edge_report: bool = True,
+           *, storage: Storage | None = None) -> Path | Location:
     """Write the assignment folder for `num_parts` partitions at `out_dir` (step 1 of the pipeline).
 
     Parameters
     ----------
-    metadata : Path or ChunkedGraph
-        The chunked graph, or its metadata.json.
-    out_dir : Path
+    metadata : str, Path, Location or ChunkedGraph
+        The chunked graph, or its metadata.json: a path or a URL (workers read its chunks from the store).
+    out_dir : str, Path or Location
         The assignment folder: `<ntype>.txt`, `partition_meta.json`, `assignment_report.json` (+ `trainer_ids/`).
+        A URL: the folder is built in a local temporary folder and uploaded, `partition_meta.json` last.
     num_parts : int
         Partitions, 1 to the node count.
     options : AssignOptions
@@ -86,14 +90,19 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
     edge_report : bool
         False: the report's edge cut, edges per part and communication volume are null, saving a pass over every edge,
         for a caller that measures them on the written partitions (the flow, when it validates).
+    storage : Storage, optional
+        What locations given as URLs are read and written through; None: credentials from the environment.
 
     Returns
     -------
-    Path
-        `out_dir`.
+    Path or Location
+        `out_dir` (a Path when local, as before; a Location for a URL).
     """
     start = time.perf_counter()
-    graph = as_graph(metadata)
+    graph = as_graph(metadata, storage)
+    target = location(out_dir)
+    if not target.is_local:
+        return _assign_to_store(graph, target, num_parts, options, client, overwrite, edge_report)
     if not 1 <= num_parts <= graph.total_nodes:
         raise GraphshardError(f"num_parts: expected an integer in [1, {graph.total_nodes}] (the graph's node count), "
                               f"found {num_parts}")
@@ -130,6 +139,23 @@ def assign(metadata: Path | ChunkedGraph, out_dir: Path, num_parts: int, options
             "seconds": round(time.perf_counter() - start, 3),
             "memory": peak_memory(),
         })
-        (stage / REPORT_FILE).write_text(json.dumps(report, indent=2))
+        Storage().write_bytes(stage / REPORT_FILE, json.dumps(report, indent=2).encode())
     return Path(out_dir)
+
+
+def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, options: AssignOptions, client,
+                     overwrite: bool, edge_report: bool) -> Location:
+    """`assign` into a local temporary folder, then its files uploaded under `target`, `partition_meta.json` last
+    (a folder without it is no assignment). An existing assignment there is replaced only with `overwrite`."""
+    storage = graph.storage
+    if storage.listing(target):
+        if not overwrite:
+            raise GraphshardError(f"{target}: output folder exists (pass --overwrite to replace it)")
+        storage.delete_prefix(target)
+    with tempfile.TemporaryDirectory(prefix="graphshard-assign-") as tmp:
+        folder = assign(graph, Path(tmp) / "assignment", num_parts, options, client, edge_report=edge_report)
+        files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.name == META_FILE)
+        for path in files:
+            storage.upload(path, target.join(path.relative_to(folder).as_posix()))
+    return target
 

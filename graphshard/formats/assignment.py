@@ -16,6 +16,7 @@ import numpy as np
 from graphshard.errors import InputError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.formats.jsonfile import read_json_object
+from graphshard.storage import Location, Storage, StoredFile, location
 
 META_FILE = "partition_meta.json"
 PART_DTYPE = np.int32
@@ -46,9 +47,10 @@ def write_meta(folder: Path, num_parts: int, algo_name: str) -> Path:
     return path
 
 
-def read_meta(folder: Path) -> AssignmentMeta:
-    path = Path(folder) / META_FILE
-    data = read_json_object(path, "partition_meta.json with num_parts and algo_name")
+def read_meta(folder: str | Path | Location, storage: Storage | None = None) -> AssignmentMeta:
+    """`partition_meta.json` of an assignment folder (a path or a URL)."""
+    path = StoredFile.of(location(folder).join(META_FILE), storage).shown
+    data = read_json_object(path, "partition_meta.json with num_parts and algo_name", storage)
     num_parts = data.get("num_parts")
     if not isinstance(num_parts, int) or num_parts < 1:
         raise InputError(path, "num_parts", "an integer >= 1", num_parts)
@@ -63,25 +65,28 @@ def _check_ids(path: Path, block: np.ndarray, first_line: int, num_parts: int) -
                          int(block[bad[0]]))
 
 
-def convert_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int, out: Path) -> Path:
-    """Stream one `<ntype>.txt` into an int32 `.npy`, checking every line: `expected_rows` ids in [0, num_parts).
+def convert_parts(folder: str | Path | Location, ntype: str, expected_rows: int, num_parts: int, out: Path,
+                  storage: Storage | None = None) -> Path:
+    """Stream one `<ntype>.txt` (in a folder that may be a URL) into an int32 `.npy`, checking every line:
+    `expected_rows` ids in [0, num_parts).
 
-    Memory stays at one csv block (16 MiB) whatever the node count.
+    Memory stays at one csv block (16 MiB) whatever the node count; an object is streamed by ranged reads.
     """
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
     from graphshard.formats.arrow import column_to_numpy
 
-    path = Path(folder) / f"{ntype}.txt"
-    if not path.exists():
+    source = StoredFile.of(location(folder).join(f"{ntype}.txt"), storage)
+    path = source.shown
+    if not source.exists():
         raise InputError(path, f"node type '{ntype}'", f"an assignment file with {expected_rows} lines", "no such file")
     dest = np.lib.format.open_memmap(out, mode="w+", dtype=PART_DTYPE, shape=(expected_rows,))
     row = 0
-    if path.stat().st_size:
+    if source.size():
         try:
             reader = pacsv.open_csv(
-                path,
+                source.loc.path if source.is_local else source.open(block_size=1 << 24),
                 read_options=pacsv.ReadOptions(column_names=["p"], block_size=1 << 24),
                 convert_options=pacsv.ConvertOptions(column_types={"p": pa.int64()}),
             )
@@ -102,10 +107,11 @@ def convert_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int, 
     return out
 
 
-def read_parts(folder: Path, ntype: str, expected_rows: int, num_parts: int) -> np.ndarray:
+def read_parts(folder: str | Path | Location, ntype: str, expected_rows: int, num_parts: int,
+               storage: Storage | None = None) -> np.ndarray:
     """Read and check one `<ntype>.txt` into memory (for small graphs and tests)."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = convert_parts(folder, ntype, expected_rows, num_parts, Path(tmp) / "p.npy")
+        out = convert_parts(folder, ntype, expected_rows, num_parts, Path(tmp) / "p.npy", storage)
         return np.load(out)
 
 

@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from graphshard.errors import InputError
 from graphshard.formats.jsonfile import read_json_object
+from graphshard.storage import Location, Storage, StoredFile, location
 
 FORMAT_NAMES = ("csv", "numpy", "parquet")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-.]+$")
@@ -61,7 +72,8 @@ class EdgeType(BaseModel):
 
 
 class ChunkedGraph(BaseModel):
-    """The parsed `metadata.json`; paths are resolved against `base_dir` (the file's folder)."""
+    """The parsed `metadata.json`; paths are resolved against its folder (`base`, a path or a URL: chunk files named
+    relative to it, or by absolute paths or URLs) and read through `storage`."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -76,7 +88,10 @@ class ChunkedGraph(BaseModel):
     num_nodes_per_type: list[int] | None = None
     num_edges_per_type: list[int] | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)
-    metadata_path: Path | None = Field(default=None, exclude=True)
+    metadata_path: Path | Location | None = Field(default=None, exclude=True)
+    _base: Location | None = PrivateAttr(default=None)
+    _storage: Storage | None = PrivateAttr(default=None)
+    _held: dict = PrivateAttr(default_factory=dict)
 
     @field_validator("graph_name")
     @classmethod
@@ -159,10 +174,41 @@ class ChunkedGraph(BaseModel):
         return self
 
     # ---- lookups -------------------------------------------------------------------------------------------
-    def path(self, p: str) -> Path:
-        """Absolute path of a chunk file named in the metadata (relative paths are against base_dir)."""
-        q = Path(p)
-        return q if q.is_absolute() else self.base_dir / q
+    @property
+    def base(self) -> Location:
+        """The metadata's folder, a local path or a URL: what relative chunk paths are resolved against."""
+        return self._base or location(self.base_dir)
+
+    @property
+    def storage(self) -> Storage:
+        """What the graph's files are read through (the default: credentials from the environment)."""
+        if self._storage is None:
+            self._storage = Storage()
+        return self._storage
+
+    @property
+    def is_local(self) -> bool:
+        return self.base.is_local
+
+    def location(self, p: str) -> Location:
+        """Where a chunk file named in the metadata lies (relative names are against `base`; URLs stand alone)."""
+        return location(p, base=self.base)
+
+    def path(self, p: str) -> Path | Location:
+        """A chunk file named in the metadata as messages show it: an absolute Path when local, else its location."""
+        loc = self.location(p)
+        return Path(loc.path) if loc.is_local else loc
+
+    def file(self, p: str) -> StoredFile:
+        """A chunk file named in the metadata, to read through the graph's storage (or from bytes `holding` gave)."""
+        loc = self.location(p)
+        return StoredFile(loc, self.storage, self._held.get(loc))
+
+    def holding(self, held: dict[Location, bytes]) -> ChunkedGraph:
+        """A copy of this graph whose files at these locations are read from these bytes (read once already)."""
+        copy = self.model_copy()
+        copy._base, copy._storage, copy._held = self._base, self.storage, {**self._held, **held}
+        return copy
 
     def ntype_id(self, ntype: str) -> int:
         return self.node_type.index(ntype)
@@ -251,26 +297,39 @@ def _pydantic_problem(err: ValidationError) -> tuple[str, str, object]:
     return loc, expected, found
 
 
-def parse_metadata(data: dict, base_dir: Path, source: str | Path = "metadata.json") -> ChunkedGraph:
+def parse_metadata(data: dict, base_dir: str | Path | Location, source: str | Path | Location = "metadata.json",
+                   storage: Storage | None = None) -> ChunkedGraph:
     """Validate a metadata dict; raise InputError naming the file and the field on any problem."""
     if not isinstance(data, dict):
         raise InputError(source, None, "a JSON object at the top level", type(data).__name__)
+    base = location(base_dir)
     try:
-        graph = ChunkedGraph.model_validate({**data, "base_dir": Path(base_dir)})
+        graph = ChunkedGraph.model_validate({**data, "base_dir": Path(base.path) if base.is_local else Path(".")})
     except ValidationError as err:
         field, expected, found = _pydantic_problem(err)
         raise InputError(source, field, expected, found) from None
-    graph.metadata_path = Path(source)
+    graph._base, graph._storage = base, storage
+    graph.metadata_path = Path(source) if not isinstance(source, Location) or source.is_local else source
     return graph
 
 
-def load_metadata(path: str | Path) -> ChunkedGraph:
-    """Read and validate a chunked graph's `metadata.json`.
+def metadata_location(path: str | os.PathLike | Location, storage: Storage | None = None) -> Location:
+    """A metadata.json's location from the file or its folder (a URL not ending in `.json` is taken as a folder)."""
+    loc = location(path)
+    if loc.is_local:
+        return location(Path(loc.path).resolve() / "metadata.json") if Path(loc.path).is_dir() else loc
+    return loc if loc.name.endswith(".json") else loc.join("metadata.json")
+
+
+def load_metadata(path: str | os.PathLike | Location, storage: Storage | None = None) -> ChunkedGraph:
+    """Read and validate a chunked graph's `metadata.json`, a local file or an object at a URL.
 
     Parameters
     ----------
-    path : str or Path
-        The metadata.json, or its folder.
+    path : str, Path or Location
+        The metadata.json, or its folder: a path or a URL such as s3://bucket/graph/metadata.json.
+    storage : Storage, optional
+        What the metadata and the chunk files are read through; None: credentials from the environment.
 
     Returns
     -------
@@ -282,12 +341,14 @@ def load_metadata(path: str | Path) -> ChunkedGraph:
     InputError
         Naming the file, the field and what was expected.
     """
-    path = Path(path).resolve()
-    if path.is_dir():
-        path = path / "metadata.json"
-    return parse_metadata(read_json_object(path, "metadata.json file"), path.parent, path)
+    loc = metadata_location(path, storage)
+    if loc.is_local:
+        local = Path(loc.path).resolve()
+        return parse_metadata(read_json_object(local, "metadata.json file"), local.parent, local, storage)
+    data = read_json_object(loc, "metadata.json file", storage)
+    return parse_metadata(data, loc.parent, loc, storage)
 
 
-def as_graph(graph: ChunkedGraph | str | Path) -> ChunkedGraph:
-    """A loaded graph as it is, else `load_metadata(graph)` (a metadata.json or its folder)."""
-    return graph if isinstance(graph, ChunkedGraph) else load_metadata(graph)
+def as_graph(graph: ChunkedGraph | str | os.PathLike | Location, storage: Storage | None = None) -> ChunkedGraph:
+    """A loaded graph as it is, else `load_metadata(graph, storage)` (a metadata.json or its folder)."""
+    return graph if isinstance(graph, ChunkedGraph) else load_metadata(graph, storage)

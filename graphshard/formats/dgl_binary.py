@@ -6,7 +6,6 @@ readinto). Everything is little-endian, as DGL writes it on x86.
 
 from __future__ import annotations
 
-import os
 import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,8 +14,11 @@ from typing import BinaryIO, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from graphshard.digests import FileDigest, HashingWriter
-from graphshard.errors import InputError
+from graphshard.digests import FileDigest, HashingWriter, written_identity
+from graphshard.errors import GraphshardError, InputError
+from graphshard.storage import Location, Storage, StoredFile
+
+Target = str | Path | Location | StoredFile  # where a writer writes: a local path, or a URL through the storage layer
 
 NDARRAY_MAGIC = 0xDD5E40F096B4A13F
 TENSOR_DICT_MAGIC = 0xDD5A9FBE3FA2443F
@@ -30,6 +32,7 @@ CSR_MAGIC = 0xDD6CD31205DFF127
 GRAPH_FILE_VERSION = 2
 HETERO_GRAPH_TYPE = 2
 HEADER_SIZE = 4096
+WALK_BLOCK = 1 << 16  # bytes per ranged request while walking a remote file's headers (arrays: one request each)
 FORMAT_FLAG = 1 << 32  # marks a format code as a bit set (DGL >= 0.5)
 FORMAT_CODES = {"coo": 1, "csr": 2, "csc": 4}  # also the order in which the sections follow each other
 ALL_FORMATS = 7
@@ -140,35 +143,32 @@ class _Written:
 
 
 @contextmanager
-def _atomic_binary(path: str | Path) -> Iterator[_Written]:
-    """Open a temporary sibling of `path` for writing; rename it into place only when complete, then note its
-    content digest (hashed on the way out, so that a cache manifest need not read the file again)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            written = _Written(f)
-            yield written
-        os.replace(tmp, path)
-        written.digest = FileDigest.of(path, written.file.algorithm, written.file.hexdigest())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+def _atomic_binary(path: Target, storage: Storage | None = None) -> Iterator[_Written]:
+    """Write `path` (a local file or an object) atomically through the storage layer, then note its content digest
+    (hashed on the way out, so that a cache manifest need not read the file again)."""
+    target = StoredFile.of(path, storage)
+    with target.storage.write_atomic(target.loc, sync=False) as f:
+        written = _Written(f)
+        yield written
+        size = f.tell()
+    algorithm, hexdigest = written.file.algorithm, written.file.hexdigest()
+    written.digest = FileDigest.of(target.loc.path, algorithm, hexdigest) if target.loc.is_local \
+        else FileDigest(written_identity(target.loc, size), algorithm, hexdigest)
 
 
-def save_tensor_dict(path: str | Path, tensors: Mapping[str, np.ndarray]) -> FileDigest:
+def save_tensor_dict(path: Target, tensors: Mapping[str, np.ndarray], storage: Storage | None = None) -> FileDigest:
     """Write {name: array} as DGL's tensor-dict file (`dgl.data.save_tensors`); bool is stored as uint8.
-    Returns the file's content digest (`graphshard.digests`)."""
-    with _atomic_binary(path) as out:
+    `path` may be a URL (written through `storage`). Returns the file's content digest (`graphshard.digests`)."""
+    with _atomic_binary(path, storage) as out:
         f = out.file
         f.write(_U64.pack(TENSOR_DICT_MAGIC) + _U64.pack(len(tensors)))
         _write_named_tensors(f, tensors)
     return out.digest
 
 
-def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarray,
+def save_graph(path: Target, num_nodes: int, src: np.ndarray, dst: np.ndarray,
                ndata: Mapping[str, np.ndarray] | None = None, edata: Mapping[str, np.ndarray] | None = None,
-               formats: Sequence[str] = ("coo",)) -> FileDigest:
+               formats: Sequence[str] = ("coo",), storage: Storage | None = None) -> FileDigest:
     """Write one homogeneous graph (ntype `_N`, etype `_E`) as `graph.dgl` in the `formats` asked (DGL's
     `graph_formats`: exactly those are saved; DGL's loaders and ours read any of them).
     Returns the file's content digest (`graphshard.digests`).
@@ -190,7 +190,7 @@ def save_graph(path: str | Path, num_nodes: int, src: np.ndarray, dst: np.ndarra
     saved = set(formats)
     saved_code = sum(FORMAT_CODES[name] for name in saved)
 
-    with _atomic_binary(path) as out:
+    with _atomic_binary(path, storage) as out:
         f = out.file
         header = _U64.pack(GRAPH_FILE_MAGIC) + _U64.pack(GRAPH_FILE_VERSION)
         header += _U64.pack(HETERO_GRAPH_TYPE) + _U64.pack(1)
@@ -257,9 +257,10 @@ class _Reader:
     """The one walker of DGL's binary files: reads arrays (or, with `index`, notes where they lie and seeks over
     them); short reads, arrays past the end of the file and bad magics become InputErrors naming the file."""
 
-    def __init__(self, f: BinaryIO, path: Path, index: bool = False):
+    def __init__(self, f: BinaryIO, path: Path | Location, index: bool = False):
         self.f, self.path, self.index = f, path, index
-        self.size = os.fstat(f.fileno()).st_size
+        self.size = f.seek(0, 2)
+        f.seek(0)
 
     def raw(self, n: int, what: str) -> bytes:
         data = self.f.read(n)
@@ -376,18 +377,21 @@ class _Reader:
 
 
 @contextmanager
-def _walker(path: Path, kind: str, index: bool) -> Iterator[_Reader]:
+def _walker(path: Target, kind: str, index: bool, storage: Storage | None = None) -> Iterator[_Reader]:
+    """The file to walk, local or an object (read by ranged requests; an index walk reads only the headers)."""
+    source = StoredFile.of(path, storage)
     try:
-        f = open(path, "rb")
-    except OSError as err:
-        raise InputError(path, None, f"a readable DGL {kind} file", err.strerror) from None
+        f = source.open(block_size=WALK_BLOCK)
+    except (OSError, GraphshardError) as err:
+        raise InputError(source.shown, None, f"a readable DGL {kind} file", getattr(err, "strerror", None) or err
+                         ) from None
     with f:
-        yield _Reader(f, path, index)
+        yield _Reader(f, source.shown, index)
 
 
-def _walk_tensor_dict(path: str | Path, index: bool) -> dict:
-    path = Path(path)
-    with _walker(path, "tensor", index) as r:
+def _walk_tensor_dict(path: Target, index: bool, storage: Storage | None = None) -> dict:
+    with _walker(path, "tensor", index, storage) as r:
+        path = r.path
         r.magic(TENSOR_DICT_MAGIC, "tensor dict header")
         count = r.u64("tensor count")
         tensors = r.named_tensors("tensors")
@@ -396,19 +400,19 @@ def _walk_tensor_dict(path: str | Path, index: bool) -> dict:
         return tensors
 
 
-def load_tensor_dict(path: str | Path) -> dict[str, np.ndarray]:
-    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...) into {name: array}."""
-    return _walk_tensor_dict(path, index=False)
+def load_tensor_dict(path: Target, storage: Storage | None = None) -> dict[str, np.ndarray]:
+    """Read DGL's tensor-dict file (`node_feat.dgl`, `orig_nids.dgl`, ...; a path or URL) into {name: array}."""
+    return _walk_tensor_dict(path, False, storage)
 
 
-def index_tensor_dict(path: str | Path) -> dict[str, ArrayIndex]:
+def index_tensor_dict(path: Target, storage: Storage | None = None) -> dict[str, ArrayIndex]:
     """{name: where its data lies} of a DGL tensor-dict file, every header checked as `load_tensor_dict` does."""
-    return _walk_tensor_dict(path, index=True)
+    return _walk_tensor_dict(path, True, storage)
 
 
-def _walk_graph(path: str | Path, index: bool) -> GraphParts:
-    path = Path(path)
-    with _walker(path, "graph", index) as r:
+def _walk_graph(path: Target, index: bool, storage: Storage | None = None) -> GraphParts:
+    with _walker(path, "graph", index, storage) as r:
+        path = r.path
         sections = r.graph_sections()
         n_types = r.u64("node types")
         nodes_per_type = struct.unpack(f"<{n_types}q", r.raw(8 * n_types, "nodes per type"))
@@ -423,9 +427,9 @@ def _walk_graph(path: str | Path, index: bool) -> GraphParts:
                       ndata=ndata_list[0] if ndata_list else {}, edata=edata_list[0] if edata_list else {})
 
 
-def index_graph(path: str | Path) -> GraphParts:
+def index_graph(path: Target, storage: Storage | None = None) -> GraphParts:
     """A homogeneous `graph.dgl` indexed (ArrayIndex for every array), every header checked as `load_graph` does."""
-    return _walk_graph(path, index=True)
+    return _walk_graph(path, True, storage)
 
 
 def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarray
@@ -441,9 +445,10 @@ def _coo_from_compressed(indptr: np.ndarray, indices: np.ndarray, eids: np.ndarr
     return row_out, col_out
 
 
-def load_graph(path: str | Path) -> LocalGraph:
-    """Read a homogeneous `graph.dgl` (ours or DGL's; COO, CSR or CSC saved) as COO in edge-ID order."""
-    g = _walk_graph(path, index=False)
+def load_graph(path: Target, storage: Storage | None = None) -> LocalGraph:
+    """Read a homogeneous `graph.dgl` (ours or DGL's; COO, CSR or CSC saved; a path or URL) as COO in edge-ID
+    order."""
+    g = _walk_graph(path, False, storage)
     source = next(name for name in _EDGE_SOURCES if name in g.sections)
     arrays = g.sections[source][2]
     if source == "coo":

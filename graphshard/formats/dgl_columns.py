@@ -15,6 +15,7 @@ import numpy as np
 
 from graphshard.errors import InputError
 from graphshard.formats import dgl_binary as dgb
+from graphshard.storage import Location, StoredFile
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class Column:
 
     dtype: np.dtype
     shape: tuple[int, ...]
-    path: Path | None = None
+    path: StoredFile | None = None
     offset: int = 0
     held: np.ndarray | None = field(default=None, compare=False, repr=False)
 
@@ -43,11 +44,10 @@ class Column:
             return self.held[start:stop]
         per_row = int(np.prod(self.shape[1:], dtype=np.int64))
         count = (stop - start) * per_row
-        with open(self.path, "rb") as f:
-            f.seek(self.offset + start * per_row * self.dtype.itemsize)
-            out = np.empty(count, dtype=self.dtype)
-            if count and f.readinto(memoryview(out.view(np.uint8))) != out.nbytes:
-                raise InputError(self.path, None, f"{out.nbytes} data bytes", "end of file (truncated)")
+        out = np.empty(count, dtype=self.dtype)
+        at = self.offset + start * per_row * self.dtype.itemsize
+        if count and self.path.read_into(at, memoryview(out.view(np.uint8))) != out.nbytes:
+            raise InputError(self.path.shown, None, f"{out.nbytes} data bytes", "end of file (truncated)")
         return out.reshape((stop - start,) + self.shape[1:])
 
 
@@ -57,13 +57,14 @@ def held(arr: np.ndarray) -> Column:
 
 
 
-def _column(path: Path, at: dgb.ArrayIndex) -> Column:
+def _column(path: StoredFile, at: dgb.ArrayIndex) -> Column:
     return Column(at.dtype, tuple(at.shape), path, at.offset)
 
 
-def tensor_dict_columns(path: str | Path) -> dict[str, Column]:
-    """{name: Column} of a DGL tensor-dict file (node_feat.dgl, orig_eids.dgl, ...)."""
-    path = Path(path)
+def tensor_dict_columns(path: str | Path | Location | StoredFile) -> dict[str, Column]:
+    """{name: Column} of a DGL tensor-dict file (node_feat.dgl, orig_eids.dgl, ...; local or an object read by
+    ranges)."""
+    path = StoredFile.of(path)
     return {name: _column(path, at) for name, at in dgb.index_tensor_dict(path).items()}
 
 
@@ -82,9 +83,10 @@ class GraphColumns:
         return self.src.rows
 
 
-def graph_columns(path: str | Path) -> GraphColumns:
-    """Index a homogeneous `graph.dgl`; loaded whole (as held columns) unless it stores COO in edge-ID order."""
-    path = Path(path)
+def graph_columns(path: str | Path | Location | StoredFile) -> GraphColumns:
+    """Index a homogeneous `graph.dgl` (local or an object read by ranges); loaded whole (as held columns) unless it
+    stores COO in edge-ID order."""
+    path = StoredFile.of(path)
     parts = dgb.index_graph(path)
     coo = parts.sections.get("coo")
     if coo is None or coo[2][2].shape[0] or coo[2][0].dtype != np.int64 or coo[2][1].dtype != np.int64:

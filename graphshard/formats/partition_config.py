@@ -10,9 +10,9 @@ from typing import Any, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from graphshard.atomic import write_text_atomic
 from graphshard.errors import InputError
 from graphshard.formats.jsonfile import read_json_object
+from graphshard.storage import Location, Storage, location
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
 HOMO_NTYPE = "_N"
@@ -149,17 +149,20 @@ class PartitionConfig(BaseModel):
             out[f"part-{p}"] = files.model_dump()
         return out
 
-    def save(self, path: str | Path) -> Path:
-        """Write the config deterministically (fixed key order, 4-space indent) via a temporary name."""
-        path = Path(path)
-        write_text_atomic(path, json.dumps(self.to_json_dict(), indent=4) + "\n")
-        return path
+    def save(self, path: str | Path | Location, storage: Storage | None = None) -> Path | Location:
+        """Write the config deterministically (fixed key order, 4-space indent) atomically: a local file via a
+        temporary name, an object as one PUT. Returns a Path for a local path, else the Location."""
+        loc = location(path)
+        (storage or Storage()).write_bytes(loc, (json.dumps(self.to_json_dict(), indent=4) + "\n").encode())
+        return Path(loc.path) if loc.is_local else loc
 
     @classmethod
-    def load(cls, path: str | Path) -> "PartitionConfig":
-        """Parse and check a partition config; problems raise InputError naming the file and the field."""
-        path = Path(path)
-        data = read_json_object(path, "partition config JSON")
+    def load(cls, path: str | Path | Location, storage: Storage | None = None) -> "PartitionConfig":
+        """Parse and check a partition config (a path or URL); problems raise InputError naming the file and the
+        field."""
+        loc = location(path)
+        path = Path(loc.path) if loc.is_local else loc
+        data = read_json_object(loc, "partition config JSON", storage)
         try:
             return cls.model_validate(data)
         except ValidationError as err:

@@ -6,6 +6,7 @@ count a file's rows cheaply (npy header, parquet footer, a line scan for csv) wi
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,16 +18,25 @@ import pyarrow.parquet as pq
 from graphshard.errors import InputError
 from graphshard.formats.arrow import column_to_numpy
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat
+from graphshard.storage import Location, StoredFile
+
+Source = StoredFile | Path | str | Location  # what a reader method takes: a StoredFile, else a path or URL
 
 
-def _open_error(path: Path, err: Exception) -> InputError:
-    if not path.exists():
-        return InputError(path, None, "an existing chunk file", "no such file")
-    return InputError(path, None, "a readable chunk file", f"{type(err).__name__}: {err}")
+def _file(source: Source) -> StoredFile:
+    return StoredFile.of(source)
+
+
+def _open_error(f: StoredFile, err: Exception) -> InputError:
+    if not f.exists():
+        return InputError(f.shown, None, "an existing chunk file", "no such file")
+    return InputError(f.shown, None, "a readable chunk file", f"{type(err).__name__}: {err}")
 
 
 VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
 CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
+NPY_PROBE = 4096  # bytes read for an .npy header (one ranged request; a longer header costs a second one)
+HEAD_BLOCK = 1 << 16  # bytes per request while reading a remote file's first rows (csv head, parquet footer)
 
 
 @dataclass(frozen=True)
@@ -40,31 +50,32 @@ class Header:
 
 
 class ChunkReader:
-    """Reads one chunk file of a format into numpy arrays."""
+    """Reads one chunk file of a format into numpy arrays. Every method takes the file as a `StoredFile` (a local
+    path, an object read through its Storage, or bytes already read), or a plain path or URL."""
 
-    def header(self, path: Path, fmt: FileFormat) -> Header:
+    def header(self, path: Source, fmt: FileFormat) -> Header:
         """Rows, row shape and dtype without loading the file (the first rows at most)."""
         head = self.head(path, fmt)
         return Header(self.num_rows(path, fmt), tuple(int(x) for x in head.shape[1:]), head.dtype)
 
-    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+    def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
         """The whole file as a 1-D or 2-D numpy array."""
         raise NotImplementedError
 
-    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+    def num_rows(self, path: Source, fmt: FileFormat) -> int:
         """Row count without materializing the data."""
         raise NotImplementedError
 
-    def rows(self, path: Path, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
+    def rows(self, path: Source, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) of the file."""
         return self.table(path, fmt)[start:stop]
 
-    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+    def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         """A few leading rows (at least one when the file has any), read without loading the whole file."""
         return self.rows(path, fmt, 0, 1)
 
 
-def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
+def _arrow_to_numpy(table: pa.Table, path: object) -> np.ndarray:
     """A table of one list column or of N scalar columns as an (n,) or (n, N) array."""
     if table.num_columns == 1:
         col = table.column(0).combine_chunks()
@@ -80,115 +91,229 @@ def _arrow_to_numpy(table: pa.Table, path: Path) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
+@dataclass(frozen=True)
+class NpyLayout:
+    """An .npy file's header: shape, order, dtype and where the data starts."""
+
+    shape: tuple[int, ...]
+    fortran: bool
+    dtype: np.dtype
+    offset: int
+
+    @property
+    def row_bytes(self) -> int:
+        return int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def data_bytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    def array(self, data: bytes | memoryview, rows: int) -> np.ndarray:
+        """`rows` rows of this layout from their bytes (no copy; read-only, as a memory map is)."""
+        arr = np.frombuffer(data, dtype=self.dtype, count=rows * self.row_bytes // max(self.dtype.itemsize, 1))
+        shape = (rows, *self.shape[1:]) if self.shape else ()
+        return arr.reshape(shape, order="F" if self.fortran else "C")
+
+
+def _npy_layout(head: bytes) -> NpyLayout:
+    """Parse an .npy header from the file's first bytes (they must hold the whole header)."""
+    npf = np.lib.format
+    fh = io.BytesIO(head)
+    read = npf.read_array_header_1_0 if npf.read_magic(fh) == (1, 0) else npf.read_array_header_2_0
+    shape, fortran, dtype = read(fh)
+    return NpyLayout(tuple(int(x) for x in shape), bool(fortran), dtype, fh.tell())
+
+
 class NumpyReader(ChunkReader):
-    def header(self, path: Path, fmt: FileFormat) -> Header:
+    """.npy files: local ones memory-mapped; remote ones by ranges (the header, then exactly the rows asked for)."""
+
+    def layout(self, path: Source) -> NpyLayout:
+        """The header: one ranged read of the file's first NPY_PROBE bytes (a second one for a longer header)."""
+        f = _file(path)
+        try:
+            head = f.read_range(0, NPY_PROBE)
+            if len(head) >= 12 and head[:6] == b"\x93NUMPY":
+                size = 10 + int.from_bytes(head[8:10], "little") if head[6] == 1 \
+                    else 12 + int.from_bytes(head[8:12], "little")
+                if size > len(head):
+                    head = f.read_range(0, size)
+            return _npy_layout(head)
+        except Exception as err:  # noqa: BLE001 - re-raised with the file name
+            raise _open_error(f, err) from None
+
+    def header(self, path: Source, fmt: FileFormat) -> Header:
         """The .npy header; a file shorter than its header's shape and dtype need is reported as truncated."""
-        try:
-            with open(path, "rb") as fh:
-                npf = np.lib.format
-                read = npf.read_array_header_1_0 if npf.read_magic(fh) == (1, 0) else npf.read_array_header_2_0
-                shape, _, dtype = read(fh)
-                offset = fh.tell()
-        except Exception as err:  # noqa: BLE001 - re-raised with the file name
-            raise _open_error(path, err) from None
-        need = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        size = path.stat().st_size
+        f = _file(path)
+        lay = self.layout(f)
+        need, size = lay.offset + lay.data_bytes, f.size()
         if size < need:
-            raise InputError(path, None, f"{need} bytes (header: shape {shape}, dtype {dtype})",
+            raise InputError(f.shown, None, f"{need} bytes (header: shape {lay.shape}, dtype {lay.dtype})",
                              f"{size} bytes: the file is truncated")
-        return Header(int(shape[0]) if shape else 0, tuple(int(x) for x in shape[1:]), dtype)
+        return Header(lay.shape[0] if lay.shape else 0, lay.shape[1:], lay.dtype)
 
-    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
-        self.header(path, fmt)  # a truncated file is named as such
-        try:
-            return np.load(path, mmap_mode="r", allow_pickle=False)
-        except Exception as err:  # noqa: BLE001 - re-raised with the file name
-            raise _open_error(path, err) from None
+    def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
+        f = _file(path)
+        if f.is_local:
+            self.header(f, fmt)  # a truncated file is named as such
+            try:
+                return np.load(f.loc.path, mmap_mode="r", allow_pickle=False)
+            except Exception as err:  # noqa: BLE001 - re-raised with the file name
+                raise _open_error(f, err) from None
+        if f.data is None:
+            try:
+                f = f.holding(f.read_all())  # one GET of the whole object
+            except Exception as err:  # noqa: BLE001
+                raise _open_error(f, err) from None
+        self.header(f, fmt)  # a truncated file is named as such
+        lay = self.layout(f)
+        return lay.array(memoryview(f.data)[lay.offset:], lay.shape[0] if lay.shape else 1)
 
-    def num_rows(self, path: Path, fmt: FileFormat) -> int:
-        arr = self.table(path, fmt)
-        return int(arr.shape[0]) if arr.ndim else 0
+    def num_rows(self, path: Source, fmt: FileFormat) -> int:
+        return self.header(path, fmt).rows or 0
 
-    def rows(self, path: Path, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
-        return np.ascontiguousarray(self.table(path, fmt)[start:stop])
+    def rows(self, path: Source, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
+        f = _file(path)
+        if f.is_local or f.data is not None:
+            return np.ascontiguousarray(self.table(f, fmt)[start:stop])
+        lay = self.layout(f)
+        if lay.fortran or not lay.shape:
+            return np.ascontiguousarray(self.table(f, fmt)[start:stop])
+        stop, start = min(stop, lay.shape[0]), max(min(start, stop, lay.shape[0]), 0)
+        if stop <= start:
+            return lay.array(b"", 0)
+        data = f.read_range(lay.offset + start * lay.row_bytes, lay.offset + stop * lay.row_bytes)
+        if len(data) != (stop - start) * lay.row_bytes:
+            raise InputError(f.shown, None, f"{lay.offset + lay.data_bytes} bytes (header: shape {lay.shape}, "
+                             f"dtype {lay.dtype})", "fewer: the file is truncated")
+        return lay.array(data, stop - start)
+
+
+def _parquet(f: StoredFile):
+    """A ParquetFile over a local path, bytes already read, or an object read by ranges (footer, row groups)."""
+    if f.is_local:
+        return pq.ParquetFile(f.loc.path)
+    return pq.ParquetFile(pa.BufferReader(f.data) if f.data is not None else f.open(block_size=HEAD_BLOCK))
 
 
 class ParquetReader(ChunkReader):
-    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
+    """Parquet files: the footer for counts, the row groups a row range needs (ranged reads on a store)."""
+
+    def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
+        f = _file(path)
         try:
-            with pq.ParquetFile(path) as f:  # not pq.read_table: it imports pandas (~0.6 s per process)
-                return _arrow_to_numpy(f.read(), path)
+            with _parquet(f) as pf:  # not pq.read_table: it imports pandas (~0.6 s per process)
+                return _arrow_to_numpy(pf.read(), f.shown)
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001
-            raise _open_error(path, err) from None
+            raise _open_error(f, err) from None
 
-    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+    def rows(self, path: Source, fmt: FileFormat, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop): only the row groups that hold them are read."""
+        f = _file(path)
         try:
-            batch = next(pq.ParquetFile(path).iter_batches(batch_size=1), None)
+            with _parquet(f) as pf:
+                sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+                ends = np.cumsum([0, *sizes])
+                groups = [i for i in range(len(sizes)) if ends[i] < stop and ends[i + 1] > start]
+                if not groups:
+                    return self.head(f, fmt)[:0]
+                table = pf.read_row_groups(groups)
+        except InputError:
+            raise
         except Exception as err:  # noqa: BLE001
-            raise _open_error(path, err) from None
-        return self.table(path, fmt) if batch is None else _arrow_to_numpy(pa.Table.from_batches([batch]), path)
+            raise _open_error(f, err) from None
+        first = int(ends[groups[0]])
+        return _arrow_to_numpy(table, f.shown)[start - first:stop - first]
 
-    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+    def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
+        f = _file(path)
         try:
-            return int(pq.ParquetFile(path).metadata.num_rows)
+            with _parquet(f) as pf:
+                batch = next(pf.iter_batches(batch_size=1), None)
         except Exception as err:  # noqa: BLE001
-            raise _open_error(path, err) from None
+            raise _open_error(f, err) from None
+        return self.table(f, fmt) if batch is None else _arrow_to_numpy(pa.Table.from_batches([batch]), f.shown)
+
+    def num_rows(self, path: Source, fmt: FileFormat) -> int:
+        f = _file(path)
+        try:
+            with _parquet(f) as pf:
+                return int(pf.metadata.num_rows)
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(f, err) from None
+
+
+def _csv_source(f: StoredFile, block: int):
+    """What pyarrow's csv reader takes: a local path, bytes already read, or the object streamed by ranges."""
+    if f.is_local:
+        return f.loc.path
+    return pa.BufferReader(f.data) if f.data is not None else f.open(block_size=block)
 
 
 class CsvReader(ChunkReader):
-    def header(self, path: Path, fmt: FileFormat) -> Header:
+    """Text files of numbers: read whole (a store serves them as whole objects), the first block for headers."""
+
+    def header(self, path: Source, fmt: FileFormat) -> Header:
         """Column count and dtype of the first block; rows counted only for files up to CSV_SCAN_LIMIT bytes."""
+        f = _file(path)
         try:
-            size = path.stat().st_size
-        except OSError as err:
-            raise _open_error(path, err) from None
+            size = f.size()
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(f, err) from None
         if size == 0:
             return Header(0, (), np.dtype(np.int64))
-        head = self.head(path, fmt)
-        rows = self.num_rows(path, fmt) if size <= CSV_SCAN_LIMIT else None
+        head = self.head(f, fmt)
+        rows = self.num_rows(f, fmt) if size <= CSV_SCAN_LIMIT else None
         return Header(rows, tuple(int(x) for x in head.shape[1:]), head.dtype)
 
-    def _read(self, path: Path, fmt: FileFormat) -> pa.Table:
+    def _read(self, f: StoredFile, fmt: FileFormat) -> pa.Table:
         try:
             return pacsv.read_csv(
-                path,
+                _csv_source(f, HEAD_BLOCK),
                 read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
                 parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
             )
         except Exception as err:  # noqa: BLE001
-            if not path.exists():
-                raise _open_error(path, err) from None
-            raise InputError(path, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
+            if not f.exists():
+                raise _open_error(f, err) from None
+            raise InputError(f.shown, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
                              f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
 
-    def table(self, path: Path, fmt: FileFormat) -> np.ndarray:
-        if path.exists() and path.stat().st_size == 0:
+    def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
+        f = _file(path)
+        if not f.is_local and f.data is None:
+            try:
+                f = f.holding(f.read_all())  # one GET of the whole object, no HEAD before it
+            except Exception as err:  # noqa: BLE001
+                raise _open_error(f, err) from None
+        if f.exists() and f.size() == 0:
             return np.zeros((0, 0), dtype=np.int64)  # pyarrow refuses empty files; an empty chunk is valid
-        return _arrow_to_numpy(self._read(path, fmt), path)
+        return _arrow_to_numpy(self._read(f, fmt), f.shown)
 
-    def head(self, path: Path, fmt: FileFormat) -> np.ndarray:
+    def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
+        f = _file(path)
         try:
             stream = pacsv.open_csv(
-                path,
+                _csv_source(f, HEAD_BLOCK),
                 read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 16),
                 parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
             )
-            return _arrow_to_numpy(pa.Table.from_batches([stream.read_next_batch()]), path)
+            return _arrow_to_numpy(pa.Table.from_batches([stream.read_next_batch()]), f.shown)
         except Exception:  # noqa: BLE001 - empty or unreadable: the full read reports it precisely
-            return self.table(path, fmt)
+            return self.table(f, fmt)
 
-    def num_rows(self, path: Path, fmt: FileFormat) -> int:
+    def num_rows(self, path: Source, fmt: FileFormat) -> int:
+        f = _file(path)
         try:
-            with open(path, "rb") as fh:
+            with f.open(block_size=1 << 24) as fh:
                 count, last = 0, b"\n"
                 while block := fh.read(1 << 24):
                     count += block.count(b"\n")
                     last = block[-1:]
                 return count + (last != b"\n")
-        except OSError as err:
-            raise _open_error(path, err) from None
+        except Exception as err:  # noqa: BLE001
+            raise _open_error(f, err) from None
 
 
 READERS: dict[str, ChunkReader] = {"numpy": NumpyReader(), "parquet": ParquetReader(), "csv": CsvReader()}
@@ -200,13 +325,12 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 # ---- graph-level helpers ---------------------------------------------------------------------------------------
 
-def _first_line(path: Path) -> str:
+def _first_line(path: Source) -> str:
     """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
-    with open(path, "rb") as fh:
-        return fh.readline(80).decode("utf-8", "replace").rstrip("\r\n")
+    return _file(path).read_range(0, 80).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
 
 
-def not_numeric_problem(path: Path, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
+def not_numeric_problem(path: Source, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
     """A non-numeric column: for csv most often a wrong format.delimiter, so show the first line."""
     if fmt.name == "csv":
         return InputError(path, field, f"numbers separated by format.delimiter {fmt.delimiter!r}",
@@ -219,7 +343,7 @@ def edge_field(etype: str, chunk: int) -> str:
     return f"edges['{etype}'].data[{chunk}]"
 
 
-def edge_ids_problem(path: Path, field: str, fmt: FileFormat, row_shape: tuple[int, ...],
+def edge_ids_problem(path: Source, field: str, fmt: FileFormat, row_shape: tuple[int, ...],
                      dtype: np.dtype) -> InputError | None:
     """An edge file must hold exactly two integer ID columns, src and dst (parquet: at least two, the first two used,
     as DGL reads them); None when it does."""
@@ -250,7 +374,7 @@ def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
     """One edge chunk file as its reader returns it (numpy: memory-mapped), checked to hold the 2 integer ID
     columns when it has rows."""
     spec = graph.edges[etype]
-    path = graph.path(spec.data[chunk])
+    path = graph.file(spec.data[chunk])
     arr = reader_for(spec.format).table(path, spec.format)
     if arr.size and (problem := edge_ids_problem(path, edge_field(etype, chunk), spec.format, arr.shape[1:],
                                                  arr.dtype)) is not None:
@@ -274,13 +398,13 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
 
 def read_chunk(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> np.ndarray:
     """One feature chunk file as a numpy array (bool stays bool)."""
-    return np.asarray(reader_for(spec.format).table(graph.path(spec.data[chunk]), spec.format))
+    return np.asarray(reader_for(spec.format).table(graph.file(spec.data[chunk]), spec.format))
 
 
 def chunk_row_counts(graph: ChunkedGraph, spec: ChunkFileSpec) -> list[int]:
     """Row count of every file of a spec, read cheaply from headers/footers."""
     reader = reader_for(spec.format)
-    return [reader.num_rows(graph.path(p), spec.format) for p in spec.data]
+    return [reader.num_rows(graph.file(p), spec.format) for p in spec.data]
 
 
 @dataclass(frozen=True)
@@ -310,9 +434,9 @@ def read_rows(graph: ChunkedGraph, spec: ChunkFileSpec, start: int, stop: int,
         lo = max(start, int(index.offsets[i])) - int(index.offsets[i])
         hi = min(stop, int(index.offsets[i + 1])) - int(index.offsets[i])
         if hi > lo:
-            pieces.append(reader.rows(graph.path(spec.data[i]), spec.format, lo, hi))
+            pieces.append(reader.rows(graph.file(spec.data[i]), spec.format, lo, hi))
         i += 1
     if not pieces:
-        probe = reader.rows(graph.path(spec.data[0]), spec.format, 0, 0)
+        probe = reader.rows(graph.file(spec.data[0]), spec.format, 0, 0)
         return probe[:0]
     return np.concatenate(pieces) if len(pieces) > 1 else np.asarray(pieces[0])

@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 from graphshard.digests import FAST, FileDigest, hash_file, identity
 from graphshard.errors import GraphshardError, InputError
+from graphshard.storage import Location, Storage, location
 
 SUFFIX = ".digests.json"
 VERSION = 1
@@ -37,11 +38,33 @@ def digests_name(config_name: str) -> str:
     return f"{config_name.removesuffix('.json')}{SUFFIX}"
 
 
-def write_set_digests(out_dir: Path, graph_name: str, written: Sequence[Iterable[FileDigest]]) -> Path:
+def write_set_digests(out_dir: Path | Location, graph_name: str, written: Sequence[Iterable[FileDigest]],
+                      storage: Storage | None = None) -> Path | Location:
     """Write `<graph_name>.digests.json` for the files under `out_dir/part<i>/`, from `written[i]` (the digests
-    partition i's writer returned); a file there that its writer did not hash is an error, not a read."""
-    from graphshard.storage import Storage
+    partition i's writer returned); a file there that its writer did not hash is an error, not a read. On a store
+    (`out_dir` a URL) the files are the objects the writers wrote, named by their digests (no listing, no read)."""
+    out = location(out_dir)
+    files = _local_files(Path(out.path), written) if out.is_local else _written_files(out, written)
+    target = out.join(digests_name(f"{graph_name}.json"))
+    text = json.dumps({"version": VERSION, "algorithm": FAST, "num_parts": len(written), "files": files}, indent=1)
+    (storage or Storage()).write_bytes(target, text.encode())
+    return Path(target.path) if target.is_local else target
 
+
+def _written_files(out: Location, written: Sequence[Iterable[FileDigest]]) -> dict[str, dict]:
+    """{path under `out`: size and digest} of objects the writers wrote (identity: URL, "", size), in the order of
+    `_local_files` (by partition, then path), so a set on a store lists its files as the same set on disk does."""
+    files = {}
+    for digests in written:
+        part = {location(d.identity[0]).relative_to(out): {"size": d.size, "digest": d.hexdigest}
+                for d in digests if d.algorithm == FAST}
+        files.update(sorted(part.items()))
+    return files
+
+
+def _local_files(out_dir: Path, written: Sequence[Iterable[FileDigest]]) -> dict[str, dict]:
+    """{path under `out_dir`: size and digest} of every file under its `part<i>/` folders, matched to the digests
+    by stat identity."""
     files: dict[str, dict] = {}
     for part, digests in enumerate(written):
         known = {d.identity: d for d in digests if d.algorithm == FAST}
@@ -51,17 +74,12 @@ def write_set_digests(out_dir: Path, graph_name: str, written: Sequence[Iterable
             if digest is None:
                 raise GraphshardError(f"{path}: not hashed by its partition writer (internal error)")
             files[path.relative_to(out_dir).as_posix()] = {"size": digest.identity[2], "digest": digest.hexdigest}
-    target = Path(out_dir) / digests_name(f"{graph_name}.json")
-    text = json.dumps({"version": VERSION, "algorithm": FAST, "num_parts": len(written), "files": files}, indent=1)
-    Storage().write_bytes(target, text.encode())
-    return target
+    return files
 
 
 def add_set_digests(config_path: Path, rel_paths: Iterable[str]) -> Path:
     """List files added to a finished set (GraphBolt's graphs, written by DGL's converter) in its digests file,
     hashing each once (they have no graphshard writer)."""
-    from graphshard.storage import Storage
-
     target = Path(config_path).with_name(digests_name(Path(config_path).name))
     doc = json.loads(target.read_bytes())
     for rel in rel_paths:

@@ -7,27 +7,30 @@ from pathlib import Path
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
 from graphshard.formats.readers import reader_for
+from graphshard.storage import Location, Storage
 
 
 def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int) -> dict:
     """Format, file count, bytes, and dtype/shape read from the first file's head."""
-    head = reader_for(spec.format).head(graph.path(spec.data[0]), spec.format)
+    head = reader_for(spec.format).head(graph.file(spec.data[0]), spec.format)
     return {
         "format": spec.format.name,
         "files": len(spec.data),
-        "bytes": sum(graph.path(p).stat().st_size for p in spec.data if graph.path(p).exists()),
+        "bytes": sum(f.size() for f in map(graph.file, spec.data) if f.exists()),
         "dtype": str(head.dtype),
         "shape": [rows, *head.shape[1:]],
     }
 
 
-def summary(graph: ChunkedGraph | str | Path) -> dict:
+def summary(graph: ChunkedGraph | str | Path | Location, storage: Storage | None = None) -> dict:
     """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only.
 
     Parameters
     ----------
-    graph : ChunkedGraph, str or Path
-        The graph, or its metadata.json (or its folder).
+    graph : ChunkedGraph, str, Path or Location
+        The graph, or its metadata.json (or its folder): a path or a URL.
+    storage : Storage, optional
+        What a graph given by location is read through; None: credentials from the environment.
 
     Returns
     -------
@@ -35,7 +38,7 @@ def summary(graph: ChunkedGraph | str | Path) -> dict:
         What `graphshard inspect` prints: `graph_name`, `metadata`, `num_nodes`, `num_edges`, `bytes`, `node_types`,
         `edge_types`.
     """
-    graph = as_graph(graph)
+    graph = as_graph(graph, storage)
     nodes = {}
     for i, nt in enumerate(graph.node_type):
         n = graph.num_nodes(nt)

@@ -10,11 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphshard.daskrun import run_tasks
-from graphshard.digests import INPUT, FileDigest, hashed_read
+from graphshard.digests import INPUT, FileDigest, hashed_bytes, hashed_read
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
+from graphshard.storage import Location, Storage, location
+
+Graph = ChunkedGraph | str | Path | Location  # a loaded graph, or its metadata.json (or folder) as a path or URL
 
 # ---- per-file checks (run on workers) ---------------------------------------------------------------------------
 
@@ -31,59 +34,66 @@ def check_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> list[Graphs
 
 def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:
     """One feature file: readable, 1-D or 2-D, numeric or bool."""
-    path = graph.path(spec.data[chunk])
+    path = graph.file(spec.data[chunk])
     field = f"{field}.data[{chunk}]"
     try:
         arr = reader_for(spec.format).table(path, spec.format)
     except InputError as err:
         return FileStat(0, (), "", (with_field(err, field),))
     if arr.ndim == 0:
-        return FileStat(0, (), str(arr.dtype), (InputError(path, field, "a 1-D or 2-D array", "a 0-D array"),))
+        return FileStat(0, (), str(arr.dtype), (InputError(path.shown, field, "a 1-D or 2-D array", "a 0-D array"),))
     return file_stat(path, spec.format, field, int(arr.shape[0]), tuple(int(x) for x in arr.shape[1:]), arr.dtype)
 
 
-def check_graph(graph: ChunkedGraph | str | Path, client=None) -> list[GraphshardError]:
+def check_graph(graph: Graph, client=None, *, storage: Storage | None = None) -> list[GraphshardError]:
     """Open every file of a chunked graph and return every problem found (empty when the graph is sound).
 
     Parameters
     ----------
-    graph : ChunkedGraph, str or Path
-        The graph, or its metadata.json (or its folder).
+    graph : ChunkedGraph, str, Path or Location
+        The graph, or its metadata.json (or its folder): a path or a URL.
     client : distributed.Client, optional
-        One task per file on this cluster; None checks them here, one after another.
+        One task per file on this cluster; None checks them here, one after another. Workers read the files
+        themselves (from the store when the graph is at a URL).
+    storage : Storage, optional
+        What a graph given by location is read through; None: credentials from the environment.
 
     Returns
     -------
     list of GraphshardError
         Every problem, each naming its file and field; a metadata.json that does not load is the single problem.
     """
-    return _check(graph, client, hash_files=False)[0]
+    return _check(graph, client, False, storage)[0]
 
 
-def check_and_hash(graph: ChunkedGraph | str | Path, client=None) -> tuple[list[GraphshardError], list[FileDigest]]:
+def check_and_hash(graph: Graph, client=None, *, storage: Storage | None = None
+                   ) -> tuple[list[GraphshardError], list[FileDigest]]:
     """`check_graph` plus each file's content digest, taken by the same task right after it read the file.
 
-    One pass per file, the bytes in page cache; `digests.remember` the digests and `fingerprint` reads no file again.
+    One pass per file, the bytes in page cache (an object on a store: read once, hashed and checked from the same
+    bytes); `digests.remember` the digests and `fingerprint` reads no file again.
 
     Parameters
     ----------
-    graph : ChunkedGraph, str or Path
-        The graph, or its metadata.json (or its folder).
+    graph : ChunkedGraph, str, Path or Location
+        The graph, or its metadata.json (or its folder): a path or a URL.
     client : distributed.Client, optional
         One task per file on this cluster; None works here.
+    storage : Storage, optional
+        What a graph given by location is read through; None: credentials from the environment.
 
     Returns
     -------
     tuple of (list of GraphshardError, list of FileDigest)
         The problems, and the blake2b digest of every file that exists.
     """
-    return _check(graph, client, hash_files=True)
+    return _check(graph, client, True, storage)
 
 
-def _check(graph: ChunkedGraph | str | Path, client, hash_files: bool
+def _check(graph: Graph, client, hash_files: bool, storage: Storage | None
            ) -> tuple[list[GraphshardError], list[FileDigest]]:
     try:
-        graph = as_graph(graph)
+        graph = as_graph(graph, storage)
     except GraphshardError as err:
         return [err], []
     edge_jobs = [(check_edge_chunk, et, i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
@@ -102,7 +112,7 @@ def _unshared(problems: list[GraphshardError]) -> list[GraphshardError]:
     """The workers found no file that this host has: not bad input but a cluster without this host's filesystem.
     One problem saying so (the first such file, how many more), or none when every missing file is missing here."""
     unseen = [p.file for p in problems if isinstance(p, InputError) and p.found == "no such file" and p.file
-              and Path(p.file).is_file()]
+              and location(p.file).is_local and Path(p.file).is_file()]
     if not unseen or len(unseen) < len(problems):
         return []
     more = f" (and {len(unseen) - 1} more input files)" if len(unseen) > 1 else ""
@@ -113,11 +123,16 @@ def _unshared(problems: list[GraphshardError]) -> list[GraphshardError]:
 
 def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object, FileDigest | None]:
     """One check job `(fn, *args)` as fn(graph, *args), and the digest of the file it read (when asked and it
-    exists: a missing file is a problem the check reports)."""
+    exists: a missing file is a problem the check reports). An object is read once: hashed, then checked from the
+    same bytes."""
     fn, *args = job
-    result = fn(graph, *args)
-    path = graph.path(_job_file(graph, job))
-    return result, (hashed_read(path, INPUT) if hash_files and path.is_file() else None)
+    f = graph.file(_job_file(graph, job))
+    if not hash_files or not f.exists():
+        return fn(graph, *args), None
+    if f.is_local:
+        return fn(graph, *args), hashed_read(f.loc.path, INPUT)
+    digest, data = hashed_bytes(f, INPUT)
+    return fn(graph.holding({f.loc: data}), *args), digest
 
 
 def _run(graph: ChunkedGraph, jobs: list[tuple], client, hash_files: bool) -> list:

@@ -1,8 +1,10 @@
 """`partition_graph`: DGL 2.1's `dgl.distributed.partition_graph` on an in-memory graph, by graphshard's steps.
 
-The graph is written once as numpy chunks in a work folder beside `out_path`, then the CLI's own steps run on Dask
+The graph is written once as numpy chunks in a work folder beside `out_path` (in the system's temporary folder when
+`out_path` is a URL: the graph is in this process's memory anyway), then the CLI's own steps run on Dask
 (`assign.assign`, `shuffle.shuffle`, optionally `validate.validate`); the partition set is published to `out_path`
-only when complete. DGL's arguments keep their meanings (see `_assign_options`); the returned mapping is DGL's:
+only when complete (on a store: `atomic.publish_on_store`, its files under a prefix named after the set's digests,
+the config last). DGL's arguments keep their meanings (see `_assign_options`); the returned mapping is DGL's:
 `orig_nids[new per-type ID] = original per-type ID` (and the same for edges).
 """
 
@@ -19,11 +21,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
+import xxhash
 from pydantic import ValidationError
 
 from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
 from graphshard.assign.options import HONOURS, AssignOptions
-from graphshard.atomic import move_into_place
+from graphshard.atomic import move_into_place, publish_on_store
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
@@ -31,9 +34,11 @@ from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
+from graphshard.runprefix import RUNS
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
+from graphshard.storage import Location, Storage, check_location, location
 
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
@@ -123,8 +128,16 @@ def _shuffle_options(num_hops: int, graph_formats: Any) -> ShuffleOptions:
         raise GraphshardError(f"{name}: {first['msg']}, found {first.get('input')!r}") from None
 
 
-def _check_out_path(out: Path) -> None:
+def _check_out_path(out: Path | Location, storage: Storage) -> None:
     """`out_path` is replaced as a whole: refuse a folder that holds anything but an earlier partition set."""
+    if isinstance(out, Location):
+        check_location(out, write=True, storage=storage)
+        foreign = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out)} - {RUNS})
+        foreign = [name for name in foreign if not PARTITION_SET_ENTRY.match(name)]
+        if foreign:
+            raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
+                                  "partition_graph replaces the whole set, so give it a new or empty prefix")
+        return
     if out.exists() and not out.is_dir():
         raise GraphshardError(f"out_path {out}: expected a folder, found a file")
     if out.is_dir():
@@ -201,7 +214,34 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
     return config
 
 
-def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Path, num_hops: int = 1,
+def _out_location(out_path: str | Path | Location) -> Path | Location:
+    loc = location(out_path)
+    return Path(loc.path).resolve() if loc.is_local else loc
+
+
+def _work_folder(out: Path | Location) -> Path:
+    """A hidden work folder beside a local `out_path` (same filesystem: publishing renames), else a temporary one."""
+    if isinstance(out, Location):
+        return Path(tempfile.mkdtemp(prefix="graphshard-partition-"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+
+
+def _publish(config: Path, out: Path | Location, validate: bool, storage: Storage) -> None:
+    """The staged set into `out_path`: renamed into place locally, published under a run prefix on a store (its
+    name a digest of the set's digests file, so the same graph and seed give the same objects)."""
+    if validate:  # the report names where the set is published, not the work folder it was checked in
+        from graphshard.validate import retarget_report
+
+        retarget_report(config.parent, (out / config.name).url if isinstance(out, Location) else out / config.name)
+    if isinstance(out, Location):
+        run = xxhash.xxh3_128_hexdigest(config.with_name(digests_name(config.name)).read_bytes())[:16]
+        publish_on_store([config.parent], out, config.name, run, storage)
+    else:
+        move_into_place(config.parent, out, overwrite=True)
+
+
+def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Path | Location, num_hops: int = 1,
                     part_method: str = "metis", balance_ntypes: Any = None, balance_edges: bool = False,
                     return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
                     graph_formats: Any = None, use_graphbolt: bool = False, *, num_nodes: Any = None,
@@ -211,6 +251,8 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
 
     The graph is written once as numpy chunks in a hidden work folder beside `out_path` (removed afterwards), then
     assigned, shuffled and, with `validate`, validated; the set appears in `out_path` only when complete.
+    `out_path` may be a URL (`s3://bucket/sets/name`; credentials from the environment): the set is published
+    there under a run prefix with its config written last (`fetch` brings it to a training host).
 
     Parameters
     ----------
@@ -246,10 +288,10 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     options, classes = _assign_options(graph, part_method, balance_ntypes, balance_edges, num_trainers_per_machine,
                                        objtype, seed)
     shuffle_options = _shuffle_options(num_hops, graph_formats)
-    out = Path(out_path).resolve()
-    _check_out_path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+    out = _out_location(out_path)
+    storage = Storage()
+    _check_out_path(out, storage)
+    work = _work_folder(out)
     phases = Phases()
     try:
         with phases("chunks"):
@@ -261,11 +303,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         with phases("mapping"):
             mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
         with phases("publish"):
-            if validate:  # the report names where the set is published, not the work folder it was checked in
-                from graphshard.validate import retarget_report
-
-                retarget_report(config.parent, out / config.name)
-            move_into_place(config.parent, out, overwrite=True)
+            _publish(config, out, validate, storage)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("partition_graph: %d partitions of '%s' in %s; phases (s): %s", num_parts, graph_name, out,

@@ -4,6 +4,10 @@ A step's key hashes the digests of its inputs' manifests, the config section it 
 folder with that key is the step's result for exactly those inputs. The folder is built under a hidden staging name
 and renamed into place with its manifest already inside: a folder that exists under its key is complete. That is what
 makes a crashed run resume from its last finished step.
+
+A work folder on a store (`work_dir: s3://...`) has no rename: the step writes straight under `<step>/<key>/` (after
+deleting what a crashed build of the same key left there) and `manifest.json` is written last, in one PUT, from the
+digests the writers took. A key whose manifest is there and whose listing matches it is complete, on any host.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Callable
 
 from graphshard import __version__
 from graphshard.atomic import staged_output
+from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
+from graphshard.storage import Location, Storage, StorageError
 
 # Sub-folder of each step's artifact that holds the step's product.
 PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}
@@ -51,11 +57,11 @@ class StepResult:
 
     step: str
     key: str
-    folder: Path
+    folder: Path | Location
     digest: str
     summary: dict = field(default_factory=dict)
 
-    def path(self, name: str) -> Path:
+    def path(self, name: str) -> Path | Location:
         return self.folder / name
 
 
@@ -65,26 +71,40 @@ _STALE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")  # atomic.staging_dir's na
 class StepStore:
     """The work folder's step artifacts: look one up by key, or build it atomically."""
 
-    def __init__(self, work_dir: Path):
-        self.root = Path(work_dir)
+    def __init__(self, work_dir: Path | Location, storage: Storage | None = None):
+        self.root = work_dir if isinstance(work_dir, Location) and not work_dir.is_local else Path(work_dir)
+        self.storage = storage or Storage()
 
-    def folder(self, step: str, key: str) -> Path:
+    @property
+    def on_store(self) -> bool:
+        return isinstance(self.root, Location)
+
+    def folder(self, step: str, key: str) -> Path | Location:
         return self.root / step / key
 
     def lookup(self, step: str, key: str) -> StepResult | None:
         """The finished artifact for this key, if its manifest is there and every file it lists has its size."""
         folder = self.folder(step, key)
         try:
-            data = json.loads((folder / MANIFEST).read_text())
-        except (OSError, ValueError):
+            data = json.loads(read_text(folder / MANIFEST, self.storage))
+        except (OSError, ValueError, StorageError):
             return None
-        for name, entry in data["files"].items():
-            try:
-                if (folder / name).stat().st_size != entry["size"]:
-                    return None
-            except OSError:
-                return None
+        sizes = self._sizes(folder, data["files"])
+        if any(sizes.get(name) != entry["size"] for name, entry in data["files"].items()):
+            return None
         return StepResult(step, key, folder, data["digest"], data.get("summary", {}))
+
+    def _sizes(self, folder: Path | Location, names: dict) -> dict[str, int]:
+        """Sizes of the named files (one listing on a store, a stat each locally); missing ones absent."""
+        if self.on_store:
+            return {e.rel: e.size for e in self.storage.listing(folder)}
+        found = {}
+        for name in names:
+            try:
+                found[name] = (folder / name).stat().st_size
+            except OSError:
+                pass
+        return found
 
     def build(self, step: str, key: str, make: Callable[[Path], dict], inputs: dict[str, str],
               volatile: tuple[str, ...] = ()) -> StepResult:
@@ -95,23 +115,34 @@ class StepStore:
         """
         final = self.folder(step, key)
         start = time.perf_counter()
-        with staged_output(final, overwrite=True) as stage:
-            summary = {**(make(stage) or {}), "seconds": round(time.perf_counter() - start, 3)}
-            files = folder_manifest(stage).files
+
+        def finish(stage: Path | Location) -> str:
+            summary.update(make(stage) or {}, seconds=round(time.perf_counter() - start, 3))
+            files = folder_manifest(stage, storage=self.storage).files
             digest = Manifest({k: v for k, v in files.items() if k not in volatile}).digest
             record = {"step": step, "key": key, "version": __version__, "inputs": inputs, "summary": summary,
                       "digest": digest, "files": files}
-            (stage / MANIFEST).write_text(json.dumps(record, indent=1, sort_keys=True, default=str))
+            write_text(stage / MANIFEST, json.dumps(record, indent=1, sort_keys=True, default=str), self.storage)
+            return digest
+
+        summary: dict = {}
+        if self.on_store:  # no rename: the manifest, written last, is what makes the folder a finished artifact
+            self.storage.delete_prefix(final)
+            digest = finish(final)
+        else:
+            with staged_output(final, overwrite=True) as stage:
+                digest = finish(stage)
         return StepResult(step, key, final, digest, summary)
 
-    def clean_stale(self, out_dir: Path | None = None) -> list[Path]:
+    def clean_stale(self, out_dir: Path | Location | None = None) -> list[Path]:
         """Remove staging leftovers of runs whose process is gone (a SIGKILLed run leaves its staging folder), in
-        the work folder and beside `out_dir`."""
+        a local work folder and beside a local `out_dir` (nothing is staged on a store: a crashed build's files are
+        deleted when its key is built, a crashed publish's by the next publish)."""
         removed = []
-        parents = [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]
+        parents = [] if self.on_store else [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]
         patterns = [(parent, ".*") for parent in parents]
-        if out_dir is not None:
-            patterns.append((Path(out_dir).parent, f".{Path(out_dir).name}.tmp-*"))
+        if isinstance(out_dir, Path):
+            patterns.append((out_dir.parent, f".{out_dir.name}.tmp-*"))
         for parent, pattern in patterns:
             for p in parent.glob(pattern):
                 m = _STALE.match(p.name)

@@ -104,7 +104,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
     cfg: PipelineConfig = load_config(config, overrides)
-    store = StepStore(cfg.work)
+    store = StepStore(cfg.work, cfg.storage)
     graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),
                          warn=get_run_logger().warning)
     gate.check(cfg, graph, force=force_plan)  # a deployment calling the flow gets `graphshard run`'s plan check too
@@ -129,7 +129,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         cluster.close_in_background()  # overlaps publishing, the report and Prefect's end of run; run_pipeline waits
     state = publish_task(cfg, store, shuffled, validated, return_state=True)
     states["publish"] = state
-    out = Path(state.result())
+    out = cfg.output.dir
     summary, tables = summarize(cfg, out, ingested, assigned, shuffled, validated,
                                 {k: s.name for k, s in states.items()}, time.perf_counter() - start)
     _publish_report_artifacts(summary, tables)

@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from graphshard.atomic import write_text_atomic
-from graphshard.digests import FAST, INPUT, hash_file
+from graphshard.digests import ALGORITHMS, FAST, INPUT, hash_file, recalled, written_identity
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.pipeline.files import read_text, write_text
+from graphshard.storage import Location, Storage, StorageError, StoredFile
+from graphshard.storage.store import READ_BLOCK
 
 MANIFEST = "manifest.json"
 
@@ -43,8 +46,12 @@ def _hash_all(paths: list[Path], algorithm: str, threads: int = 2) -> list[str]:
         return list(pool.map(hash_file, paths, [algorithm] * len(paths)))
 
 
-def folder_manifest(folder: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> Manifest:
-    """The manifest of every file under `folder` (names relative to it), sorted by name."""
+def folder_manifest(folder: Path | Location, exclude: tuple[str, ...] = (MANIFEST,),
+                    storage: Storage | None = None) -> Manifest:
+    """The manifest of every file under `folder` (names relative to it), sorted by name; a folder on a store is one
+    listing, with the digests its writers took (`digests.recalled`)."""
+    if isinstance(folder, Location) and not folder.is_local:
+        return _store_manifest(folder, exclude, storage or Storage())
     folder = Path(folder)
     paths = sorted(p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() not in exclude)
     hashes = _hash_all(paths, FAST)
@@ -52,41 +59,81 @@ def folder_manifest(folder: Path, exclude: tuple[str, ...] = (MANIFEST,)) -> Man
                      for p, h in zip(paths, hashes)})
 
 
-def graph_files(graph: ChunkedGraph) -> dict[str, Path]:
-    """Every file a chunked graph consists of: metadata.json and each chunk file, by the name the metadata uses."""
-    return {"metadata.json": Path(graph.metadata_path), **{name: graph.path(name) for name in graph.data_files()}}
+def _store_manifest(folder: Location, exclude: tuple[str, ...], storage: Storage) -> Manifest:
+    files = {}
+    for entry in storage.listing(folder):
+        if entry.rel not in exclude:
+            loc = folder / entry.rel
+            known = recalled(FAST, written_identity(loc, entry.size))
+            files[entry.rel] = {"size": entry.size, FAST: known or _streamed_digest(storage, loc)}
+    return Manifest(files)
+
+
+def _streamed_digest(storage: Storage, loc: Location, algorithm: str = FAST) -> str:
+    """A digest no writer or reader handed over (a small file the flow wrote itself, e.g. a report): read in
+    blocks."""
+    h = ALGORITHMS[algorithm]()
+    with storage.open_read(loc, cache_type="none") as fh:
+        while block := fh.read(READ_BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def graph_files(graph: ChunkedGraph) -> dict[str, Path | Location]:
+    """Every file a chunked graph consists of: metadata.json and each chunk file, by the name the metadata uses
+    (local paths, or locations on a store)."""
+    meta = graph.metadata_path
+    return {"metadata.json": meta if isinstance(meta, Location) else Path(meta),
+            **{name: graph.path(name) for name in graph.data_files()}}
+
+
+def _key(p: Path | Location) -> str:
+    return p.url if isinstance(p, Location) else str(p)
 
 
 class HashCache:
-    """Remembered hashes of input files (the fingerprint's algorithm) keyed by absolute path + (size, mtime_ns,
-    inode); stored as JSON in the work folder."""
+    """Remembered hashes of input files (the fingerprint's algorithm) keyed by absolute path or URL + its state
+    ((size, mtime_ns, inode) locally, (size, ETag) on a store: one HEAD per file); stored as JSON in the work
+    folder (which may itself be on a store)."""
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, path: Path | Location, storage: Storage | None = None):
+        self.path, self.storage = path, storage or Storage()
         try:
-            self.entries: dict[str, list] = json.loads(self.path.read_text())
-        except (OSError, ValueError):
+            self.entries: dict[str, list] = json.loads(read_text(path, self.storage))
+        except (OSError, ValueError, StorageError):
             self.entries = {}
 
-    def unknown(self, files: dict[str, Path], stats: dict[str, os.stat_result] | None = None) -> list[str]:
-        """The names among `files` with no remembered hash for their current stat (new or changed files)."""
-        stats = stats or {name: os.stat(p) for name, p in files.items()}
-        todo = []
-        for name, p in files.items():
-            st, entry = stats[name], self.entries.get(str(p))
-            if not entry or entry[:3] != [st.st_size, st.st_mtime_ns, st.st_ino]:
-                todo.append(name)
-        return todo
+    def _state(self, p: Path | Location) -> list:
+        if isinstance(p, Path):
+            st = os.stat(p)
+            return [st.st_size, st.st_mtime_ns, st.st_ino]
+        _, tag, size, _, _ = StoredFile(p, self.storage).identity()  # one HEAD
+        return [size, tag, 0]
 
-    def manifest(self, files: dict[str, Path]) -> Manifest:
+    def unknown(self, files: dict[str, Path | Location], states: dict[str, list] | None = None) -> list[str]:
+        """The names among `files` with no remembered hash for their current state (new or changed files)."""
+        states = states or {name: self._state(p) for name, p in files.items()}
+        return [name for name, p in files.items() if (self.entries.get(_key(p)) or [])[:3] != states[name]]
+
+    def manifest(self, files: dict[str, Path | Location]) -> Manifest:
         """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
-        stats = {name: os.stat(p) for name, p in files.items()}
-        todo = self.unknown(files, stats)
-        for name, h in zip(todo, _hash_all([files[n] for n in todo], INPUT)):
-            st = stats[name]
-            self.entries[str(files[name])] = [st.st_size, st.st_mtime_ns, st.st_ino, h]
+        states = {name: self._state(p) for name, p in files.items()}
+        todo = self.unknown(files, states)
+        for name, h in zip(todo, self._hash([files[n] for n in todo], [states[n][:2] for n in todo])):
+            self.entries[_key(files[name])] = [*states[name], h]
         if todo:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            write_text_atomic(self.path, json.dumps(self.entries))
-        return Manifest({name: {"size": stats[name].st_size, INPUT: self.entries[str(p)][3]}
+            if isinstance(self.path, Path):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(self.path, json.dumps(self.entries))
+            else:
+                write_text(self.path, json.dumps(self.entries), self.storage)
+        return Manifest({name: {"size": states[name][0], INPUT: self.entries[_key(p)][3]}
                          for name, p in sorted(files.items())})
+
+    def _hash(self, paths: list[Path | Location], states: list[list]) -> list[str]:
+        """Local files read (or remembered), objects by the digest their checking task took (keyed by
+        `StoredFile.identity`: URL, ETag, size), else read."""
+        local = _hash_all([p for p in paths if isinstance(p, Path)], INPUT)[::-1]
+        return [local.pop() if isinstance(p, Path) else
+                recalled(INPUT, (p.url, tag, size, 0, 0)) or _streamed_digest(self.storage, p, INPUT)
+                for p, (size, tag) in zip(paths, states)]

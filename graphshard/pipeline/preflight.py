@@ -113,6 +113,8 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
     for key, where in (("output.dir", out), ("work_dir", work), ("shuffle.scratch_dir", cfg.shuffle.scratch_dir)):
         if where is not None:
             _check_writable(cfg, key, where)
+    if isinstance(out, Location):
+        _check_stored_output(cfg, published_by_us)
     refuse(precheck(graph))
     if cfg.assign.method == "file":
         refuse(precheck_assignment(graph, cfg.assign.dir))
@@ -160,10 +162,20 @@ def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) 
     if _inside(work, in_dir):
         raise InputError(src, "work_dir", f"a location outside the input folder {in_dir}", str(work))
     if isinstance(out, Location):
-        return  # an existing set on a store is checked by publishing (published sets are replaced in place)
+        return  # on a store: after the store is known to answer (_check_stored_output)
     if out.exists() and not (out.is_dir() and (cfg.output.overwrite or published_by_us)):
         raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
                          f"{out} exists")
+
+
+def _check_stored_output(cfg: PipelineConfig, published_by_us: bool) -> None:
+    """An output prefix on a store that holds anything is replaced only with overwrite (or when this work folder
+    published it)."""
+    out = cfg.output.dir
+    if cfg.output.overwrite or published_by_us or not cfg.storage.exists(out):
+        return
+    raise InputError(cfg.source, "output.dir", "a prefix that holds nothing yet (or output.overwrite: true)",
+                     f"{out} holds objects")
 
 
 def _check_assignment_dir(cfg: PipelineConfig) -> None:

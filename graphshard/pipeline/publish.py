@@ -1,8 +1,14 @@
 """Publishing the finished partition set (and report) to `output.dir`, atomically, from the step artifacts.
 
-Files are hard-linked from the work folder when it shares the output's filesystem (no copy of a large partition
-set), copied otherwise. `<work>/published.json` records what was published where, so that a second identical run
-leaves the output untouched and a changed run may replace an output this work folder published before.
+A local output: files are hard-linked from the work folder when it shares the output's filesystem (no copy of a large
+partition set), copied otherwise, into a staging sibling that is swapped into place. An output on a store, which
+has no rename (`publish_on_store`): the files go under a run-unique prefix `<out>/.runs/<run id>/` (the id a digest
+of the artifacts' digests, so the same input, config and seed give the same objects), copied by the store itself
+when the work folder is on the same store, then the partition config, naming that prefix's files, in one PUT, last:
+a reader sees the earlier set or the whole new one. Prefixes the config no longer names (the earlier set's, a
+crashed publish's) are deleted after it is in place. `<work>/published.json` records what was published where, so
+that a second identical run leaves the output untouched and a changed run may replace an output this work folder
+published before.
 """
 
 from __future__ import annotations
@@ -13,10 +19,15 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from graphshard.atomic import staged_output, write_text_atomic
+from graphshard.atomic import publish_on_store, run_prefix, staged_output, write_text_atomic
 from graphshard.errors import GraphshardError
+from graphshard.pipeline.cache import StepResult
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.files import write_report_to
+from graphshard.pipeline.manifest import digest_of
+from graphshard.runprefix import RUNS
 from graphshard.storage import Location, Storage, location
+from graphshard.validate.report_html import REPORT_FILES
 
 RECORD = "published.json"
 
@@ -61,13 +72,36 @@ def published_record(cfg: PipelineConfig) -> bool:
     return cfg.storage.exists(location(cfg.work) / RECORD)
 
 
-def is_current(work_dir: Path, out_dir: Path, digests: dict[str, str], sources: list[Path],
-               rewritten: tuple[str, ...] = ()) -> bool:
+def run_id(digests: dict[str, str | None]) -> str:
+    """The run-unique prefix name of a set on a store: follows the artifacts' content, not the time or host."""
+    return digest_of(digests)[:16]
+
+
+def artifact_digests(shuffled: StepResult, validated: StepResult | None) -> dict[str, str | None]:
+    """What a published set is made of: the digests of the partition and report artifacts."""
+    return {"partitions": shuffled.digest, "report": validated.digest if validated else None}
+
+
+def published_folder(out: Path | Location, digests: dict[str, str | None]) -> Path | Location:
+    """Where the set's files (and the report) are published: `out` itself locally, its run prefix on a store."""
+    return run_prefix(out, run_id(digests)) if isinstance(out, Location) else out
+
+
+def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dict[str, str], sources: list[Path],
+               rewritten: tuple[str, ...] = (), storage: Storage | None = None, config_name: str = "") -> bool:
     """The output already holds exactly these sources' files (recorded digests match, every file present, same size;
-    files named in `rewritten`, rewritten when published, need only be present)."""
-    record = read_record(work_dir)
-    if record.get("output") != str(Path(out_dir).resolve()) or record.get("digests") != digests:
+    files named in `rewritten`, rewritten when published, need only be present). On a store: the config there names
+    this run's prefix."""
+    storage = storage or Storage()
+    record = read_record(work_dir, storage)
+    if record.get("output") != output_key(out_dir) or record.get("digests") != digests:
         return False
+    if isinstance(out_dir, Location):
+        try:
+            text = storage.read_bytes(out_dir / config_name).decode()
+        except GraphshardError:
+            return False
+        return f'"{RUNS}/{run_id(digests)}/' in text
     for src in sources:
         for path in src.rglob("*"):
             if path.is_file():
@@ -90,3 +124,17 @@ def publish_output(work_dir: Path, out_dir: Path, sources: list[Path], digests: 
             finish(stage)
     write_text_atomic(Path(work_dir) / RECORD, json.dumps({"output": str(out_dir), "digests": digests}, indent=1))
     return out_dir
+
+
+def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
+                     digests: dict[str, str | None], config_name: str, storage: Storage,
+                     report: dict | None = None) -> Location:
+    """`atomic.publish_on_store` under the run id of these artifacts, the report (rewritten to name the published
+    config) under the same prefix before the config; record it in the work folder."""
+    run = run_id(digests)
+    if report is not None:
+        write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
+    publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else ())
+    record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
+    storage.write_bytes(location(work_dir) / RECORD, record)
+    return out

@@ -9,17 +9,22 @@ from pathlib import Path
 from graphshard.assign import REPORT_FILE
 from graphshard.pipeline.cache import PRODUCT, StepResult
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.files import read_text
+from graphshard.pipeline.publish import artifact_digests, published_folder
+from graphshard.storage import Location
 
 
-def summarize(cfg: PipelineConfig, out: Path, ingested: StepResult, assigned: StepResult, shuffled: StepResult,
-              validated: StepResult | None, states: dict[str, str], seconds: float) -> tuple[dict, dict]:
+def summarize(cfg: PipelineConfig, out: Path | Location, ingested: StepResult, assigned: StepResult,
+              shuffled: StepResult, validated: StepResult | None, states: dict[str, str],
+              seconds: float) -> tuple[dict, dict]:
     """(summary, tables): the summary dict the flow returns and the rows of the per-partition and per-step tables."""
-    assignment = json.loads(assigned.path(f"{PRODUCT['assign']}/{REPORT_FILE}").read_text())
+    assignment = json.loads(read_text(assigned.path(f"{PRODUCT['assign']}/{REPORT_FILE}"), cfg.storage))
+    report = published_folder(out, artifact_digests(shuffled, validated)) / "report.html"
     results = {"ingest": ingested, "assign": assigned, "shuffle": shuffled, "validate": validated}
     summary = {
         "output": str(out),
         "partition_config": str(out / Path(shuffled.summary["config"]).name),
-        "report": str(out / "report.html") if validated else None,
+        "report": str(report) if validated else None,
         "work_dir": str(cfg.work),
         "graph_name": ingested.summary["graph_name"],
         "num_nodes": ingested.summary["num_nodes"],
@@ -36,7 +41,7 @@ def summarize(cfg: PipelineConfig, out: Path, ingested: StepResult, assigned: St
               "build_seconds": r.summary.get("seconds") if r else None, "artifact": str(r.folder) if r else None}
              for name, r in results.items()]
     if validated:
-        quality = json.loads(validated.path(f"{PRODUCT['validate']}/report.json").read_text())["quality"]
+        quality = json.loads(read_text(validated.path(f"{PRODUCT['validate']}/report.json"), cfg.storage))["quality"]
         summary["edge_cut"] = quality["edge_cut"]["share"]  # measured on the written partitions
         summary["edge_cut_count"] = quality["edge_cut"]["count"]
         summary["remote_share"] = (quality.get("remote_share") or {}).get("overall")

@@ -59,12 +59,14 @@ def disk_needs(cfg: PipelineConfig, steps: list[StepPlan]) -> dict[str, tuple[Pa
     scratch and output (the work folder), the shuffle's buckets (`shuffle.scratch_dir`, else the work folder), and
     the published set when output.dir is on another filesystem than the work folder (else publishing links)."""
     by = {s.step: s for s in steps}
-    bucket_dir = cfg.shuffle.scratch_dir
-    needs = {"work_dir": (cfg.work, max(0, work_bytes(steps, bool(bucket_dir)) - _cached_bytes(cfg.work)))}
-    if bucket_dir:
-        needs["shuffle.scratch_dir"] = (Path(bucket_dir), by["shuffle"].scratch)
-    if _device(cfg.output.dir) != _device(cfg.work):
-        needs["output.dir"] = (cfg.output.dir, by["shuffle"].output)
+    bucket_dir, work, out = cfg.shuffle.scratch_dir, cfg.work, cfg.output.dir
+    needs = {}  # local disks only: a location on an object store (a Location) has no size limit to check
+    if isinstance(work, Path):
+        needs["work_dir"] = (work, max(0, work_bytes(steps, bool(bucket_dir)) - _cached_bytes(work)))
+    if isinstance(bucket_dir, Path):
+        needs["shuffle.scratch_dir"] = (bucket_dir, by["shuffle"].scratch)
+    if isinstance(out, Path) and not (isinstance(work, Path) and _device(out) == _device(work)):
+        needs["output.dir"] = (out, by["shuffle"].output)
     return needs
 
 

@@ -21,15 +21,16 @@ from graphshard.formats.buckets import write_bucket
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan, id_dtype_for
+from graphshard.storage import Location
 
 MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by one pass per partition, else a sort
 
 
-def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path) -> np.ndarray:
+def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path | Location) -> np.ndarray:
     """Convert `<ntype>.txt` to int32 `.npy` (checking it) and count nodes per (block, partition)."""
     ntype = plan.graph.node_type[ntype_id]
     out = convert_parts(assignment_dir, ntype, plan.graph.num_nodes(ntype), plan.num_parts,
-                        plan.scratch.parts(ntype_id))
+                        plan.scratch.parts(ntype_id), storage=plan.graph.storage)
     parts = np.load(out, mmap_mode="r")
     bounds = plan.node_blocks[ntype_id]
     counts = np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts)

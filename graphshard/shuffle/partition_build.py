@@ -25,9 +25,10 @@ TYPE_DTYPE = np.int32
 def optional_fields(plan: ShufflePlan) -> tuple[bool, bool]:
     """(`_TYPE`, `part_id`) written or not, as DGL 2.1 does: its `partition_graph` writes `_TYPE` for heterographs
     only and `part_id` always, except for one partition (`_TYPE` and no `part_id`: it saves the whole graph as
-    `to_homogeneous` made it); its distributed pipeline (halo_mode "in_edges") writes `_TYPE` always."""
+    `to_homogeneous` made it); its distributed pipeline (halo_mode "in_edges") writes `_TYPE` always and never
+    `part_id` (its `convert_partition.py`: `_ID`, `_TYPE`, `inner_node`; `_ID`, `_TYPE`, `inner_edge`)."""
     if plan.options.halo_mode == "in_edges":
-        return True, True
+        return True, False
     if plan.num_parts == 1:
         return True, False
     return plan.num_ntypes > 1 or plan.num_etypes > 1, True

@@ -14,9 +14,10 @@ from graphshard import digests
 from graphshard._deprecated import renamed
 from graphshard.atomic import staged_output
 from graphshard.daskrun import run_tasks
-from graphshard.errors import InputError
-from graphshard.formats.assignment import read_meta
-from graphshard.formats.chunked import load_metadata
+from graphshard.digests import FileDigest
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.assignment import META_FILE, AssignmentMeta, read_meta
+from graphshard.formats.chunked import ChunkedGraph, load_metadata
 from graphshard.formats.set_digests import write_set_digests
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
@@ -24,6 +25,7 @@ from graphshard.shuffle.options import ShuffleOptions
 from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
+from graphshard.storage import Location, Storage, location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -36,11 +38,14 @@ def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Cal
 
 
 @contextmanager
-def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[ShuffleScratch]:
-    """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder), deleted afterwards."""
+def _scratch(options: ShuffleOptions, stage: Path | None) -> Iterator[ShuffleScratch]:
+    """A fresh scratch folder (inside `options.scratch_dir`, else inside the staging folder, else, for a set written
+    to a store, in the system's temporary folder), deleted afterwards."""
     if options.scratch_dir is not None:
         Path(options.scratch_dir).mkdir(parents=True, exist_ok=True)
         root = Path(tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=options.scratch_dir))
+    elif stage is None:
+        root = Path(tempfile.mkdtemp(prefix="graphshard-shuffle-"))
     else:
         root = stage / ".scratch"
     try:
@@ -49,45 +54,77 @@ def _scratch(options: ShuffleOptions, stage: Path) -> Iterator[ShuffleScratch]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def shuffle(metadata: str | Path, assignment_dir: str | Path, out_dir: str | Path,
-            options: ShuffleOptions | None, client: Client, overwrite: bool = False) -> Path:
+def shuffle(metadata: str | Path | Location, assignment_dir: str | Path | Location, out_dir: str | Path | Location,
+            options: ShuffleOptions | None, client: Client, overwrite: bool = False, *,
+            storage: Storage | None = None) -> Path | Location:
     """Partition a chunked graph by an assignment folder into `out_dir`: DGL's partition files (step 2 of the pipeline).
 
     Parameters
     ----------
-    metadata : str or Path
-        The chunked graph's metadata.json (or its folder).
-    assignment_dir : str or Path
-        An assignment folder (`<ntype>.txt` + `partition_meta.json`), e.g. what `assign` wrote.
-    out_dir : str or Path
-        The partition set's folder (created complete, or not at all).
+    metadata : str, Path or Location
+        The chunked graph's metadata.json (or its folder): a path or a URL (workers read the chunks from the store).
+    assignment_dir : str, Path or Location
+        An assignment folder (`<ntype>.txt` + `partition_meta.json`), e.g. what `assign` wrote; a path or a URL.
+    out_dir : str, Path or Location
+        The partition set's folder (created complete, or not at all). A URL: the workers write the files to the
+        store themselves (`write_set`), the config last.
     options : ShuffleOptions or None
         Halo, original-ID files, graph formats, scratch folder; None: the defaults.
     client : distributed.Client or None
         The cluster the exchange and the writes run on; None runs them here.
     overwrite : bool
-        Replace an existing `out_dir`.
+        Replace an existing `out_dir` (on a store: its objects are deleted first, so the set is not atomic there;
+        the pipeline publishes under a run-unique prefix instead).
+    storage : Storage, optional
+        What locations given as URLs are read and written through; None: credentials from the environment.
 
     Returns
     -------
-    Path
-        The partition config, `<out_dir>/<graph_name>.json`.
+    Path or Location
+        The partition config, `<out_dir>/<graph_name>.json` (a Location when `out_dir` is a URL).
     """
     options = options or ShuffleOptions()
-    graph = load_metadata(metadata)
-    assignment_dir = Path(assignment_dir).resolve()
-    if not assignment_dir.is_dir():
-        raise InputError(assignment_dir, None, "an assignment folder (<ntype>.txt files + partition_meta.json)",
-                         "no such folder")
-    meta = read_meta(assignment_dir)
-    out_dir = Path(out_dir).resolve()
-    with staged_output(out_dir, overwrite) as stage, _scratch(options, stage) as scratch:
-        _shuffle_and_write(graph, assignment_dir, meta.num_parts, meta.algo_name, options, client, scratch, stage)
-    return out_dir / f"{graph.graph_name}.json"
+    graph = load_metadata(metadata, storage)
+    assignment = _assignment_folder(assignment_dir, graph.storage)
+    meta = read_meta(assignment, graph.storage)
+    out = location(out_dir)
+    if not out.is_local:
+        if graph.storage.listing(out):
+            if not overwrite:
+                raise GraphshardError(f"{out}: output folder exists (pass --overwrite to replace it)")
+            graph.storage.delete_prefix(out)
+        return write_set(graph, assignment, out, options, client, meta)[0]
+    with staged_output(Path(out.path), overwrite) as stage, _scratch(options, stage) as scratch:
+        _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch,
+                           location(stage))
+    return Path(out.path) / f"{graph.graph_name}.json"
 
 
-def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method: str, options: ShuffleOptions,
-                       client: Client, scratch: ShuffleScratch, stage: Path) -> Path:
+def _assignment_folder(where: str | Path | Location, storage: Storage) -> Location:
+    """An assignment folder's location; InputError when it holds no partition_meta.json (local: no folder)."""
+    loc = location(where)
+    found = Path(loc.path).is_dir() if loc.is_local else storage.exists(loc.join(META_FILE))
+    if not found:
+        raise InputError(loc, None,
+                         "an assignment folder (<ntype>.txt files + partition_meta.json)", "no such folder")
+    return loc
+
+
+def write_set(graph: ChunkedGraph, assignment: Location, out: Location, options: ShuffleOptions, client: Client,
+              meta: AssignmentMeta | None = None) -> tuple[Path | Location, list[list[FileDigest]]]:
+    """The shuffle's files written under `out` (a folder or a URL prefix, as given: no staging, no rename), the
+    digests file and then the partition config last; returns the config and every partition's `FileDigest`s.
+
+    What `shuffle` runs for a URL, and what a publisher that picks its own prefix (a run-unique one) calls. The
+    scratch folder is `options.scratch_dir`, else a fresh temporary folder on this host."""
+    meta = meta or read_meta(assignment, graph.storage)
+    with _scratch(options, None) as scratch:
+        return _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch, out)
+
+
+def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_method: str, options: ShuffleOptions,
+                       client: Client, scratch: ShuffleScratch, stage: Location
+                       ) -> tuple[Path | Location, list[list[FileDigest]]]:
     base = make_plan(graph, scratch, num_parts, options, None)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
                   lambda it: graph.node_type[it[0]], plan=base, assignment_dir=assignment_dir)
@@ -114,8 +151,9 @@ def _shuffle_and_write(graph, assignment_dir: Path, num_parts: int, part_method:
                    lambda it: f"{owned[0][it[0]]:,} owned nodes, {owned[1][it[0]]:,} owned edges",
                    plan=plan, nodes=nodes, edges=edges, out_dir=stage)
     digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
-    write_set_digests(stage, graph.graph_name, written)  # <graph_name>.digests.json: what `graphshard fetch` checks
-    return write_config(plan, nodes, edges, part_method, stage)
+    # <graph_name>.digests.json: what `graphshard fetch` checks
+    write_set_digests(stage, graph.graph_name, written, graph.storage)
+    return write_config(plan, nodes, edges, part_method, stage), written
 
 
 __getattr__ = renamed(__name__, {"dispatch": "graphshard.shuffle.step:shuffle"})

@@ -13,6 +13,7 @@ import re
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator, Mapping
 
+from graphshard import diskfull
 from graphshard.errors import GraphshardError
 from graphshard.storage.locations import Location, redact
 
@@ -112,4 +113,6 @@ def translated(loc: Location, action: str, endpoint: str | None = None, secrets:
     except GraphshardError:
         raise
     except Exception as err:  # noqa: BLE001 - every store and SDK failure becomes one line
+        if diskfull.is_full(err):
+            raise  # a full disk: diskfull words it, naming the config key that chose the folder and its free space
         raise describe(loc, action, err, endpoint, secrets) from err

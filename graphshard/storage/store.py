@@ -45,8 +45,8 @@ class _LocalAtomicFile:
     """A local file written under a hidden temporary sibling: `close` flushes and fsyncs it, `commit` replaces the
     target with it (and fsyncs the folder), `discard` deletes it: the interface of fsspec's autocommit=False files."""
 
-    def __init__(self, path: str):
-        self.path = path
+    def __init__(self, path: str, sync: bool = True):
+        self.path, self.sync = path, sync
         folder, name = os.path.split(path)
         os.makedirs(folder, exist_ok=True)
         self.temp = os.path.join(folder, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -61,12 +61,14 @@ class _LocalAtomicFile:
     def close(self) -> None:
         if not self.f.closed:
             self.f.flush()
-            os.fsync(self.f.fileno())
+            if self.sync:
+                os.fsync(self.f.fileno())
             self.f.close()
 
     def commit(self) -> None:
         os.replace(self.temp, self.path)
-        _fsync_dir(os.path.dirname(self.path))
+        if self.sync:
+            _fsync_dir(os.path.dirname(self.path))
 
     def discard(self) -> None:
         self.f.close()
@@ -142,12 +144,14 @@ class Storage:
             return self.fs(loc).cat_file(loc.path)
 
     @contextmanager
-    def write_atomic(self, where: str | Location) -> Iterator[_Writer]:
+    def write_atomic(self, where: str | Location, sync: bool = True) -> Iterator[_Writer]:
         """A binary file to write; it appears at `where` whole when the block ends, and not at all if it raises.
-        The store's failures become one StorageError line; the block's own exceptions pass unchanged."""
+        The store's failures become one StorageError line; the block's own exceptions pass unchanged.
+        `sync=False`: a local file is not fsynced (files a later step publishes, as the partition writers' were)."""
         loc = location(where)
         with self.translated(loc, "write"):
-            fh = _LocalAtomicFile(loc.path) if loc.is_local else self.fs(loc).open(loc.path, "wb", autocommit=False)
+            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local \
+                else self.fs(loc).open(loc.path, "wb", autocommit=False)
         try:
             yield _Writer(fh, lambda: self.translated(loc, "write"))
         except BaseException:
@@ -177,6 +181,19 @@ class Storage:
                 fout.write(data)
                 size += len(data)
         return size
+
+    def copy(self, src: str | Location, dst: str | Location, block: int = READ_BLOCK) -> None:
+        """Copy one file or object to `dst` atomically. Within one object store the store copies
+        it (S3: CopyObject, no bytes through this process); otherwise it is streamed `block` bytes at a time."""
+        src_loc, dst_loc = location(src), location(dst)
+        if src_loc.protocol == dst_loc.protocol and not src_loc.is_local and \
+                self.options.for_location(src_loc) == self.options.for_location(dst_loc):
+            with self.translated(dst_loc, "copy"):
+                self.fs(dst_loc).copy(src_loc.path, dst_loc.path)
+            return
+        with self.open_read(src_loc, block_size=block, cache_type="none") as fin, self.write_atomic(dst_loc) as fout:
+            while data := fin.read(block):
+                fout.write(data)
 
     def exists(self, where: str | Location) -> bool:
         loc = location(where)

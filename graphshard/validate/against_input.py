@@ -16,6 +16,7 @@ import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import RowIndex, edge_table, id_problems, read_chunk, read_edge_chunk, read_rows
+from graphshard.storage import Location
 from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
 from graphshard.validate.piecewise import byte_pieces
@@ -146,10 +147,11 @@ def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
     return jobs
 
 
-def input_chunk_sums(layout: Layout, metadata: Path, scratch: SharedArrays, job: tuple[str, str, str, int]) -> dict:
+def input_chunk_sums(layout: Layout, metadata: Path | Location, scratch: SharedArrays,
+                     job: tuple[str, str, str, int]) -> dict:
     """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}, reading
     the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader)."""
-    graph = load_metadata(metadata)
+    graph = load_metadata(metadata, layout.storage)
     kind, typ, feat, chunk = job
     if typ not in (layout.etypes if kind != "node_feat" else layout.ntypes):
         return {}

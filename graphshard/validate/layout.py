@@ -6,15 +6,15 @@ partition, and owner lookups from a new homogeneous ID to its (partition, type).
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.formats.jsonfile import read_json_object
+from graphshard.formats.jsonfile import parse_json_object, read_json_object
+from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.validate.problems import Problem
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
@@ -24,9 +24,10 @@ PART_FILE_KEYS = ("part_graph", "node_feats", "edge_feats")
 
 @dataclass(frozen=True)
 class Layout:
-    """The checked essentials of `<graph>.json`; small enough to ship to every Dask task."""
+    """The checked essentials of `<graph>.json`; small enough to ship to every Dask task. `config_path` is a Path
+    for a local set, a Location for one on a store; either way its files are read through `storage`."""
 
-    config_path: Path
+    config_path: Path | Location
     graph_name: str
     num_parts: int
     halo_hops: int
@@ -38,13 +39,26 @@ class Layout:
     edge_ranges: np.ndarray  # (ET, P, 2)
     part_files: tuple[dict[str, str], ...]  # per partition: key -> path relative to the config
     raw: dict
+    storage: Storage = field(default_factory=Storage, compare=False, repr=False)
 
     @property
-    def base_dir(self) -> Path:
+    def base_dir(self) -> Path | Location:
         return self.config_path.parent
 
-    def path(self, part: int, key: str) -> Path:
-        return self.base_dir / self.part_files[part][key]
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.config_path, Path)
+
+    def under(self, rel: str) -> Path | Location:
+        """A path relative to the config's folder (a Location on a store)."""
+        return self.base_dir / rel if self.is_local else self.base_dir.join(rel)
+
+    def file(self, where: Path | Location) -> StoredFile:
+        """A file of the set, to read through the layout's storage."""
+        return StoredFile(location(where), self.storage)
+
+    def path(self, part: int, key: str) -> Path | Location:
+        return self.under(self.part_files[part][key])
 
     def rel(self, part: int, key: str) -> str:
         return self.part_files[part][key]
@@ -52,9 +66,10 @@ class Layout:
     def part_dir(self, part: int) -> Path:
         return self.path(part, "part_graph").parent
 
-    def extra_file(self, part: int, name: str) -> Path:
+    def extra_file(self, part: int, name: str) -> Path | Location:
         """Optional files beside graph.dgl (orig_nids.dgl, orig_eids.dgl)."""
-        return self.part_dir(part) / name
+        folder = self.part_dir(part)
+        return folder / name if self.is_local else folder.join(name)
 
     def extra_rel(self, part: int, name: str) -> str:
         return str(Path(self.rel(part, "part_graph")).parent / name)
@@ -120,10 +135,12 @@ def _type_names(data: dict, key: str, default: str, path: Path) -> list[str]:
     return sorted(table, key=table.__getitem__)
 
 
-def load_layout(config_path: str | Path) -> Layout:
-    """Read `<graph>.json`; raise InputError when it is unreadable or lacks what the checks need."""
-    path = Path(config_path).resolve()
-    data = read_json_object(path, "partition config JSON")
+def load_layout(config_path: str | Path | Location, storage: Storage | None = None) -> Layout:
+    """Read `<graph>.json` (a path or a URL); raise InputError when it is unreadable or lacks what the checks
+    need."""
+    loc, storage = location(config_path), storage or Storage()
+    path = Path(loc.path).resolve() if loc.is_local else loc
+    data = read_json_object(path if loc.is_local else loc, "partition config JSON", storage)
     for key in _REQUIRED:
         if key not in data:
             raise InputError(path, key, "a value (DGL's load_partition_book requires it)", "missing")
@@ -148,7 +165,7 @@ def load_layout(config_path: str | Path) -> Layout:
         ntypes=tuple(ntypes), etypes=tuple(etypes),
         node_ranges=_ranges(data, "node_map", ntypes, num_parts, path),
         edge_ranges=_ranges(data, "edge_map", etypes, num_parts, path),
-        part_files=tuple(parts), raw=data,
+        part_files=tuple(parts), raw=data, storage=storage,
     )
 
 
@@ -178,18 +195,25 @@ def check_layout(layout: Layout) -> list[Problem]:
     return problems
 
 
-def find_config(folder: str | Path) -> Path:
-    """The partition config inside an output folder: the one JSON file there with `node_map` and `num_parts`."""
-    folder = Path(folder)
-    if not folder.is_dir():
+def find_config(folder: str | Path | Location, storage: Storage | None = None) -> Path | Location:
+    """The partition config inside an output folder (a path or URL): the one JSON file there with `node_map` and
+    `num_parts`."""
+    loc, storage = location(folder), storage or Storage()
+    folder = Path(loc.path) if loc.is_local else loc
+    if loc.is_local and folder.is_dir():
+        names = [p.name for p in folder.glob("*.json")]
+    elif not loc.is_local and (entries := storage.listing(loc)):
+        names = [e.rel for e in entries if "/" not in e.rel and e.rel.endswith(".json")]
+    else:
         raise InputError(folder, None, "a partition output folder", "no such folder")
     found = []
-    for path in sorted(folder.glob("*.json")):
+    for name in sorted(names):
+        path = folder / name if loc.is_local else loc.join(name)
         try:
-            data = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            data = parse_json_object(storage.read_bytes(path), path, "partition config")
+        except (OSError, InputError):
             continue
-        if isinstance(data, dict) and "node_map" in data and "num_parts" in data:
+        if "node_map" in data and "num_parts" in data:
             found.append(path)
     if len(found) != 1:
         raise InputError(folder, "<graph_name>.json", "exactly one partition config (a JSON file with node_map and "

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from graphshard.errors import GraphshardError
 from graphshard.formats.dgl_columns import Column, GraphColumns, graph_columns, tensor_dict_columns
+from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.validate.layout import Layout
 from graphshard.validate.problems import Problem
 
@@ -29,45 +30,50 @@ class PartData:
     problems: list[Problem] = field(default_factory=list)
 
 
-def _read(reader, path: Path, rel: str, part: int, problems: list[Problem], required: bool):
-    if not path.exists():
+def _read(reader, source: StoredFile, rel: str, part: int, problems: list[Problem], required: bool):
+    """A file of the set indexed by `reader` (local, or an object read by ranges); a Problem when it is missing
+    (`required`) or unreadable."""
+    if not source.exists():
         if required:
             problems.append(Problem("files", "file named by the partition config does not exist", part, rel))
         return None
     try:
-        return reader(path)
+        return reader(source)
     except (GraphshardError, OSError, ValueError) as err:
         problems.append(Problem("files", f"cannot be read as a DGL file: {err}", part, rel))
         return None
 
 
-def dir_bytes(folder: Path) -> dict[str, int]:
-    """Size of every regular file under a partition folder, by name relative to it."""
-    if not folder.is_dir():
+def dir_bytes(folder: Path | Location, storage: Storage | None = None) -> dict[str, int]:
+    """Size of every regular file under a partition folder (or prefix), by name relative to it."""
+    loc = location(folder)
+    if loc.is_local and not Path(loc.path).is_dir():
         return {}
-    return {str(f.relative_to(folder)): f.stat().st_size for f in sorted(folder.rglob("*")) if f.is_file()}
+    return {e.rel: e.size for e in (storage or Storage()).listing(loc)}
 
 
 def orig_ids(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
     """One original-ID file (ORIG_NIDS or ORIG_EIDS) indexed; None when absent or unreadable (phase one says so)."""
-    return _read(tensor_dict_columns, layout.extra_file(part, name), layout.extra_rel(part, name), part, [], False)
+    return _read(tensor_dict_columns, layout.file(layout.extra_file(part, name)), layout.extra_rel(part, name), part,
+                 [], False)
 
 
 def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
     """Index partition `part`'s graph, features and optional original-ID files."""
     problems: list[Problem] = []
     graph = node_feats = edge_feats = None
+    def named(key: str) -> tuple[StoredFile, str]:
+        return layout.file(layout.path(part, key)), layout.rel(part, key)
+
+    def extra(name: str) -> tuple[StoredFile, str]:
+        return layout.file(layout.extra_file(part, name)), layout.extra_rel(part, name)
+
     if with_graph:
-        graph = _read(graph_columns, layout.path(part, "part_graph"), layout.rel(part, "part_graph"), part, problems,
-                      True)
+        graph = _read(graph_columns, *named("part_graph"), part, problems, True)
     if with_feats:
-        node_feats = _read(tensor_dict_columns, layout.path(part, "node_feats"), layout.rel(part, "node_feats"), part,
-                           problems, True)
-        edge_feats = _read(tensor_dict_columns, layout.path(part, "edge_feats"), layout.rel(part, "edge_feats"), part,
-                           problems, True)
-    orig_nids = _read(tensor_dict_columns, layout.extra_file(part, ORIG_NIDS), layout.extra_rel(part, ORIG_NIDS), part,
-                      problems, False)
-    orig_eids = _read(tensor_dict_columns, layout.extra_file(part, ORIG_EIDS), layout.extra_rel(part, ORIG_EIDS), part,
-                      problems, False)
-    return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids, dir_bytes(layout.part_dir(part)),
-                    problems)
+        node_feats = _read(tensor_dict_columns, *named("node_feats"), part, problems, True)
+        edge_feats = _read(tensor_dict_columns, *named("edge_feats"), part, problems, True)
+    orig_nids = _read(tensor_dict_columns, *extra(ORIG_NIDS), part, problems, False)
+    orig_eids = _read(tensor_dict_columns, *extra(ORIG_EIDS), part, problems, False)
+    return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids,
+                    dir_bytes(layout.part_dir(part), layout.storage), problems)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.errors import GraphshardError
+from graphshard.storage import location
 from graphshard.validate.layout import Layout
 
 ASSIGNMENT_REPORT = "assignment_report.json"
@@ -29,14 +31,12 @@ def imbalance(values) -> float:
 
 def assignment_report_data(layout: Layout, assignment_report: str | Path | None) -> tuple[dict | None, str | None]:
     """`assignment_report.json` (given, or beside the config) as a dict, and its path; (None, None) when absent."""
-    path = Path(assignment_report) if assignment_report else layout.base_dir / ASSIGNMENT_REPORT
-    if not path.is_file():
-        return None, None
+    source = layout.file(location(assignment_report) if assignment_report else layout.under(ASSIGNMENT_REPORT))
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(source.read_all()) if source.exists() else None
+    except (OSError, GraphshardError, json.JSONDecodeError):
         return None, None
-    return (data, str(path)) if isinstance(data, dict) else (None, None)
+    return (data, str(assignment_report or source.shown)) if isinstance(data, dict) else (None, None)
 
 
 def balance_constraints(layout: Layout, assignment_report: str | Path | None) -> tuple[dict[str, float], str | None]:

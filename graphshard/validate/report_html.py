@@ -8,7 +8,7 @@ import html
 import json
 from pathlib import Path
 
-from graphshard.atomic import write_text_atomic
+from graphshard.storage import Location, Storage, location
 from graphshard.validate.problems import problem_lines
 from graphshard.validate.svgchart import Series, hbars, heatmap, stacked_bars
 
@@ -190,28 +190,33 @@ def render_html(report: dict) -> str:
 REPORT_FILES = ("report.json", "report.html")
 
 
-def write_report(out_dir: str | Path, report: dict) -> tuple[Path, Path]:
-    """Write `report.json` and a self-contained `report.html` into `out_dir` (each via a temporary name).
+def write_report(out_dir: str | Path | Location, report: dict, *, storage: Storage | None = None
+                 ) -> tuple[Path | Location, Path | Location]:
+    """Write `report.json` and a self-contained `report.html` into `out_dir` (each atomically: a temporary name
+    locally, one PUT on a store).
 
     Parameters
     ----------
-    out_dir : str or Path
-        The folder (created when missing).
+    out_dir : str, Path or Location
+        The folder (created when missing), or a URL prefix.
     report : dict
         What `validate` returned.
+    storage : Storage, optional
+        What a URL is written through; None: credentials from the environment.
 
     Returns
     -------
-    tuple of (Path, Path)
-        The JSON and the HTML file.
+    tuple of (Path, Path) or (Location, Location)
+        The JSON and the HTML file (Locations for a URL).
     """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out, storage = location(out_dir), storage or Storage()
     report = {**report, "problem_lines": problem_lines(report)}
-    json_path, html_path = (out_dir / name for name in REPORT_FILES)
-    write_text_atomic(json_path, json.dumps(report, indent=2) + "\n")
-    write_text_atomic(html_path, render_html(report))
-    return json_path, html_path
+    json_loc, html_loc = (out.join(name) for name in REPORT_FILES)
+    storage.write_bytes(json_loc, (json.dumps(report, indent=2) + "\n").encode())
+    storage.write_bytes(html_loc, render_html(report).encode())
+    if out.is_local:
+        return Path(out_dir) / REPORT_FILES[0], Path(out_dir) / REPORT_FILES[1]
+    return json_loc, html_loc
 
 
 def retarget_report(report_dir: str | Path, config: str | Path) -> tuple[Path, Path]:
@@ -232,5 +237,5 @@ def retarget_report(report_dir: str | Path, config: str | Path) -> tuple[Path, P
     tuple of (Path, Path)
         The JSON and the HTML file.
     """
-    report = json.loads((Path(report_dir) / REPORT_FILES[0]).read_text())
+    report = json.loads(Storage().read_bytes(location(report_dir).join(REPORT_FILES[0])))
     return write_report(report_dir, {**report, "config": str(config)})

@@ -6,6 +6,7 @@ this process one after the other.
 
 from __future__ import annotations
 
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,7 +14,8 @@ from distributed import Client
 
 from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
-from graphshard.formats.chunked import load_metadata
+from graphshard.formats.chunked import load_metadata, metadata_location
+from graphshard.storage import Location, Storage
 from graphshard.validate import against_input, checks, hashing, per_partition, piecewise
 from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
@@ -34,7 +36,7 @@ def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
-           metadata: Path | None) -> list[Problem]:
+           metadata: Location | None) -> list[Problem]:
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
@@ -43,13 +45,13 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
 
 
 def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
-                  metadata: Path | None) -> list[Problem]:
+                  metadata: Location | None) -> list[Problem]:
     part, samples = job
     piecewise.set_piece_rows(setup.piece_rows)
     problems = check_claims(layout, part, setup)
     levels = layout.halo_hops >= 1 and mode == "full" and part not in broken and setup.level_arrays
     compare = metadata is not None and setup.with_input
-    graph = load_metadata(metadata) if compare else None
+    graph = load_metadata(metadata, layout.storage) if compare else None
     if compare and not setup.full:
         for (kind, key), (orig, values) in sorted(samples.items()):
             problems += against_input.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
@@ -122,7 +124,7 @@ def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
         per_partition.node_maps(layout, part, setup)
 
 
-def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Path) -> dict:
+def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Location) -> dict:
     piecewise.set_piece_rows(setup.piece_rows)
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
         return against_input.input_chunk_sums(layout, metadata, setup.scratch, job)
@@ -175,9 +177,9 @@ def _trainer_checks(layout: Layout, summaries: list[dict]) -> list[Problem]:
     return problems
 
 
-def _input_checks(layout: Layout, metadata: Path) -> list[Problem]:
+def _input_checks(layout: Layout, metadata: Location) -> list[Problem]:
     """Types and counts of the partition set equal the input graph's."""
-    graph = load_metadata(metadata)
+    graph = load_metadata(metadata, layout.storage)
     problems = []
     name = layout.config_path.name
     if set(graph.node_type) != set(layout.ntypes) or set(graph.edge_type) != set(layout.etypes):
@@ -226,7 +228,7 @@ def _status(problems: list[Problem], skipped: dict[str, str]) -> list[dict]:
     return rows
 
 
-def _skips(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: list[dict]) -> dict[str, str]:
+def _skips(layout: Layout, setup: ScanSetup, metadata: Location | None, summaries: list[dict]) -> dict[str, str]:
     skipped = {}
     if not (setup.orig_nids or setup.orig_eids):
         skipped["orig-ids"] = "no orig_nids.dgl/orig_eids.dgl (shuffle --save-orig-nids --save-orig-eids)"
@@ -252,7 +254,7 @@ def _input_label(job: tuple) -> str:
     return "/".join(x for x in (job[0], job[1], job[2]) if x) + f"/chunk{job[3]}"
 
 
-def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Path | None,
+def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Location | None,
                problems: list[Problem]) -> tuple[list[dict], str, list[list[Problem]], list[dict]]:
     """Every task of the run, the workers kept busy: the node maps first (small), then the scans beside the input
     checksums (which read the maps), the client's global checks as the scans end, then the cross-checks (which read
@@ -265,7 +267,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
                                    label=_part_label, priority=1, **consts))
         groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label, **consts))
         gather_tasks(client, groups[0])
-        input_jobs = against_input.input_jobs(load_metadata(metadata)) if setup.with_input else []
+        input_jobs = against_input.input_jobs(load_metadata(metadata, layout.storage)) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
                                    label=_input_label, priority=-1, metadata=metadata, **consts))
         summaries = gather_tasks(client, groups[1])[0]
@@ -281,7 +283,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     return summaries, mode, crossed, input_sums
 
 
-def _after_scans(layout: Layout, setup: ScanSetup, metadata: Path | None, summaries: list[dict],
+def _after_scans(layout: Layout, setup: ScanSetup, metadata: Location | None, summaries: list[dict],
                  problems: list[Problem]) -> tuple[str, frozenset[int]]:
     """The checks over all scans' summaries (into `problems`); the halo mode and the partitions phase one found
     broken, for phase two."""
@@ -291,14 +293,14 @@ def _after_scans(layout: Layout, setup: ScanSetup, metadata: Path | None, summar
     mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
     problems += halo_rule_problems(layout, summaries, mode)
     if metadata is not None:
-        problems += _missing_features(layout, summaries, load_metadata(metadata))
+        problems += _missing_features(layout, summaries, load_metadata(metadata, layout.storage))
     return mode, frozenset(s["part"] for s in summaries if s["stats"] is None)
 
 
-def validate(config_path: str | Path, input_metadata: str | Path | None = None, full: bool = False,
-             client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
+def validate(config_path: str | Path | Location, input_metadata: str | Path | Location | None = None,
+             full: bool = False, client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
              step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
-             scratch_dir: str | Path | None = None) -> dict:
+             scratch_dir: str | Path | None = None, *, storage: Storage | None = None) -> dict:
     """Check every invariant of formats.md §5 on a partition set and measure its quality (step 3 of the pipeline).
 
     Problems are returned, not raised: `report["ok"]` is False when any check failed and `report["problems"]` lists
@@ -306,10 +308,11 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
 
     Parameters
     ----------
-    config_path : str or Path
-        The partition config (`<graph_name>.json`).
-    input_metadata : str or Path, optional
-        The input chunked graph: the partitions are then compared with it row by row (sampled) and by checksums.
+    config_path : str, Path or Location
+        The partition config (`<graph_name>.json`): a path or a URL (the workers read the set from the store).
+    input_metadata : str, Path or Location, optional
+        The input chunked graph (a path or URL): the partitions are then compared with it row by row (sampled) and
+        by checksums.
     full : bool
         Compare every row with the input instead of a seeded sample.
     client : distributed.Client, optional
@@ -321,7 +324,10 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
     assignment_report : str or Path, optional
         The assignment step's report, shown beside the measured figures.
     scratch_dir : str or Path, optional
-        Where the shared arrays go (default: beside the partition set).
+        Where the shared arrays go (default: beside the partition set; a set on a store: the system's temporary
+        folder).
+    storage : Storage, optional
+        What locations given as URLs are read through; None: credentials from the environment.
 
     Returns
     -------
@@ -329,13 +335,15 @@ def validate(config_path: str | Path, input_metadata: str | Path | None = None, 
         The report: `ok`, `problems`, `num_problems`, `checks`, `quality`, ... (what `write_report` writes).
     """
     started = time.perf_counter()
-    layout = load_layout(config_path)
-    metadata = Path(input_metadata).resolve() if input_metadata is not None else None
+    layout = load_layout(config_path, storage)
+    metadata = metadata_location(input_metadata) if input_metadata is not None else None
     problems = check_layout(layout)
     if metadata is not None:
         problems += _input_checks(layout, metadata)
-    has = {f: any(layout.extra_file(p, f).exists() for p in range(layout.num_parts)) for f in (ORIG_NIDS, ORIG_EIDS)}
-    with scratch_beside(layout.base_dir, scratch_dir) as scratch:
+    has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
+           for f in (ORIG_NIDS, ORIG_EIDS)}
+    beside = layout.base_dir if layout.is_local else Path(tempfile.gettempdir()) / layout.graph_name
+    with scratch_beside(beside, scratch_dir) as scratch:
         setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                               sample_size)
         summaries, mode, crossed, input_sums = _run_tasks(client, layout, setup, metadata, problems)

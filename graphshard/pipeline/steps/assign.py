@@ -19,9 +19,11 @@ from graphshard import assign
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.files import read_text
 from graphshard.pipeline.manifest import folder_manifest
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, storage_kw
+from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -29,11 +31,11 @@ if TYPE_CHECKING:
 OUTPUT = PRODUCT["assign"]
 
 
-def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage: Path) -> dict:
+def build(cfg: PipelineConfig, graph: ChunkedGraph, client: Client | None, stage: Path | Location) -> dict:
     """Write the assignment folder into `stage/assignment`; summary = the report's headline figures."""
     folder = assign.assign(graph.metadata_path, stage / OUTPUT, cfg.num_parts, cfg.assign, client=client,
-                           edge_report=edge_report(cfg))
-    report = json.loads((folder / assign.REPORT_FILE).read_text())
+                           edge_report=edge_report(cfg), **storage_kw(cfg))
+    report = json.loads(read_text(location(folder) / assign.REPORT_FILE, cfg.storage))
     return {"method": cfg.assign.method, "num_parts": cfg.num_parts, "edge_cut": report["edge_cut"],
             "imbalance": report["imbalance"]}
 
@@ -70,7 +72,7 @@ def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, inge
     """
     inputs = {"graph": ingested.digest}
     if cfg.assign.method == "file":
-        inputs["assign_dir"] = folder_manifest(cfg.assign.dir).digest
+        inputs["assign_dir"] = folder_manifest(cfg.assign.dir, storage=cfg.storage).digest
     section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None, "edge_report": edge_report(cfg)}
     key = step_key("assign", inputs, section)
     return run_step(store, "assign", key, inputs, lambda stage, client: build(cfg, graph, client, stage), cluster,

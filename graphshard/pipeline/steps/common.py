@@ -18,7 +18,9 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
 from graphshard.pipeline.cache import StepResult, StepStore
+from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
+from graphshard.storage import Location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -26,6 +28,13 @@ if TYPE_CHECKING:
     from graphshard.pipeline.progress import StepProgress
 
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+def storage_kw(cfg: PipelineConfig) -> dict:
+    """The `storage` keyword of the library's step functions (the config's storage layer, with its
+    storage_options) when a location they read or write is on a store (`output.dir` is only published to)."""
+    places = (cfg.input.metadata, cfg.work, cfg.assign.dir, cfg.shuffle.scratch_dir)
+    return {"storage": cfg.storage} if any(isinstance(p, Location) for p in places) else {}
 
 
 class ArtifactProgress:
@@ -67,7 +76,8 @@ def step_progress(step: str, client: Client | None) -> StepProgress | nullcontex
     return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)])
 
 
-def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make: Callable[[Path, Client], dict],
+def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str],
+             make: Callable[[Path | Location, Client], dict],
              cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = (),
              progress: bool = True) -> StepResult | State:
     """A step's artifact: reused when complete (a Cached state), else built.
@@ -81,7 +91,8 @@ def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str], make
     inputs : dict
         The input digests the key was made of (recorded in the manifest).
     make : callable
-        `make(stage, client) -> summary` writes the artifact's files into `stage`.
+        `make(stage, client) -> summary` writes the artifact's files into `stage` (a local folder, or a prefix on
+        a store when the work folder is there).
     cluster : ClusterOnDemand or None
         The run's cluster, started here on the first step that builds.
     force : bool

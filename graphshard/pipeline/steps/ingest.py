@@ -21,30 +21,32 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.files import write_text
 from graphshard.pipeline.manifest import HashCache, graph_files
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, step_progress
 from graphshard.precheck import refuse
+from graphshard.storage import Location, Storage
 
 if TYPE_CHECKING:
     from distributed import Client
 
 
-def build(graph: ChunkedGraph, client: Client | None, stage: Path,
+def build(graph: ChunkedGraph, client: Client | None, stage: Path | Location, storage: Storage,
           problems: list[GraphshardError] | None = None) -> dict:
     """Check the graph (all problems at once; `problems`: already checked) and write its fingerprint and summary
     into `stage`."""
     refuse(ingest.check_graph(graph, client) if problems is None else problems)
     fp = ingest.fingerprint(graph)
-    (stage / "fingerprint.json").write_text(json.dumps(fp, indent=1, sort_keys=True))
+    write_text(stage / "fingerprint.json", json.dumps(fp, indent=1, sort_keys=True), storage)
     info = ingest.summary(graph)
     info.pop("metadata", None)  # an absolute path: the artifact depends on content only
-    (stage / "summary.json").write_text(json.dumps(info, indent=1, sort_keys=True))
+    write_text(stage / "summary.json", json.dumps(info, indent=1, sort_keys=True), storage)
     return {"graph_name": graph.graph_name, "num_nodes": graph.total_nodes, "num_edges": graph.total_edges,
             "input_bytes": info["bytes"]}
 
 
-def check_new_files(graph: ChunkedGraph, files: dict[str, Path], hashes: HashCache,
+def check_new_files(graph: ChunkedGraph, files: dict[str, Path | Location], hashes: HashCache,
                     cluster: ClusterOnDemand | None) -> list[GraphshardError] | None:
     """When an input file is new or changed (its hash unknown), check every file and hash it in the same Dask task
     (one pass per file, in parallel) before the key is known: the problems, and the digests remembered for the
@@ -82,9 +84,10 @@ def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, clus
         The artifact (`fingerprint.json`, `summary.json`), or a Cached state holding it.
     """
     files = graph_files(graph)
-    hashes = HashCache(store.root / "input-hashes.json")
+    hashes = HashCache(store.root / "input-hashes.json", cfg.storage)
     problems = check_new_files(graph, files, hashes, cluster)
     inputs = {"graph_files": hashes.manifest(files).digest}
     key = step_key("ingest", inputs)
-    return run_step(store, "ingest", key, inputs, lambda stage, client: build(graph, client, stage, problems),
+    return run_step(store, "ingest", key, inputs,
+                    lambda stage, client: build(graph, client, stage, cfg.storage, problems),
                     cluster, force, progress=problems is None)

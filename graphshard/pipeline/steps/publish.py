@@ -1,7 +1,9 @@
-"""Publishing as a Prefect task: the partition set and the report, linked from the work folder into `output.dir`."""
+"""Publishing as a Prefect task: the partition set and the report, linked from the work folder into a local
+`output.dir`, or copied under a run-unique prefix of one on a store with the partition config written last."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from prefect import get_run_logger, task
@@ -9,8 +11,10 @@ from prefect.states import Completed, State
 
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
-from graphshard.pipeline.publish import is_current, publish_output
+from graphshard.pipeline.files import read_text
+from graphshard.pipeline.publish import artifact_digests, is_current, publish_output, publish_to_store
 from graphshard.pipeline.steps.common import TASK_OPTIONS
+from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
 
 
@@ -36,12 +40,16 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
         The output folder, or a Cached state when it was already up to date.
     """
     sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
-    digests = {"partitions": shuffled.digest, "report": validated.digest if validated else None}
-    out = cfg.output.dir
-    if is_current(store.root, out, digests, sources, REPORT_FILES):
+    digests = artifact_digests(shuffled, validated)
+    out, name = cfg.output.dir, Path(shuffled.summary["config"]).name
+    if is_current(store.root, out, digests, sources, REPORT_FILES, cfg.storage, name):
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
-    config = out / Path(shuffled.summary["config"]).name  # the report names the published set, not the cache
-    publish_output(store.root, out, sources, digests,
-                   finish=(lambda stage: retarget_report(stage, config)) if validated else None)
+    if isinstance(out, Location):
+        report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
+        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report)
+    else:
+        config = out / name  # the report names the published set, not the cache
+        publish_output(store.root, out, sources, digests,
+                       finish=(lambda stage: retarget_report(stage, config)) if validated else None)
     get_run_logger().info("published %s", out)
     return str(out)

@@ -19,8 +19,9 @@ from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, storage_kw
 from graphshard.shuffle.graphbolt import to_graphbolt
+from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -28,12 +29,13 @@ if TYPE_CHECKING:
 OUTPUT = PRODUCT["shuffle"]
 
 
-def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path, client: Client, stage: Path) -> dict:
+def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path | Location, client: Client,
+          stage: Path | Location) -> dict:
     """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact."""
-    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client)
+    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client, **storage_kw(cfg))
     if (graphbolt := cfg.output.graphbolt_options()) is not None:
         to_graphbolt(config, graphbolt, client)
-    return {"config": Path(config).relative_to(stage).as_posix(), "num_parts": cfg.num_parts}
+    return {"config": location(config).relative_to(location(stage)), "num_parts": cfg.num_parts}
 
 
 @task(name="shuffle", **TASK_OPTIONS)

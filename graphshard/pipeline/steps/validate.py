@@ -14,8 +14,10 @@ from graphshard import assign
 from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, storage_kw
+from graphshard.storage import Location
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -23,25 +25,27 @@ if TYPE_CHECKING:
 OUTPUT = PRODUCT["validate"]
 
 
-def build(cfg: PipelineConfig, store: StepStore, partition_config: Path, assignment_report: Path,
-          step_times: dict[str, float], client: Client, stage: Path) -> dict:
+def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Location,
+          assignment_report: Path | Location, step_times: dict[str, float], client: Client,
+          stage: Path | Location) -> dict:
     """Validate against the input and write report.json / report.html into `stage/report`.
 
-    Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads).
+    Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads), or the
+    library's own local scratch folder when the work folder is on a store.
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
     from graphshard import validate  # imported here: a cached run skips the validator's imports
 
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
-                               assignment_report=assignment_report, scratch_dir=stage)
+                               assignment_report=assignment_report,
+                               scratch_dir=stage if isinstance(stage, Path) else None, **storage_kw(cfg))
     if not report["ok"]:
-        failed = store.root / "validate" / "failed"
-        _, html = validate.write_report(failed, report)
+        html = write_report_to(store.root / "validate" / "failed", report, cfg.storage)
         first = validate.problem_lines(report)[0]
         raise GraphshardError(f"validation failed: {report['num_problems']} problem(s), first: {first} "
                               f"(report: {html})")
-    validate.write_report(stage / OUTPUT, report)
+    write_report_to(stage / OUTPUT, report, cfg.storage)
     return {"ok": True, "checks": {c["name"]: c["status"] for c in report["checks"]}}
 
 

@@ -1,0 +1,161 @@
+"""The steps on an object store (issue 21, items 2-3): ingest, assign, shuffle and validate read and write s3://
+locations through graphshard.storage, the Dask workers talking to the store themselves (they get the Storage, with
+its options, as a task argument: the session's workers never saw the test's AWS environment)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graphshard import digests
+from graphshard.assign import AssignOptions, assign
+from graphshard.errors import InputError
+from graphshard.formats.assignment import write_meta, write_parts
+from graphshard.formats.chunked import load_metadata
+from graphshard.ingest import check_and_hash, check_graph, fingerprint
+from graphshard.shuffle import ShuffleOptions, shuffle
+from graphshard.storage import Storage, location
+from graphshard.validate import validate, write_report
+
+ALL_ORIG = {"save_orig_nids": True, "save_orig_eids": True}
+
+
+@pytest.fixture
+def store(s3_server) -> tuple[Storage, str]:
+    """A Storage with the local S3 server's options (no AWS environment anywhere) and a fresh bucket."""
+    return Storage({"s3://": s3_server.options()}), s3_server.new_bucket()
+
+
+def upload_tree(storage: Storage, folder: Path, url: str) -> str:
+    """Every file under `folder` copied to `url` (same relative paths); returns the URL."""
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        storage.upload(path, location(url).join(path.relative_to(folder).as_posix()))
+    return url
+
+
+def stored_files(storage: Storage, url: str) -> dict[str, bytes]:
+    return {e.rel: storage.read_bytes(location(url).join(e.rel)) for e in storage.listing(url)}
+
+
+def local_files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def random_assignment(metadata: Path, folder: Path, num_parts: int) -> Path:
+    graph = load_metadata(metadata)
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(7)
+    for nt in graph.node_type:
+        write_parts(folder, nt, rng.integers(0, num_parts, graph.num_nodes(nt)))
+    write_meta(folder, num_parts, "random")
+    return folder
+
+
+class Counting:
+    """Counts the reads a Storage serves (monkeypatched methods), to show what a step downloads."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.calls: list[str] = []
+        for name in ("read_bytes", "read_range", "open_read"):
+            original = getattr(Storage, name)
+            monkeypatch.setattr(Storage, name, self._wrap(name, original))
+
+    def _wrap(self, name, original):
+        def counted(storage, *args, **kwargs):
+            self.calls.append(name)
+            return original(storage, *args, **kwargs)
+        return counted
+
+
+@pytest.mark.parametrize("fmt", ["numpy", "parquet", "csv", "mixed"])
+def test_ingest_of_a_graph_on_s3_matches_local(make_graph, store, fmt, dask_cluster_client, monkeypatch):
+    storage, bucket = store
+    metadata = make_graph("mag", papers=300, edges=2000, chunks=2, fmt=fmt)
+    url = upload_tree(storage, metadata.parent, f"{bucket}/graphs/mag")
+    local_problems, local_digests = check_and_hash(metadata)
+    problems, found = check_and_hash(f"{url}/metadata.json", dask_cluster_client, storage=storage)
+    assert problems == local_problems == []
+    assert [d.hexdigest for d in found] == [d.hexdigest for d in local_digests]
+    assert all(d.identity[0].startswith(url) for d in found)
+    digests.remember(found)
+    reads = Counting(monkeypatch)
+    remote = fingerprint(url, storage)  # the folder works as a local one does
+    assert reads.calls == ["open_read"]  # metadata.json only: every chunk's digest was taken while ingest read it
+    assert remote["digest"] == fingerprint(metadata)["digest"]
+
+
+def test_chunk_urls_absolute_and_missing(make_graph, store):
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2, fmt="parquet")
+    url = upload_tree(storage, metadata.parent, f"{bucket}/data")
+    doc = json.loads(metadata.read_text())
+    features = [s for section in ("node_data", "edge_data") for f in doc[section].values() for s in f.values()]
+    for spec in [*doc["edges"].values(), *features]:
+        spec["data"] = [f"{url}/{name}" for name in spec["data"]]  # absolute URLs, the metadata elsewhere
+    storage.write_bytes(location(f"{bucket}/meta/abs.json"), json.dumps(doc).encode())
+    assert check_graph(f"{bucket}/meta/abs.json", storage=storage) == []
+    graph = load_metadata(f"{bucket}/meta/abs.json", storage)
+    assert graph.file(graph.edges[graph.edge_type[0]].data[1]).loc == location(f"{url}/edges/_N___E___N-1.parquet")
+
+    gone = location(doc["edges"]["_N:_E:_N"]["data"][1])
+    storage.fs(gone).rm_file(gone.path)
+    problems = check_graph(f"{bucket}/meta/abs.json", storage=storage)
+    assert [str(p) for p in problems] == [f"{url}/edges/_N___E___N-1.parquet: field 'edges['_N:_E:_N'].data[1]': "
+                                          "expected an existing chunk file, found no such file"]
+    with pytest.raises(InputError, match="no such file"):
+        load_metadata(f"{bucket}/nothing-here", storage)
+
+
+@pytest.mark.parametrize("fmt,num_parts", [("numpy", 3), ("mixed", 2)])
+def test_shuffle_to_s3_writes_the_local_bytes(make_graph, store, tmp_path, dask_cluster_client, fmt, num_parts):
+    storage, bucket = store
+    metadata = make_graph("mag", papers=400, edges=3000, chunks=3, fmt=fmt)
+    asg = random_assignment(metadata, tmp_path / "asg", num_parts)
+    opts = ShuffleOptions(halo_mode="full", **ALL_ORIG)
+    local = shuffle(metadata, asg, tmp_path / "out", opts, dask_cluster_client)
+
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    asg_url = upload_tree(storage, asg, f"{bucket}/asg")
+    config = shuffle(graph_url, asg_url, f"{bucket}/out", opts, dask_cluster_client, storage=storage)
+    assert config == location(f"{bucket}/out/{local.name}")
+    assert stored_files(storage, f"{bucket}/out") == local_files(local.parent)
+    with pytest.raises(Exception, match="output folder exists"):
+        shuffle(graph_url, asg_url, f"{bucket}/out", opts, None, storage=storage)
+
+
+def test_assign_and_validate_on_s3(make_graph, store, tmp_path, dask_cluster_client):
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=1500, edges=12000, chunks=3, fmt="mixed")
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    options = AssignOptions(method="random", seed=3)
+    asg_url = assign(graph_url, f"{bucket}/asg", 3, options, dask_cluster_client, storage=storage)
+    local_asg = assign(metadata, tmp_path / "asg", 3, options, dask_cluster_client)
+    remote_asg = stored_files(storage, asg_url)
+    assert {k: v for k, v in remote_asg.items() if not k.endswith("report.json")} == \
+        {k: v for k, v in local_files(local_asg).items() if not k.endswith("report.json")}
+
+    config = shuffle(graph_url, asg_url, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), dask_cluster_client,
+                     storage=storage)
+    report = validate(config, graph_url, client=dask_cluster_client, storage=storage)
+    assert report["ok"], report["problems"]
+    assert report["input"] == f"{graph_url}/metadata.json"
+    local = validate(shuffle(metadata, local_asg, tmp_path / "set", ShuffleOptions(**ALL_ORIG), dask_cluster_client),
+                     metadata, client=dask_cluster_client)
+    assert report["checks"] == local["checks"] and report["quality"]["edge_cut"] == local["quality"]["edge_cut"]
+    json_loc, html_loc = write_report(f"{bucket}/set", report, storage=storage)
+    assert json.loads(storage.read_bytes(json_loc))["ok"] and storage.size(html_loc) > 1000
+
+
+def test_validate_names_a_damaged_object(make_graph, store, tmp_path):
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2)
+    out = shuffle(metadata, random_assignment(metadata, tmp_path / "asg", 2), tmp_path / "out", None, None)
+    url = upload_tree(storage, out.parent, f"{bucket}/set")
+    graph = location(url).join("part1/graph.dgl")
+    storage.write_bytes(graph, storage.read_bytes(graph)[:-100])  # truncated
+    report = validate(f"{url}/{out.name}", storage=storage)
+    assert not report["ok"]
+    assert any(p["partition"] == 1 and "truncated" in p["message"] for p in report["problems"]), report["problems"]
