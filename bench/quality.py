@@ -46,6 +46,9 @@ FAMILIES = {
     "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
     "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
     "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
+    # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
+    "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),
+    "mag-15k": ("mag", {"papers": 15_000}, MAG_BALANCE),
 }
 # row name -> assignment options (method and its own options)
 METHODS = {
