@@ -46,6 +46,9 @@ FAMILIES = {
     "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
     "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
     "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
+    # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
+    "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),
+    "mag-15k": ("mag", {"papers": 15_000}, MAG_BALANCE),
 }
 # row name -> assignment options (method and its own options)
 METHODS = {
@@ -55,8 +58,11 @@ METHODS = {
     "kaminpar-strong": {"method": "kaminpar", "kaminpar_preset": "strong"},
     "multilevel": {"method": "multilevel"},
     "parmetis": {"method": "parmetis"},
+    "metis-fetch": {"method": "metis", "objtype": "fetch"},
+    "kaminpar-strong-fetch": {"method": "kaminpar", "kaminpar_preset": "strong", "objtype": "fetch"},
+    "multilevel-fetch": {"method": "multilevel", "objtype": "fetch"},
 }
-UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong"}  # KaMinPar refuses balance constraints
+UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong", "kaminpar-strong-fetch"}  # KaMinPar refuses balance constraints
 
 
 def graph_path(data: Path, family: str) -> Path:
@@ -89,23 +95,66 @@ def child(args: argparse.Namespace) -> None:
         out = assign(graph_path(args.data, args.family), Path(tmp) / "a", args.k, opts, client=client)
         step = time.perf_counter() - t0
         report = json.loads((out / REPORT_FILE).read_text())
+        if args.parts_out:
+            save_parts(graph_path(args.data, args.family), out, args.k, Path(args.parts_out))
     print(json.dumps({"cut": report["edge_cut"]["count"], "edges": report["num_edges"],
                       "imbalance": report["imbalance"], "step_s": step,
                       "partitioner": {k: v for k, v in report["partitioner"].items() if k in ("seconds", "levels")}}))
 
 
+def save_parts(meta: Path, folder: Path, k: int, path: Path) -> None:
+    """Every node's part (type-major homogeneous order) as one .npy, for the remote-share estimate."""
+    import numpy as np
+
+    from graphshard.formats.assignment import read_parts
+    from graphshard.formats.chunked import load_metadata
+
+    g = load_metadata(meta)
+    np.save(path, np.concatenate([read_parts(folder, nt, g.num_nodes(nt), k) for nt in g.node_type]))
+
+
+def share(args: argparse.Namespace) -> None:
+    """The remote share of sampled mini-batch input nodes for saved parts (validate/remote_share.py's in-memory draw,
+    within 0.03 of DGL's sampling: tests/dgl/test_remote_share_dgl.py); seeds, fanouts and batch size as `fetch`."""
+    import numpy as np
+
+    from graphshard.assign.fetch import seed_entry, seed_mask
+    from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
+    from graphshard.assign.options import AssignOptions
+    from graphshard.formats.chunked import load_metadata
+    from graphshard.validate.remote_share import in_csr, remote_share
+
+    g = load_metadata(graph_path(args.data, args.family))
+    opts = AssignOptions(**FAMILIES[args.family][2], **json.loads(args.extra))
+    pieces = [homogeneous_chunk(g, et, i) for et, i in edge_chunks(g)]
+    src, dst = np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
+    del pieces
+    indptr, sources = in_csr(src, dst, g.total_nodes)
+    del src, dst
+    seeds = seed_mask(g, seed_entry(opts), 0, g.total_nodes) > 0
+    est = remote_share(indptr, sources, np.load(args.share), seeds, opts.sample_fanouts, seed=args.seed,
+                       batch_size=opts.sample_batch_size)
+    print(json.dumps(est["overall"]))
+
+
 def cell(args: argparse.Namespace, family: str, method: str, k: int) -> dict:
     """Run one cell in a fresh process under `timeout`; its wall time and the largest peak RSS in its tree."""
-    cmd = ["timeout", "--kill-after=10", str(args.timeout), sys.executable, __file__, "--one", method,
-           "--family", family, "--k", str(k), "--data", str(args.data), "--seed", str(args.seed), "--tmp", args.tmp,
-           "--workers", str(args.workers), "--extra", args.extra]
-    done = run(cmd, stdout=-1, stderr=-1, text=True)
-    row = {"family": family, "method": method, "k": k, "wall_s": round(done.wall, 2), "peak_rss_bytes": done.peak}
-    if done.returncode == 124 or done.returncode == 137:
-        return {**row, "error": f"did not finish in {args.timeout:.0f} s"}
-    if done.returncode != 0:
-        return {**row, "error": done.stderr.strip().splitlines()[-1][:200] if done.stderr.strip() else "failed"}
-    return {**row, **json.loads(done.stdout.strip().splitlines()[-1])}
+    common = ["--family", family, "--k", str(k), "--data", str(args.data), "--seed", str(args.seed), "--tmp", args.tmp,
+              "--workers", str(args.workers), "--extra", args.extra]
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        parts = str(Path(tmp) / "parts.npy")
+        cmd = ["timeout", "--kill-after=10", str(args.timeout), sys.executable, __file__, "--one", method, *common]
+        done = run(cmd + (["--parts-out", parts] if args.remote else []), stdout=-1, stderr=-1, text=True)
+        row = {"family": family, "method": method, "k": k, "wall_s": round(done.wall, 2), "peak_rss_bytes": done.peak}
+        if done.returncode == 124 or done.returncode == 137:
+            return {**row, "error": f"did not finish in {args.timeout:.0f} s"}
+        if done.returncode != 0:
+            return {**row, "error": done.stderr.strip().splitlines()[-1][:200] if done.stderr.strip() else "failed"}
+        row.update(json.loads(done.stdout.strip().splitlines()[-1]))
+        if args.remote:  # untimed, in its own process (the cell's peak RSS stays the partitioner's)
+            est = run([sys.executable, __file__, "--share", parts, *common], stdout=-1, stderr=-1, text=True)
+            row["remote_share"] = json.loads(est.stdout.strip().splitlines()[-1]) if est.returncode == 0 else None
+    return row
 
 
 def tables(rows: list[dict], parts: list[int]) -> str:
@@ -127,6 +176,7 @@ def tables(rows: list[dict], parts: list[int]) -> str:
                 cells.append(f"{r['cut'] / r['edges']:.1%}{ratio}")
             if any(cells):
                 out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
+    out += remote_table(got, families, methods, parts)
     out += ["", "| family | method | k | wall (s) | peak RSS (GB) | worst imbalance (constraint) |",
             "|---|---|---|---|---|---|"]
     for r in rows:
@@ -138,11 +188,29 @@ def tables(rows: list[dict], parts: list[int]) -> str:
     return "\n".join(out)
 
 
+def remote_table(got: dict, families: list[str], methods: list[str], parts: list[int]) -> list[str]:
+    """Remote share of sampled mini-batch input nodes per cell (ratio to the same run's METIS), when estimated."""
+    if not any(r.get("remote_share") is not None for r in got.values()):
+        return []
+    out = ["", "| family | method | " + " | ".join(f"remote k={k}" for k in parts) + " |",
+           "|---|---|" + "---|" * len(parts)]
+    for fam in families:
+        for m in methods:
+            cells = []
+            for k in parts:
+                r, base = got.get((fam, m, k)) or {}, got.get((fam, "metis", k)) or {}
+                value, ref = r.get("remote_share"), base.get("remote_share")
+                cells.append("" if value is None else f"{value:.3f}" + (f" ({value / ref:.2f}x)" if ref else ""))
+            if any(cells):
+                out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("/work/data/quality"), help="generated graphs")
     parser.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
-    parser.add_argument("--methods", nargs="+", default=[m for m in METHODS if m != "parmetis"],
+    parser.add_argument("--methods", nargs="+", default=[m for m in METHODS if m != "parmetis" and "fetch" not in m],
                         choices=list(METHODS))
     parser.add_argument("--parts", type=int, nargs="+", default=[4, 8, 16, 32, 64])
     parser.add_argument("--seed", type=int, default=0)
@@ -151,12 +219,20 @@ def main() -> None:
     parser.add_argument("--extra", default="{}", help="JSON of extra AssignOptions for every cell (e.g. levers)")
     parser.add_argument("--tmp", default="/tmp", help="folder for the assignment outputs (and multilevel scratch)")
     parser.add_argument("--out", type=Path, default=None, help="JSON lines of the results (appended; resumes)")
+    parser.add_argument("--remote", action="store_true",
+                        help="also estimate the remote share of sampled mini-batch input nodes (fanouts and batch "
+                             "size from --extra's sample_fanouts / sample_batch_size, default 10,25 and 1000)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--share", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--parts-out", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--family", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--k", type=int, default=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         child(args)
+        return
+    if args.share:
+        share(args)
         return
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out and args.out.exists() else []
     done = {(r["family"], r["method"], r["k"]) for r in rows}

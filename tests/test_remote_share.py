@@ -13,8 +13,8 @@ from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.validate import validate
-from graphshard.validate.layout import load_layout
-from graphshard.validate.remote_share import Sampling, estimate, in_csr, remote_share
+from graphshard.validate.layout import load_layout, owners
+from graphshard.validate.remote_share import Sampling, estimate, in_csr, part_seeds, remote_share
 from graphshard.validate.report_html import render_html
 
 
@@ -54,3 +54,21 @@ def test_report_shows_the_estimate_with_the_assignment_fanouts(written, dask_clu
     local = validate(config, assignment_report=asg / "assignment_report.json")["quality"]["remote_share"]
     assert local == share  # the same on Dask and in-process
     assert "remote input nodes (est., fanouts 4,6" in render_html(report)
+
+
+def test_seeds_are_the_training_nodes_the_assignment_named(make_graph, tmp_path):
+    meta = make_graph("mag", papers=300, chunks=2)
+    assign(meta, tmp_path / "asg", 3, AssignOptions(method="metis", balance_ntypes=["paper/train_mask"]))
+    config = shuffle(meta, tmp_path / "asg", tmp_path / "out", ShuffleOptions(), None)
+    layout = load_layout(config)
+    g = load_metadata(meta)
+    spec = g.node_data["paper"]["train_mask"]
+    from graphshard.formats.readers import read_rows
+
+    train = int(np.count_nonzero(read_rows(g, spec, 0, g.num_nodes("paper"))))
+    assert 0 < train < g.num_nodes("paper")
+    drawn = [part_seeds(layout, p, "paper/train_mask") for p in range(3)]
+    assert sum(len(d) for d in drawn) == train
+    assert all(owners(layout.node_ranges, d)[1].tolist() == [layout.ntypes.index("paper")] * len(d) for d in drawn)
+    report = validate(config, assignment_report=tmp_path / "asg" / "assignment_report.json")
+    assert report["quality"]["remote_share"]["seeds"] == "paper/train_mask"

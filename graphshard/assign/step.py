@@ -17,6 +17,7 @@ import numpy as np
 
 from graphshard.assign import REPORT_FILE, TRAINER_DIR
 from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
+from graphshard.assign.fetch import seed_entry
 from graphshard.assign.options import METHODS, AssignOptions, resolve
 from graphshard.assign.report import build_report, load_parts, peak_memory
 from graphshard.atomic import staged_output
@@ -137,6 +138,8 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
             "method": options.method,
             "options": options.model_dump(mode="json"),
             "partitioner": info,
+            "sampling": {"fanouts": options.sample_fanouts, "batch_size": options.sample_batch_size,
+                         "seeds": seed_entry(options)},  # what `fetch` assumes, and the report's remote share draws
             "trainers": trainer_report,
             "seconds": round(time.perf_counter() - start, 3),
             "memory": peak_memory(),

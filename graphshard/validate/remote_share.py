@@ -90,29 +90,45 @@ def remote_share(indptr: np.ndarray, sources: np.ndarray, parts: np.ndarray, see
 
 @dataclass(frozen=True)
 class Sampling:
-    """What the estimate draws: DGL's fanouts (input layer first), seeds per batch, batches per partition, seed."""
+    """What the estimate draws: DGL's fanouts (input layer first), seeds per batch, batches per partition, seed, and
+    the `<ntype>/<feat>` node feature whose non-zero nodes are the training seeds (None: every inner node)."""
 
     fanouts: tuple[int, ...] = (10, 25)
     batch_size: int = BATCH_SIZE
     batches: int = BATCHES
     seed: int = 0
+    seeds: str | None = None
 
     @classmethod
     def from_assignment(cls, report: dict | None, seed: int = 0) -> Sampling:
-        """The fanouts and batch size the assignment was run with (`objtype: fetch`), else DGL's example's."""
-        opts = (report or {}).get("options") or {}
-        return cls(tuple(opts.get("sample_fanouts") or cls.fanouts), int(opts.get("sample_batch_size") or BATCH_SIZE),
-                   BATCHES, seed)
+        """The sampling the assignment step recorded (`sampling` in its report: the `fetch` options), else DGL's
+        GraphSAGE example's over every node."""
+        got = (report or {}).get("sampling") or {}
+        return cls(tuple(got.get("fanouts") or cls.fanouts), int(got.get("batch_size") or BATCH_SIZE), BATCHES, seed,
+                   got.get("seeds"))
+
+
+def part_seeds(layout: Layout, part: int, entry: str | None) -> np.ndarray:
+    """Homogeneous new IDs of the partition's seed nodes: its inner nodes whose `entry` feature is non-zero (read from
+    its node_feat.dgl), every inner node when `entry` is None or the partition lacks that feature."""
+    lo, hi = layout.part_span(layout.node_ranges, part)
+    ntype, _, _ = (entry or "").partition("/")
+    feats = load_part(layout, part, with_graph=False).node_feats if ntype in layout.ntypes else None
+    if not feats or entry not in feats:
+        return np.arange(lo, hi, dtype=np.int64)
+    values = feats[entry].read()
+    values = values.reshape(len(values), -1).any(axis=1)
+    return int(layout.node_ranges[layout.ntypes.index(ntype), part, 0]) + np.flatnonzero(values)
 
 
 def first_seeds(layout: Layout, sampling: Sampling) -> tuple[np.ndarray, np.ndarray]:
-    """(batch, node) of every drawn seed, sorted: `batches` batches per partition of its inner nodes, seeded."""
+    """(batch, node) of every drawn seed, sorted: `batches` batches per partition of its seed nodes, seeded."""
     batch, nodes, j = [], [], 0
     for p in range(layout.num_parts):
-        lo, hi = layout.part_span(layout.node_ranges, p)
+        pool = part_seeds(layout, p, sampling.seeds)
         rng = np.random.default_rng([sampling.seed, p])
-        size = min(hi - lo, sampling.batches * sampling.batch_size)
-        own = lo + rng.choice(hi - lo, size=size, replace=False) if size else np.zeros(0, dtype=np.int64)
+        size = min(len(pool), sampling.batches * sampling.batch_size)
+        own = rng.choice(pool, size=size, replace=False) if size else np.zeros(0, dtype=np.int64)
         for i in range(-(-size // sampling.batch_size)):
             chosen = np.sort(own[i * sampling.batch_size:(i + 1) * sampling.batch_size])
             batch.append(np.full(len(chosen), j, dtype=np.int64))
@@ -166,5 +182,6 @@ def estimate(layout: Layout, sampling: Sampling, client=None) -> dict:
     inputs = np.bincount(part_of_batch, minlength=layout.num_parts)
     far = np.bincount(part_of_batch, weights=remote, minlength=layout.num_parts)
     return {"fanouts": list(sampling.fanouts), "batch_size": sampling.batch_size, "batches_per_part": sampling.batches,
-            "seed": sampling.seed, "per_part": [float(r / i) if i else 0.0 for r, i in zip(far, inputs)],
+            "seed": sampling.seed, "seeds": sampling.seeds or "every inner node",
+            "per_part": [float(r / i) if i else 0.0 for r, i in zip(far, inputs)],
             "overall": float(far.sum() / inputs.sum()) if inputs.sum() else 0.0}
