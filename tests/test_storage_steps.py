@@ -139,8 +139,9 @@ def test_assign_and_validate_on_s3(make_graph, store, tmp_path, dask_cluster_cli
         {k: v for k, v in local_files(local_asg).items() if not k.endswith("report.json")}
 
     assert precheck_assignment(load_metadata(graph_url, storage), asg_url) == []
-    assert [str(p) for p in precheck_assignment(load_metadata(graph_url, storage), f"{bucket}/none")] == \
-        [f"{bucket}/none: expected an assignment folder (<ntype>.txt files + partition_meta.json), found no such folder"]
+    missing = precheck_assignment(load_metadata(graph_url, storage), f"{bucket}/none")
+    assert [str(p) for p in missing] == [f"{bucket}/none: expected an assignment folder (<ntype>.txt files + "
+                                         "partition_meta.json), found no such folder"]
     config = shuffle(graph_url, asg_url, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), dask_cluster_client,
                      storage=storage)
     report = validate(config, graph_url, client=dask_cluster_client, storage=storage)
