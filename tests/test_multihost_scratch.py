@@ -154,3 +154,57 @@ def test_assign_to_a_store_keeps_its_scratch_there(rmat_small, tmp_path, s3_buck
     for name, data in _files(tmp_path / "ref").items():
         assert storage.read_bytes(f"{s3_bucket}/asg/{name}") == data
     assert storage.listing(f"{s3_bucket}/.asg.scratch") == []
+
+
+def _hide(folder: str) -> WorkerPlugin:
+    """Makes `folder` (the flow host's temporary folder) absent on its worker, as on another host: opening, listing
+    or making anything under it raises FileNotFoundError (an audit hook, which sees every open, numpy's included)."""
+
+    class Hide(WorkerPlugin):
+        name = "hide-flow-host"
+
+        def setup(self, worker):
+            import sys
+
+            def hook(event, args):
+                if event in ("open", "os.listdir", "os.scandir", "os.mkdir") and args and \
+                        isinstance(args[0], (str, bytes, os.PathLike)) and os.fsdecode(args[0]).startswith(folder):
+                    raise FileNotFoundError(2, "not on this host", os.fsdecode(args[0]))
+
+            sys.addaudithook(hook)
+
+    return Hide()
+
+
+EDGE_FIGURES = ("edge_cut", "edges_per_part", "communication_volume", "nodes_per_part", "imbalance")
+
+
+@pytest.mark.slow
+def test_the_report_edge_pass_reads_no_flow_host_folder(rmat_small, tmp_path, s3_bucket, own_disk_cluster):
+    """`assign` to s3:// with its report's edge pass (the flow with validation off): the workers, which cannot see the
+    flow host's temporary folder, read the parts from the store; the figures equal a local run's, by the in-memory
+    marks and by volume blocks counted by tasks."""
+    import json
+    import tempfile
+
+    from graphshard.assign.report import build_report, load_parts
+    from graphshard.formats.chunked import load_metadata
+    from graphshard.storage import Storage
+
+    options = AssignOptions(method="random")
+    assign(rmat_small, tmp_path / "ref", 4, options)
+    ref = json.loads((tmp_path / "ref" / "assignment_report.json").read_text())
+    flow_host = tmp_path / "flow-host"
+    flow_host.mkdir()
+    own_disk_cluster.register_plugin(_hide(str(flow_host)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tempfile, "tempdir", str(flow_host))
+        assign(rmat_small, f"{s3_bucket}/asg", 4, options, own_disk_cluster)
+    got = json.loads(Storage().read_bytes(f"{s3_bucket}/asg/assignment_report.json"))
+    assert {k: got[k] for k in EDGE_FIGURES} == {k: ref[k] for k in EDGE_FIGURES}
+    graph = load_metadata(rmat_small)
+    part_files = load_parts(graph, tmp_path / "ref", 4, flow_host / "npy")
+    with scratch_space(f"{s3_bucket}/report", None, own_disk_cluster) as where:
+        blocked = build_report(graph, part_files, 4, options, where, own_disk_cluster, vol_budget=4 * 64)
+    assert {k: blocked[k] for k in EDGE_FIGURES} == {k: ref[k] for k in EDGE_FIGURES}
+    assert Storage().listing(f"{s3_bucket}/.asg.scratch") == [] and Storage().listing(f"{s3_bucket}/report") == []

@@ -4,7 +4,9 @@ constraint, communication volume, time and peak memory.
 Edges are the input's edges as listed in the chunks (all edge types); an edge counts for the partition that owns its
 destination (DGL's rule) and is cut when its endpoints lie in different partitions. Communication volume is METIS's:
 the sum over nodes of the number of other partitions holding one of its neighbours (edges taken as undirected).
-Edge chunks are read one at a time (as Dask tasks when a client is given); parts are memory-mapped `.npy` files.
+Edge chunks are read one at a time (as Dask tasks when a client is given); parts are memory-mapped `.npy` files,
+which the tasks reach through the report's scratch (graphshard.storage.scratch): the driver's own files when it is a
+local folder, arrays on the store (each worker memory-mapping its local copy) when it is a store prefix.
 The volume needs the distinct (node, foreign part) pairs. When N x num_parts marks fit `VOL_MARK_BYTES` (and the
 chunks' bitmaps of an eighth of that fit the driver), each chunk task marks them in memory; otherwise the chunk tasks
 write their pairs per block of nodes to scratch files and one task per block counts them, so that memory follows the
@@ -25,6 +27,15 @@ from graphshard.assign.options import AssignOptions
 from graphshard.daskrun import run_tasks
 from graphshard.formats.assignment import convert_parts
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.storage.scratch import (
+    ScratchPath,
+    create_array,
+    is_store,
+    load_array,
+    open_array,
+    save_array,
+    upload_range,
+)
 
 if TYPE_CHECKING:
     from distributed import Client  # type hints only: the plan imports this module's constants without Dask
@@ -37,6 +48,19 @@ def load_parts(graph: ChunkedGraph, folder: Path, nparts: int, scratch: Path) ->
             for nt in graph.node_type}
 
 
+def shared_parts(part_files: dict[str, Path], scratch: ScratchPath) -> dict[str, ScratchPath]:
+    """The parts files as the edge pass's tasks read them: the driver's own (a local scratch: the same host) or
+    copies uploaded as scratch arrays under a store prefix (workers on other hosts)."""
+    if not is_store(scratch):
+        return part_files
+    shared = {}
+    for nt, path in part_files.items():
+        shared[nt] = scratch / nt
+        create_array(shared[nt], np.load(path, mmap_mode="r").shape, np.int32)
+        upload_range(shared[nt], 0, path, keep=True)
+    return shared
+
+
 def homogeneous_parts(graph: ChunkedGraph, part_files: dict[str, Path]) -> np.ndarray:
     """Parts of all nodes in type-major homogeneous order."""
     return np.concatenate([np.load(part_files[nt]) for nt in graph.node_type]).astype(np.int64)
@@ -45,20 +69,21 @@ def homogeneous_parts(graph: ChunkedGraph, part_files: dict[str, Path]) -> np.nd
 VOL_MARK_BYTES = 1 << 28  # node x part marks (a byte each) that one task, or the driver's bitmaps, may hold
 
 
-def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, Path], nparts: int,
-                want_degrees: bool, volume: bool, vol_dir: Path | None, vol_span: int) -> dict:
+def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, ScratchPath], nparts: int,
+                want_degrees: bool, volume: bool, vol_dir: ScratchPath | None, vol_span: int) -> dict:
     """Cut count, edges per destination partition and (`volume`) the (node, foreign part) pairs of one edge chunk: a
     bitmap of N x nparts bits (a scatter into a mark array, far cheaper than np.unique), or with `vol_dir`, files of
     pair ids per volume block of `vol_span` pair ids (`_write_vol_pieces`)."""
     canon = graph.canonical(etype)
     src, dst = homogeneous_chunk(graph, etype, chunk)
     off = graph.type_node_offsets
-    ps = np.load(part_files[canon.src], mmap_mode="r")[src - off[graph.ntype_id(canon.src)]].astype(np.int64)
-    pd = np.load(part_files[canon.dst], mmap_mode="r")[dst - off[graph.ntype_id(canon.dst)]].astype(np.int64)
+    ps = open_array(part_files[canon.src])[src - off[graph.ntype_id(canon.src)]].astype(np.int64)
+    pd = open_array(part_files[canon.dst])[dst - off[graph.ntype_id(canon.dst)]].astype(np.int64)
     cross = ps != pd
     pairs = (ends[cross] * nparts + other[cross] for ends, other in ((src, pd), (dst, ps)))  # one half at a time
     stats = {"cut": int(cross.sum()), "edges": np.bincount(pd, minlength=nparts),
-             "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None}
+             "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None,
+             "vol_pieces": []}
     if not volume:
         return stats
     if vol_dir is None:
@@ -67,40 +92,50 @@ def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[st
             marks[half] = True
         stats["vol_bits"] = np.packbits(marks)
     else:
-        _write_vol_pieces(np.concatenate(list(pairs)), vol_span, vol_dir,
-                          f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
+        stats["vol_pieces"] = _write_vol_pieces(np.concatenate(list(pairs)), vol_span, vol_dir,
+                                                f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
     return stats
 
 
-def _write_vol_pieces(pairs: np.ndarray, span: int, vol_dir: Path, name: str) -> None:
-    """Split pair ids by volume block (`span` ids each) and write each block's share, block-local, as uint32."""
+def _write_vol_pieces(pairs: np.ndarray, span: int, vol_dir: ScratchPath, name: str) -> list[tuple[int, ScratchPath]]:
+    """Split pair ids by volume block (`span` ids each) and write each block's share, block-local, as uint32;
+    returns (block, piece) of each piece written."""
     block = pairs // span
     order = np.argsort(block, kind="stable")
     blocks, starts = np.unique(block[order], return_index=True)
+    written = []
     for b, piece in zip(blocks.tolist(), np.split(pairs[order], starts[1:])):
-        folder = vol_dir / f"{b:06d}"
-        folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / name, (piece - b * span).astype(np.uint32))
+        path = vol_dir / f"{b:06d}" / name
+        if not is_store(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        save_array(path, (piece - b * span).astype(np.uint32))
+        written.append((b, path))
+    return written
 
 
-def block_volume(folder: Path, span: int) -> int:
+def block_volume(block: int, pieces: list[ScratchPath], span: int) -> int:
     """Distinct (node, foreign part) pairs of one volume block, from every chunk's piece."""
     marks = np.zeros(span, dtype=bool)
-    for piece in sorted(folder.glob("*.npy")):
-        marks[np.load(piece)] = True
+    for piece in pieces:
+        marks[load_array(piece)] = True
     return int(np.count_nonzero(marks))
 
 
-def communication_volume(stats: list[dict], vol_dir: Path | None, vol_span: int, client: Client | None) -> int:
-    """METIS's communication volume: the chunk tasks' bitmaps OR-ed, or their pieces counted, a task per block."""
+def communication_volume(stats: list[dict], vol_dir: ScratchPath | None, vol_span: int,
+                         client: Client | None) -> int:
+    """METIS's communication volume: the chunk tasks' bitmaps OR-ed, or their pieces (as the tasks reported them)
+    counted, a task per block."""
     if vol_dir is None:
         bits = np.zeros_like(stats[0]["vol_bits"]) if stats else np.zeros(0, np.uint8)
         for s in stats:
             bits |= s["vol_bits"]
         return int(_POPCOUNT[bits].sum(dtype=np.int64))
-    folders = sorted(p for p in vol_dir.iterdir() if p.is_dir()) if vol_dir.is_dir() else []
-    return sum(run_tasks(client, "assign", "report-volume", block_volume, folders,
-                         label=lambda f: f"block{f.name}", span=vol_span))
+    blocks: dict[int, list[ScratchPath]] = {}
+    for s in stats:
+        for b, piece in s["vol_pieces"]:
+            blocks.setdefault(b, []).append(piece)
+    return sum(run_tasks(client, "assign", "report-volume", block_volume, sorted(blocks.items()),
+                         label=lambda job: f"block{job[0]:06d}", star=True, span=vol_span))
 
 
 def spread(sums: np.ndarray) -> float:
@@ -137,7 +172,7 @@ def nodes_per_part(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int
     return counts
 
 
-def edge_figures(graph: ChunkedGraph, stats: list[dict], nparts: int, vol_dir: Path | None, vol_budget: int,
+def edge_figures(graph: ChunkedGraph, stats: list[dict], nparts: int, vol_dir: ScratchPath | None, vol_budget: int,
                  client: Client | None) -> dict:
     """The report's figures that need the pass over every edge: cut, edges per part, communication volume."""
     cut = sum(s["cut"] for s in stats)
@@ -147,16 +182,19 @@ def edge_figures(graph: ChunkedGraph, stats: list[dict], nparts: int, vol_dir: P
 
 
 def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, options: AssignOptions,
-                 scratch: Path, client: Client | None = None, vol_budget: int = VOL_MARK_BYTES,
+                 scratch: ScratchPath, client: Client | None = None, vol_budget: int = VOL_MARK_BYTES,
                  edges: bool = True) -> dict:
     """Everything `assignment_report.json` says about the partition quality. Memory is bounded by the edge chunk
     and `vol_budget`, except with balance constraints (their weights span the graph, as for the partitioner).
-    `edges=False`: no pass over the edges (unless `balance_edges` needs the degrees); their figures are null."""
+    `edges=False`: no pass over the edges (unless `balance_edges` needs the degrees); their figures are null.
+    `scratch`: where the pass's tasks find the parts and leave their volume pieces (a local folder or a store
+    prefix, `graphshard.storage.scratch`)."""
     jobs = edge_chunks(graph) if edges or options.balance_edges else []
     n = graph.total_nodes
     in_memory = n * nparts * max(8, len(jobs)) <= 8 * vol_budget  # a task's marks and the driver's bitmaps fit
     vol_dir = None if in_memory else scratch / "volume"
-    args = (part_files, nparts, options.balance_edges, edges, vol_dir, vol_budget)
+    shared = shared_parts(part_files, scratch / "parts") if jobs else part_files
+    args = (shared, nparts, options.balance_edges, edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
                       label=lambda job: f"{job[1]}/chunk{job[2]}", star=True) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)

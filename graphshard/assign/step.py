@@ -10,8 +10,9 @@ import logging
 import shutil
 import tempfile
 import time
+from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ContextManager
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import META_FILE, write_meta
 from graphshard.formats.chunked import ChunkedGraph, as_graph
 from graphshard.storage import Location, Storage, location
+from graphshard.storage.scratch import ScratchPath, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -131,8 +133,8 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
                                                     for nt, p in trainer_files.items()}}
         write_meta(stage, num_parts, options.method)
         part_files = load_parts(graph, stage, num_parts, scratch / "parts")
-        report = build_report(graph, part_files, num_parts, options, scratch / "report", client,
-                              edges=edge_report)
+        with _report_scratch(partitioner.scratch, scratch, graph.storage, client) as where:
+            report = build_report(graph, part_files, num_parts, options, where, client, edges=edge_report)
         shutil.rmtree(scratch)
         report.update({
             "method": options.method,
@@ -146,6 +148,14 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
         })
         Storage().write_bytes(stage / REPORT_FILE, json.dumps(report, indent=2).encode())
     return Path(out_dir)
+
+
+def _report_scratch(shared: Location | None, local: Path, storage: Storage, client) -> ContextManager[ScratchPath]:
+    """Where the report's edge pass hands the parts to its tasks: a prefix under the methods' scratch when that is on
+    a store (the staging folder may be on the flow's host only), else the staging folder's `.scratch/report`."""
+    if shared is not None and not shared.is_local:
+        return scratch_space(shared.join("report"), storage, client)
+    return nullcontext(local / "report")
 
 
 def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, options: AssignOptions, client,

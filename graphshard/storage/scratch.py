@@ -133,17 +133,18 @@ def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
     del arr
 
 
-def upload_range(path: ScratchPath, lo: int, npy_file: Path) -> None:
-    """Rows from `lo` given as a local `.npy` file (streamed up, never held in memory); the file is consumed."""
+def upload_range(path: ScratchPath, lo: int, npy_file: Path, keep: bool = False) -> None:
+    """Rows from `lo` given as a local `.npy` file (streamed up, never held in memory); the file is consumed unless
+    `keep`."""
     if is_store(path):
         path.storage.upload(npy_file, (path / f"r{lo:020d}.npy").loc)
+    else:
+        src = np.load(npy_file, mmap_mode="r")
+        for i in range(0, src.shape[0], 1 << 22):
+            write_range(path, lo + i, np.asarray(src[i:i + (1 << 22)]))
+        del src
+    if not keep:
         npy_file.unlink()
-        return
-    src = np.load(npy_file, mmap_mode="r")
-    for i in range(0, src.shape[0], 1 << 22):
-        write_range(path, lo + i, np.asarray(src[i:i + (1 << 22)]))
-    del src
-    npy_file.unlink()
 
 
 def write_at(path: ScratchPath, index: np.ndarray, values: np.ndarray | int, writer: str) -> None:
