@@ -35,10 +35,10 @@ def _assign(method: str) -> dict:
     return {"method": method, "seed": 0, **({"multilevel": SMALL} if method == "multilevel" else {})}
 
 
-def _rig_config(tmp: Path, url: str, prefix: str, method: str, address: str) -> Path:
+def _rig_config(tmp: Path, url: str, prefix: str, method: str, address: str, **changes) -> Path:
     data = yaml.safe_load((REPO / "configs" / "example.yaml").read_text())
     data.update({"input": {"metadata": url}, "output": {"dir": f"{prefix}/out"}, "work_dir": f"{prefix}/work",
-                 "num_parts": 2, "assign": _assign(method), "cluster": {"address": address}})
+                 "num_parts": 2, "assign": _assign(method), "cluster": {"address": address}, **changes})
     tmp.mkdir(parents=True, exist_ok=True)
     (tmp / "run.yaml").write_text(yaml.safe_dump(data))
     return tmp / "run.yaml"
@@ -67,9 +67,9 @@ def _published(storage: Storage, prefix: str, dest: Path) -> dict[str, bytes]:
     return tree_bytes(dest)
 
 
-def _single_host(tmp: Path, metadata: Path, method: str) -> dict[str, bytes]:
+def _single_host(tmp: Path, metadata: Path, method: str, **changes) -> dict[str, bytes]:
     tmp.mkdir(parents=True)
-    summary = run(write_config(tmp, metadata, None, num_parts=2, assign=_assign(method)))
+    summary = run(write_config(tmp, metadata, None, num_parts=2, assign=_assign(method), **changes))
     return tree_bytes(Path(summary["output"]), REPORT)
 
 
@@ -83,6 +83,21 @@ def test_every_location_on_s3_equals_a_single_host_run(multihost_rig, rig_graph,
     assert done.returncode == 0, done.stdout[-4000:]
     assert "Traceback" not in done.stdout
     assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata, method)
+
+
+@pytest.mark.slow
+def test_validation_off_on_s3(multihost_rig, rig_graph, tmp_path):
+    """Validation off: the assignment report makes its own pass over the edges on the workers, which read the parts
+    from the store (never the flow host's staging folder); the set equals a single-host run's."""
+    metadata, url, storage = rig_graph
+    prefix = f"{multihost_rig.s3.new_bucket()}/novalidate"
+    off = {"validate": {"enabled": False}}
+    done = _graphshard_run(multihost_rig, _rig_config(tmp_path / "rig", url, prefix, "random",
+                                                      multihost_rig.scheduler_address, **off), tmp_path / "logs")
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert "Traceback" not in done.stdout
+    assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata, "random",
+                                                                             **off)
 
 
 def _kill_when(rig, host: str, bucket: str, marker: str, log: Path):
