@@ -53,11 +53,14 @@ def _tree_bytes(folder: str) -> int:
 
 
 class DiskPoll:
-    """The largest size seen of each worker's local directory (through /proc/<pid>/root: the worker's own view)."""
+    """The largest size seen of each worker's local directory (through /proc/<pid>/root: the worker's own view), and
+    its peak RSS so far (kept should the nanny replace the process: a worker over its memory limit)."""
 
     def __init__(self, facts: dict[str, dict], period: float = 0.5):
         self.paths = {w: f"/proc/{f['pid']}/root{f['dir']}" for w, f in facts.items()}
+        self.pids = {w: f["pid"] for w, f in facts.items()}
         self.peak = {w: 0 for w in facts}
+        self.rss = {w: 0 for w in facts}
         self.period, self._stop = period, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -65,6 +68,7 @@ class DiskPoll:
         while not self._stop.is_set():
             for w, path in self.paths.items():
                 self.peak[w] = max(self.peak[w], _tree_bytes(path))
+                self.rss[w] = max(self.rss[w], hwm(self.pids[w]))
             self._stop.wait(self.period)
 
     def __enter__(self) -> DiskPoll:
@@ -107,13 +111,15 @@ def measured_run(cfg: Path, address: str, env: dict, s3_veth: str) -> dict:
         if done.returncode != 0:
             raise SystemExit(f"graphshard run {cfg} failed:\n{(done.stdout + done.stderr)[-4000:]}")
         after = client.run(_worker_facts)
-        workers = {f"w{i + 1}": {"peak_rss_mib": round(hwm(f["pid"]) / 2**20), "local_disk_mib":
-                                 round(disk.peak[addr] / 2**20, 2),
-                                 "sent_mib": round(after[addr]["sent"] / 2**20, 2)}
+        workers = {f"w{i + 1}": {"peak_rss_mib": round(max(disk.rss[addr], hwm(f["pid"])) / 2**20),
+                                 "local_disk_mib": round(disk.peak[addr] / 2**20, 2),
+                                 "sent_mib": round(after[addr]["sent"] / 2**20, 2) if addr in after else None,
+                                 "replaced": addr not in after}
                    for i, (addr, f) in enumerate(sorted(facts.items()))}
     return {"wall_s": round(wall, 1), "store_up_mib": round((up1 - up0) / 2**20, 1),
             "store_down_mib": round((down1 - down0) / 2**20, 1), "workers": workers,
-            "between_workers_mib": round(sum(w["sent_mib"] for w in workers.values()), 2)}
+            "between_workers_mib": round(sum(w["sent_mib"] or 0 for w in workers.values()), 2),
+            "workers_replaced": len(set(after) - set(facts))}
 
 
 class SingleHost:
@@ -152,13 +158,13 @@ class SingleHost:
 
 def table(results: list[dict]) -> None:
     print("\n| method | run | process s | x single | worker peak RSS MiB | worker local disk MiB (peak) | "
-          "store up / down MiB | between workers MiB |\n|---|---|---|---|---|---|---|---|")
+          "store up / down MiB | between workers MiB | workers replaced |\n|---|---|---|---|---|---|---|---|---|")
     base = {r["method"]: r["wall_s"] for r in results if r["cluster"] == "single-host"}
     for r in results:
         w = r["workers"].values()
         print(f"| {r['method']} | {r['cluster']} | {r['wall_s']} | {r['wall_s'] / base[r['method']]:.2f} | "
               f"{' / '.join(str(x['peak_rss_mib']) for x in w)} | {' / '.join(str(x['local_disk_mib']) for x in w)} "
-              f"| {r['store_up_mib']} / {r['store_down_mib']} | {r['between_workers_mib']} |")
+              f"| {r['store_up_mib']} / {r['store_down_mib']} | {r['between_workers_mib']} | {r['workers_replaced']} |")
 
 
 def main() -> None:
