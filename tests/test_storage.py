@@ -176,3 +176,14 @@ def test_storage_import_is_light():
             "print(sorted(m for m in ('s3fs', 'botocore', 'aiobotocore', 'fsspec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_delete_prefix_of_one_file(root):
+    """`delete_prefix` of a single file's location deletes that file and nothing else (not a key below it)."""
+    storage = Storage()
+    base = location(root)
+    for name in ("one.bin", "one.bin2", "other/keep.bin"):
+        storage.write_bytes(base.join(name), name.encode())
+    assert storage.delete_prefix(base.join("one.bin")) == 1
+    assert not storage.exists(base.join("one.bin"))
+    assert [e.rel for e in storage.listing(base)] == ["one.bin2", "other/keep.bin"]

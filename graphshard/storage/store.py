@@ -205,24 +205,29 @@ class Storage:
         with self.translated(loc, "read"):
             return int(self.fs(loc).size(loc.path))
 
-    def listing(self, prefix: str | Location) -> list[Entry]:
-        """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none."""
-        loc = location(prefix)
+    def _found(self, loc: Location) -> dict[str, int]:
+        """The store's own names (fsspec paths) and sizes of the files under `loc`, or of `loc` itself if a file."""
         with self.translated(loc, "list"):
             found = self.fs(loc).find(loc.path, detail=True)
+        return {name: int(info.get("size") or 0) for name, info in found.items() if info.get("type") != "directory"}
+
+    def listing(self, prefix: str | Location) -> list[Entry]:
+        """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none. A file's own
+        location lists that file under its full store path."""
+        loc = location(prefix)
         root = loc.path.rstrip("/") + "/"
-        return sorted(Entry(info["name"][len(root):] if info["name"].startswith(root) else info["name"],
-                            int(info.get("size") or 0))
-                      for info in found.values() if info.get("type") != "directory")
+        return sorted(Entry(name[len(root):] if name.startswith(root) else name, size)
+                      for name, size in self._found(loc).items())
 
     def delete_prefix(self, prefix: str | Location) -> int:
-        """Delete every file under a prefix (and the prefix's folder, locally); returns how many files went."""
+        """Delete every file under a prefix, or the file at it (and the prefix's folder, locally); returns how
+        many files went. Deletes by the names the store listed, so a file's own location deletes that file."""
         loc = location(prefix)
-        entries = self.listing(loc)
+        names = sorted(self._found(loc))
         fs = self.fs(loc)
         with self.translated(loc, "delete"):
-            if entries:
-                fs.rm([loc.join(e.rel).path for e in entries])
+            if names:
+                fs.rm(names)
             if loc.is_local and os.path.isdir(loc.path):
                 fs.rm(loc.path, recursive=True)
-        return len(entries)
+        return len(names)
