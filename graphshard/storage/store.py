@@ -3,12 +3,14 @@ atomic write of one file or object, list and delete a prefix, exists and size.
 
 Atomic write: a local file is written to a hidden temporary sibling, fsynced and `os.replace`d into place (then the
 folder is fsynced); an object is one PUT or one multipart upload that the store shows only once it is complete
-(fsspec's `autocommit=False`: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
+(an object under the filesystem's block size is held and PUT at the end; a larger one is fsspec's
+`autocommit=False` file: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
 reader sees the old content or the whole new one, never a part.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from contextlib import contextmanager
@@ -74,6 +76,52 @@ class _LocalAtomicFile:
         self.f.close()
         if os.path.exists(self.temp):
             os.unlink(self.temp)
+
+
+class _ObjectAtomicFile:
+    """An object written atomically with as few requests as its size allows: bytes are held until they pass the
+    filesystem's block size (what s3fs buffers anyway before uploading a part), so a smaller object is one PUT at
+    `commit`; a larger one becomes fsspec's autocommit=False file, one multipart upload that `commit` completes.
+    Either way nothing is visible before `commit` and `discard` leaves nothing."""
+
+    def __init__(self, fs: AbstractFileSystem, path: str):
+        self.fs, self.path, self.closed = fs, path, False
+        self.limit = int(getattr(fs, "blocksize", 5 << 20))
+        self.held: io.BytesIO | None = io.BytesIO()
+        self.fh = None
+
+    def write(self, data) -> int:
+        n = memoryview(data).nbytes
+        if self.held is not None and self.held.tell() + n <= self.limit:
+            return self.held.write(data)
+        if self.fh is None:
+            self.fh = self.fs.open(self.path, "wb", autocommit=False)
+            self.fh.write(self.held.getbuffer())
+            self.held = None
+        return self.fh.write(data)
+
+    def tell(self) -> int:
+        return self.fh.tell() if self.fh is not None else self.held.tell()
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+    def commit(self) -> None:
+        if self.fh is not None:
+            self.fh.commit()
+        else:
+            self.fs.pipe_file(self.path, self.held.getvalue())
+
+    def discard(self) -> None:
+        if self.fh is not None:
+            self.fh.discard()
+            self.fh.closed = True  # so that garbage collection does not try to upload what is left
+        self.held = None
 
 
 class _Writer:
@@ -150,21 +198,18 @@ class Storage:
         `sync=False`: a local file is not fsynced (files a later step publishes, as the partition writers' were)."""
         loc = location(where)
         with self.translated(loc, "write"):
-            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local \
-                else self.fs(loc).open(loc.path, "wb", autocommit=False)
+            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local else _ObjectAtomicFile(self.fs(loc), loc.path)
         try:
             yield _Writer(fh, lambda: self.translated(loc, "write"))
         except BaseException:
-            fh.discard()  # an object store aborts the multipart upload: nothing appears
-            fh.closed = True  # so that garbage collection does not try to upload what is left
+            fh.discard()  # an object store aborts a multipart upload or drops the held bytes: nothing appears
             raise
         with self.translated(loc, "write"):
             fh.close()
             fh.commit()
 
     def write_bytes(self, where: str | Location, data: bytes) -> None:
-        """Write a whole (small) file or object atomically: one PUT for an object (`write_atomic` would make it a
-        three-request multipart upload)."""
+        """Write a whole (small) file or object atomically: one PUT for an object."""
         loc = location(where)
         if loc.is_local:
             with self.write_atomic(loc) as fh:
