@@ -299,7 +299,8 @@ def _after_scans(layout: Layout, setup: ScanSetup, metadata: Location | None, su
 def validate(config_path: str | Path | Location, input_metadata: str | Path | Location | None = None,
              full: bool = False, client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
              step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
-             scratch_dir: str | Path | None = None, *, storage: Storage | None = None) -> dict:
+             scratch_dir: str | Path | None = None, *, storage: Storage | None = None,
+             remote_share: bool = True) -> dict:
     """Check every invariant of formats.md §5 on a partition set and measure its quality (step 3 of the pipeline).
 
     Problems are returned, not raised: `report["ok"]` is False when any check failed and `report["problems"]` lists
@@ -327,6 +328,9 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         folder).
     storage : Storage, optional
         What locations given as URLs are read through; None: credentials from the environment.
+    remote_share : bool
+        Also estimate the remote share of mini-batch input nodes (validate/remote_share.py: more passes over every
+        partition's edges); False: `quality["remote_share"]` is None.
 
     Returns
     -------
@@ -363,8 +367,8 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         "sampling": {"full": full, "seed": seed, "sample_size": sample_size, "rule": rule_text(full, sample_size)},
         "halo_mode": mode if layout.halo_hops >= 1 else "none",
         "quality": {**quality(layout, summaries, assignment_report),
-                    "remote_share": None if problems else remote_share_estimate(layout, assignment_report, seed,
-                                                                                client)},
+                    "remote_share": None if problems or not remote_share
+                    else remote_share_estimate(layout, assignment_report, seed, client)},
         "step_times": times,
     }
 
