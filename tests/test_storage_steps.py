@@ -177,3 +177,16 @@ def test_generate_to_s3_writes_the_local_bytes(s3_env, tmp_path):
     with pytest.raises(Exception, match="output folder exists"):
         GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2)
     assert check_graph(remote) == []
+
+
+def test_validate_in_process_on_s3_with_orig_ids(make_graph, store):
+    """Validation without a Dask cluster of a set on a store: each partition task's scatter pieces into the shared
+    arrays (original IDs -> owner) are its own, so a valid set is valid (they once all shared one name and the last
+    partition's overwrote the others': 'original IDs listed by no partition')."""
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=1500, edges=12000, chunks=3)
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    asg = assign(graph_url, f"{bucket}/asg", 3, AssignOptions(method="random", seed=3), None, storage=storage)
+    config = shuffle(graph_url, asg, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), None, storage=storage)
+    report = validate(config, graph_url, storage=storage)
+    assert report["ok"], report["problems"]
