@@ -190,3 +190,37 @@ def test_validate_in_process_on_s3_with_orig_ids(make_graph, store):
     config = shuffle(graph_url, asg, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), None, storage=storage)
     report = validate(config, graph_url, storage=storage)
     assert report["ok"], report["problems"]
+
+
+@pytest.fixture
+def s3_ops(monkeypatch) -> list[str]:
+    """The S3 operations sent from now on (where aiobotocore makes every call), in order."""
+    import aiobotocore.client
+
+    ops, real = [], aiobotocore.client.AioBaseClient._make_api_call
+
+    async def counted(self, operation, params):
+        ops.append(operation)
+        return await real(self, operation, params)
+
+    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", counted)
+    return ops
+
+
+def test_ingest_reads_each_object_once_after_one_head(make_graph, store, s3_ops):
+    """check_and_hash of a graph on a store: per chunk object one HEAD (its identity, which is also its existence
+    check) and one GET (the size known, s3fs sends no HEAD of its own); a missing chunk is still the check's own
+    one-line problem. It was three HEADs per object."""
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2)
+    url = upload_tree(storage, metadata.parent, f"{bucket}/g")
+    files = [e.rel for e in storage.listing(url) if e.rel != "metadata.json"]
+    storage.fs(location(url)).invalidate_cache()  # as a fresh worker: nothing known from the listing above
+    del s3_ops[:]
+    problems, found = check_and_hash(f"{url}/metadata.json", storage=storage)
+    assert problems == [] and len(found) == len(files)
+    assert s3_ops.count("HeadObject") == len(files) + 1, s3_ops  # + metadata.json's
+    assert s3_ops.count("GetObject") == len(files) + 1, s3_ops
+    storage.delete_prefix(location(url).join(files[0]))
+    problems, _ = check_and_hash(f"{url}/metadata.json", storage=storage)
+    assert [str(p) for p in problems if "no such file" in str(p)], problems
