@@ -224,3 +224,25 @@ def test_ingest_reads_each_object_once_after_one_head(make_graph, store, s3_ops)
     storage.delete_prefix(location(url).join(files[0]))
     problems, _ = check_and_hash(f"{url}/metadata.json", storage=storage)
     assert [str(p) for p in problems if "no such file" in str(p)], problems
+
+
+def test_numpy_take_reads_runs_of_rows_not_the_object(store, s3_ops):
+    """`NumpyReader.take` on an object (what validation's sampled comparison reads): the header, then one ranged GET
+    per run of nearby rows; the rows equal the local file's, in the order asked, repeats included."""
+    import io as _io
+
+    from graphshard.formats.readers import NumpyReader
+    from graphshard.storage import StoredFile
+
+    storage, bucket = store
+    table = np.arange(2_000_000, dtype=np.int64).reshape(1_000_000, 2)  # 16 MB: rows 16 B
+    buf = _io.BytesIO()
+    np.save(buf, table)
+    storage.write_bytes(f"{bucket}/t.npy", buf.getvalue())
+    ids = np.array([900_001, 5, 100, 10, 900_000, 5])  # two runs: 5..100 and 900000..900001 (14 MB apart)
+    del s3_ops[:]
+    got = NumpyReader().take(StoredFile.of(f"{bucket}/t.npy", storage), None, ids)
+    assert np.array_equal(got, table[ids])
+    assert s3_ops == ["GetObject"] * 3, s3_ops  # header, two runs
+    with pytest.raises(IndexError):
+        NumpyReader().take(StoredFile.of(f"{bucket}/t.npy", storage), None, np.array([1_000_000]))
