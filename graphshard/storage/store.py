@@ -79,9 +79,10 @@ class _LocalAtomicFile:
 
 
 class _ObjectAtomicFile:
-    """An object written atomically with as few requests as its size allows: bytes are held until they pass the
-    filesystem's block size (what s3fs buffers anyway before uploading a part), so a smaller object is one PUT at
-    `commit`; a larger one becomes fsspec's autocommit=False file, one multipart upload that `commit` completes.
+    """An object written atomically with as few requests as its size allows: bytes are held until they pass
+    fsspec's block size (`fs.blocksize`, 4 MiB; s3fs buffers more than that before it uploads a part), so a smaller
+    object is one PUT at `commit`; a larger one becomes fsspec's autocommit=False file, one multipart upload that
+    `commit` completes.
     Either way nothing is visible before `commit` and `discard` leaves nothing."""
 
     def __init__(self, fs: AbstractFileSystem, path: str):
