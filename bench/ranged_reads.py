@@ -14,6 +14,7 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from graphshard.shuffle import ShuffleOptions, shuffle  # noqa: E402
 from graphshard.storage import Storage, StoredFile, location  # noqa: E402
 from graphshard.validate import validate  # noqa: E402
 
-COUNTS = {"requests": 0, "get": 0, "head": 0, "bytes": 0}
+COUNTS = {"requests": 0, "get": 0, "head": 0, "bytes": 0, "put_bytes": 0}
+OPS: Counter = Counter()
 _call = aiobotocore.client.AioBaseClient._make_api_call
 
 
@@ -37,6 +39,10 @@ async def _counted(self, operation, params):
     COUNTS["requests"] += 1
     COUNTS["get"] += operation == "GetObject"
     COUNTS["head"] += operation == "HeadObject"
+    OPS[operation] += 1
+    if operation in ("PutObject", "UploadPart"):
+        body = params.get("Body")
+        COUNTS["put_bytes"] += len(body) if isinstance(body, (bytes, bytearray, memoryview)) else 0
     out = await _call(self, operation, params)
     if operation == "GetObject":
         COUNTS["bytes"] += int(out.get("ContentLength") or 0)
@@ -67,11 +73,13 @@ def whole_objects():
 def measure(label: str, fn) -> dict:
     for k in COUNTS:
         COUNTS[k] = 0
+    OPS.clear()
     start = time.perf_counter()
     fn()
     got = dict(COUNTS)
     return {"step": label, "seconds": round(time.perf_counter() - start, 2), "requests": got["requests"],
-            "get": got["get"], "head": got["head"], "MB_got": round(got["bytes"] / 1e6, 1)}
+            "get": got["get"], "head": got["head"], "MB_got": round(got["bytes"] / 1e6, 1),
+            "MB_put": round(got["put_bytes"] / 1e6, 1), "ops": dict(sorted(OPS.items()))}
 
 
 def steps(storage: Storage, bucket: str, tag: str, asg: Path, parts: int, block_rows: int) -> list[tuple]:
@@ -93,6 +101,7 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=4)
     ap.add_argument("--fmt", default="numpy")
     ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--ranged-only", action="store_true", help="skip the whole-object mode")
     args = ap.parse_args()
     from s3_helpers import threaded_server
 
@@ -106,11 +115,13 @@ def main() -> None:
             storage.upload(path, location(f"{bucket}/in").join(path.relative_to(meta.parent).as_posix()))
         rows = [{"mode": "ranged", **measure(label, fn)}
                 for label, fn in steps(storage, bucket, "ranged", asg, args.parts, block_rows)]
-        with whole_objects():
-            rows += [{"mode": "whole", **measure(label, fn)}
-                     for label, fn in steps(storage, bucket, "whole", asg, args.parts, block_rows)]
-        same = [storage.read_bytes(f"{bucket}/set-{t}/part0/graph.dgl") for t in ("ranged", "whole")]
-    print(json.dumps({"graph": vars(args), "node_block_rows": block_rows, "same_output": same[0] == same[1],
+        if not args.ranged_only:
+            with whole_objects():
+                rows += [{"mode": "whole", **measure(label, fn)}
+                         for label, fn in steps(storage, bucket, "whole", asg, args.parts, block_rows)]
+        same = [storage.read_bytes(f"{bucket}/set-{t}/part0/graph.dgl") for t in ("ranged", "whole")
+                if t == "ranged" or not args.ranged_only]
+    print(json.dumps({"graph": vars(args), "node_block_rows": block_rows, "same_output": same[0] == same[-1],
                       "rows": rows}, indent=1))
 
 

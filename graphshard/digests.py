@@ -112,7 +112,7 @@ def hashed_bytes(where: Where, algorithm: str = FAST) -> tuple[FileDigest, bytes
     caller parses what was hashed instead of downloading it again."""
     f = _stored(where)
     before = identity_of(f)
-    data = f.read_all()
+    data = f.read_all(int(before[2]))
     h = ALGORITHMS[algorithm]()
     h.update(data)
     return FileDigest(before, algorithm, h.hexdigest()), data

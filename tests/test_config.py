@@ -60,7 +60,7 @@ def test_overrides_are_yaml_typed(tmp_path, rmat_small):
 def test_cache_sections_are_json():
     cfg = load_config(REPO / "configs" / "example.yaml")
     assert cfg.section("assign")["method"] == "random"
-    assert cfg.section("validate") == {"enabled": True, "full": True, "seed": 0}
+    assert cfg.section("validate") == {"enabled": True, "full": True, "seed": 0, "remote_share": True}
 
 
 def _closed_port() -> int:

@@ -172,3 +172,15 @@ def test_run_has_no_heartbeat_thread_unless_configured(monkeypatch, configured):
     with _heartbeats_as_configured():
         got = get_current_settings().flows.heartbeat_frequency
     assert before is not None and got == (None if configured is None else before)
+
+
+def test_remote_share_estimate_can_be_turned_off(tmp_path, rmat_small, dask_address):
+    """`validate.remote_share: false` skips the estimate (report.json holds null); turning it on again re-runs
+    validation alone (the key is in the validate section) and the report carries the estimate."""
+    config = write_config(tmp_path, rmat_small, dask_address)
+    off = run(config, ["validate.remote_share=false"])
+    assert off["remote_share"] is None and off["edge_cut"] > 0
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["quality"]["remote_share"] is None
+    on = run(config)
+    assert _ran(on) == {"validate", "publish"} and 0 < on["remote_share"] < 1
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["quality"]["remote_share"]["overall"] > 0

@@ -72,3 +72,19 @@ def test_seeds_are_the_training_nodes_the_assignment_named(make_graph, tmp_path)
     assert all(owners(layout.node_ranges, d)[1].tolist() == [layout.ntypes.index("paper")] * len(d) for d in drawn)
     report = validate(config, assignment_report=tmp_path / "asg" / "assignment_report.json")
     assert report["quality"]["remote_share"]["seeds"] == "paper/train_mask"
+
+
+def test_estimate_turned_off_in_the_library_and_the_cli(written, capsys):
+    """`validate(remote_share=False)` and `graphshard validate --no-remote-share` give the same checks without the
+    estimate."""
+    from graphshard.cli import main
+
+    _, asg, config = written
+    report = validate(config, assignment_report=asg / "assignment_report.json", remote_share=False)
+    assert report["ok"] and report["quality"]["remote_share"] is None
+    assert "remote input nodes" not in render_html(report)
+    capsys.readouterr()
+    assert main(["validate", "--partitions", str(config), "--no-remote-share", "--json"]) == 0
+    assert '"remote_share": null' in capsys.readouterr().out
+    assert main(["validate", "--partitions", str(config), "--json"]) == 0
+    assert '"remote_share": {' in capsys.readouterr().out

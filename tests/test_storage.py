@@ -77,6 +77,48 @@ def test_failed_atomic_write_leaves_nothing(root):
     assert [e.rel for e in storage.listing(location(root))] == ["config.json"]
 
 
+def _s3_calls(storage: Storage, loc, monkeypatch) -> list[str]:
+    """The S3 operations `storage`'s filesystem for `loc` sends from now on, in order."""
+    fs, calls = storage.fs(loc), []
+    real, real_sync = fs._call_s3, fs.call_s3
+
+    async def counted(method, *args, **kwargs):
+        calls.append(method)
+        return await real(method, *args, **kwargs)
+
+    def counted_sync(method, *args, **kwargs):  # what s3fs's files call
+        calls.append(method)
+        return real_sync(method, *args, **kwargs)
+
+    monkeypatch.setattr(fs, "_call_s3", counted)
+    monkeypatch.setattr(fs, "call_s3", counted_sync)
+    return calls
+
+
+def test_small_atomic_write_is_one_put(s3_bucket, monkeypatch):
+    """An object under the block size is one PutObject; past it, one multipart upload; both appear only whole, and
+    one that fails past the block (a multipart upload started) leaves nothing and the old content."""
+    storage = Storage({s3_bucket + "/": {"default_block_size": 5 << 20}})
+    small, big = location(s3_bucket).join("small.bin"), location(s3_bucket).join("big.bin")
+    calls = _s3_calls(storage, small, monkeypatch)
+    with storage.write_atomic(small) as fh:
+        fh.write(b"ab")
+        fh.write(memoryview(b"cd"))
+    assert calls == ["put_object"] and storage.read_bytes(small) == b"abcd"
+    del calls[:]
+    with storage.write_atomic(big) as fh:
+        for _ in range(7):
+            fh.write(b"x" * (1 << 20))
+    assert calls[0] == "create_multipart_upload" and calls[-1] == "complete_multipart_upload"
+    assert "put_object" not in calls and storage.size(big) == 7 << 20
+    del calls[:]
+    with pytest.raises(RuntimeError):
+        with storage.write_atomic(small) as fh:
+            fh.write(b"y" * (6 << 20))
+            raise RuntimeError("crash mid-write")
+    assert "abort_multipart_upload" in calls and storage.read_bytes(small) == b"abcd"
+
+
 def test_multipart_write_is_whole(s3_bucket):
     storage = Storage()
     target = location(s3_bucket).join("big.bin")
@@ -176,3 +218,14 @@ def test_storage_import_is_light():
             "print(sorted(m for m in ('s3fs', 'botocore', 'aiobotocore', 'fsspec') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_delete_prefix_of_one_file(root):
+    """`delete_prefix` of a single file's location deletes that file and nothing else (not a key below it)."""
+    storage = Storage()
+    base = location(root)
+    for name in ("one.bin", "one.bin2", "other/keep.bin"):
+        storage.write_bytes(base.join(name), name.encode())
+    assert storage.delete_prefix(base.join("one.bin")) == 1
+    assert not storage.exists(base.join("one.bin"))
+    assert [e.rel for e in storage.listing(base)] == ["one.bin2", "other/keep.bin"]

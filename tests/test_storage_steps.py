@@ -177,3 +177,72 @@ def test_generate_to_s3_writes_the_local_bytes(s3_env, tmp_path):
     with pytest.raises(Exception, match="output folder exists"):
         GENERATORS["mag"](f"{bucket}/g", papers=200, edges=1000, chunks=2)
     assert check_graph(remote) == []
+
+
+def test_validate_in_process_on_s3_with_orig_ids(make_graph, store):
+    """Validation without a Dask cluster of a set on a store: each partition task's scatter pieces into the shared
+    arrays (original IDs -> owner) are its own, so a valid set is valid (they once all shared one name and the last
+    partition's overwrote the others': 'original IDs listed by no partition')."""
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=1500, edges=12000, chunks=3)
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    asg = assign(graph_url, f"{bucket}/asg", 3, AssignOptions(method="random", seed=3), None, storage=storage)
+    config = shuffle(graph_url, asg, f"{bucket}/set", ShuffleOptions(**ALL_ORIG), None, storage=storage)
+    report = validate(config, graph_url, storage=storage)
+    assert report["ok"], report["problems"]
+
+
+@pytest.fixture
+def s3_ops(monkeypatch) -> list[str]:
+    """The S3 operations sent from now on (where aiobotocore makes every call), in order."""
+    import aiobotocore.client
+
+    ops, real = [], aiobotocore.client.AioBaseClient._make_api_call
+
+    async def counted(self, operation, params):
+        ops.append(operation)
+        return await real(self, operation, params)
+
+    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", counted)
+    return ops
+
+
+def test_ingest_reads_each_object_once_after_one_head(make_graph, store, s3_ops):
+    """check_and_hash of a graph on a store: per chunk object one HEAD (its identity, which is also its existence
+    check) and one GET (the size known, s3fs sends no HEAD of its own); a missing chunk is still the check's own
+    one-line problem. It was three HEADs per object."""
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2)
+    url = upload_tree(storage, metadata.parent, f"{bucket}/g")
+    files = [e.rel for e in storage.listing(url) if e.rel != "metadata.json"]
+    storage.fs(location(url)).invalidate_cache()  # as a fresh worker: nothing known from the listing above
+    del s3_ops[:]
+    problems, found = check_and_hash(f"{url}/metadata.json", storage=storage)
+    assert problems == [] and len(found) == len(files)
+    assert s3_ops.count("HeadObject") == len(files) + 1, s3_ops  # + metadata.json's
+    assert s3_ops.count("GetObject") == len(files) + 1, s3_ops
+    storage.delete_prefix(location(url).join(files[0]))
+    problems, _ = check_and_hash(f"{url}/metadata.json", storage=storage)
+    assert [str(p) for p in problems if "no such file" in str(p)], problems
+
+
+def test_numpy_take_reads_runs_of_rows_not_the_object(store, s3_ops):
+    """`NumpyReader.take` on an object (what validation's sampled comparison reads): the header, then one ranged GET
+    per run of nearby rows; the rows equal the local file's, in the order asked, repeats included."""
+    import io as _io
+
+    from graphshard.formats.readers import NumpyReader
+    from graphshard.storage import StoredFile
+
+    storage, bucket = store
+    table = np.arange(2_000_000, dtype=np.int64).reshape(1_000_000, 2)  # 16 MB: rows 16 B
+    buf = _io.BytesIO()
+    np.save(buf, table)
+    storage.write_bytes(f"{bucket}/t.npy", buf.getvalue())
+    ids = np.array([900_001, 5, 100, 10, 900_000, 5])  # two runs: 5..100 and 900000..900001 (14 MB apart)
+    del s3_ops[:]
+    got = NumpyReader().take(StoredFile.of(f"{bucket}/t.npy", storage), None, ids)
+    assert np.array_equal(got, table[ids])
+    assert s3_ops == ["GetObject"] * 3, s3_ops  # header, two runs
+    with pytest.raises(IndexError):
+        NumpyReader().take(StoredFile.of(f"{bucket}/t.npy", storage), None, np.array([1_000_000]))

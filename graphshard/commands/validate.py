@@ -26,6 +26,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
                         "(default 1024)")
     parser.add_argument("--assignment-report", default=None,
                         help="assignment_report.json for the balance-constraint figures (default: beside the config)")
+    parser.add_argument("--remote-share", action=argparse.BooleanOptionalAction, default=True,
+                        help="estimate the remote share of mini-batch input nodes (more passes over every edge; "
+                        "default on, --no-remote-share skips it)")
     parser.add_argument("--workers", type=int, default=0,
                         help="run on a local Dask cluster of this many workers (default 0: in this process)")
     parser.add_argument("--scheduler", default=None, help="run on the Dask scheduler at this address")
@@ -59,7 +62,7 @@ def run_validation(config: Path | Location, args: argparse.Namespace, step_times
     with client_context(args) as client:
         return validate(config, args.input, full=args.full, client=client, seed=args.seed,
                         sample_size=args.sample_size or SAMPLE_SIZE, step_times=step_times,
-                        assignment_report=args.assignment_report)
+                        assignment_report=args.assignment_report, remote_share=args.remote_share)
 
 
 def print_outcome(report: dict) -> int:

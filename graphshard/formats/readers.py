@@ -37,6 +37,7 @@ VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can ho
 CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
 NPY_PROBE = 4096  # bytes read for an .npy header (one ranged request; a longer header costs a second one)
 HEAD_BLOCK = 1 << 16  # bytes per request while reading a remote file's first rows (csv head, parquet footer)
+RUN_GAP = 1 << 20  # bytes of unwanted rows worth reading to save a request (`take` on an object)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,11 @@ class ChunkReader:
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         """A few leading rows (at least one when the file has any), read without loading the whole file."""
         return self.rows(path, fmt, 0, 1)
+
+    def take(self, path: Source, fmt: FileFormat, ids: np.ndarray) -> np.ndarray:
+        """The rows at positions `ids` (a local .npy: from its memory map; formats without row ranges: the file
+        read whole)."""
+        return np.asarray(self.table(path, fmt)[ids])
 
 
 def _arrow_to_numpy(table: pa.Table, path: object) -> np.ndarray:
@@ -181,11 +187,41 @@ class NumpyReader(ChunkReader):
         stop, start = min(stop, lay.shape[0]), max(min(start, stop, lay.shape[0]), 0)
         if stop <= start:
             return lay.array(b"", 0)
+        return self._ranged(f, lay, start, stop)
+
+    def _ranged(self, f: StoredFile, lay: NpyLayout, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) of an object: one ranged GET."""
         data = f.read_range(lay.offset + start * lay.row_bytes, lay.offset + stop * lay.row_bytes)
         if len(data) != (stop - start) * lay.row_bytes:
             raise InputError(f.shown, None, f"{lay.offset + lay.data_bytes} bytes (header: shape {lay.shape}, "
                              f"dtype {lay.dtype})", "fewer: the file is truncated")
         return lay.array(data, stop - start)
+
+    def take(self, path: Source, fmt: FileFormat, ids: np.ndarray) -> np.ndarray:
+        """Rows at positions `ids`; an object's by one ranged GET per run of nearby rows (`_runs`) after its
+        header, never the whole object unless the rows span it."""
+        f = _file(path)
+        if f.is_local or f.data is not None:
+            return super().take(f, fmt, ids)
+        lay = self.layout(f)
+        if lay.fortran or not lay.shape:
+            return super().take(f, fmt, ids)
+        ids = np.asarray(ids, dtype=np.int64)
+        if ids.size and (ids.min() < 0 or ids.max() >= lay.shape[0]):
+            raise IndexError(f"{f.shown}: row {int(ids.max())} of {lay.shape[0]}")
+        out = np.empty((ids.shape[0], *lay.shape[1:]), dtype=lay.dtype)
+        for lo, hi in _runs(ids, lay.row_bytes):
+            sel = np.flatnonzero((ids >= lo) & (ids < hi))
+            out[sel] = self._ranged(f, lay, lo, hi)[ids[sel] - lo]
+        return out
+
+
+def _runs(ids: np.ndarray, row_bytes: int, gap: int = RUN_GAP) -> list[tuple[int, int]]:
+    """[lo, hi) row ranges covering `ids`, two neighbours joined when the rows between them are under `gap` bytes
+    (reading them costs less than one more request)."""
+    order = np.unique(ids)
+    cut = np.flatnonzero(np.diff(order) * max(row_bytes, 1) > gap) + 1
+    return [(int(r[0]), int(r[-1]) + 1) for r in np.split(order, cut)] if order.size else []
 
 
 def _parquet(f: StoredFile):

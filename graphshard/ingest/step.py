@@ -15,7 +15,7 @@ from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
 from graphshard.formats.readers import edge_field, id_problems, read_edge_chunk, reader_for
 from graphshard.precheck import FileStat, edge_rows_problem, feature_problems, feature_specs, file_stat, with_field
-from graphshard.storage import Location, Storage, location
+from graphshard.storage import Location, Storage, StorageError, location
 
 Graph = ChunkedGraph | str | Path | Location  # a loaded graph, or its metadata.json (or folder) as a path or URL
 
@@ -124,14 +124,17 @@ def _unshared(problems: list[GraphshardError]) -> list[GraphshardError]:
 def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object, FileDigest | None]:
     """One check job `(fn, *args)` as fn(graph, *args), and the digest of the file it read (when asked and it
     exists: a missing file is a problem the check reports). An object is read once: hashed, then checked from the
-    same bytes."""
+    same bytes; its identity's HEAD is the existence check (no HEAD of its own)."""
     fn, *args = job
     f = graph.file(_job_file(graph, job))
-    if not hash_files or not f.exists():
+    if not hash_files or (f.is_local and not f.exists()):
         return fn(graph, *args), None
     if f.is_local:
         return fn(graph, *args), hashed_read(f.loc.path, INPUT)
-    digest, data = hashed_bytes(f, INPUT)
+    try:
+        digest, data = hashed_bytes(f, INPUT)
+    except StorageError:  # missing or unreadable: the check reports it in its own words
+        return fn(graph, *args), None
     return fn(graph.holding({f.loc: data}), *args), digest
 
 

@@ -58,11 +58,13 @@ class OutputSection(_Section):
 
 
 class ValidateSection(_Section):
-    """Re-read the written partitions and check them against the input (`full`: every row, else a seeded sample)."""
+    """Re-read the written partitions and check them against the input (`full`: every row, else a seeded sample;
+    `remote_share`: also estimate the remote share of mini-batch input nodes, more passes over every edge)."""
 
     enabled: bool = True
     full: bool = False
     seed: int = 0
+    remote_share: bool = True
 
 
 class ClusterSection(_Section):

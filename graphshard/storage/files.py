@@ -89,9 +89,9 @@ class StoredFile:
         buffer[:len(data)] = data
         return len(data)
 
-    def read_all(self) -> bytes:
-        """The whole file: from memory, or one read (one GET for an object)."""
-        return self.data if self.data is not None else self.storage.read_bytes(self.loc)
+    def read_all(self, size: int | None = None) -> bytes:
+        """The whole file: from memory, or one read (one GET for an object; `size` if known spares s3fs's HEAD)."""
+        return self.data if self.data is not None else self.storage.read_bytes(self.loc, size)
 
     @contextmanager
     def write(self) -> Iterator:

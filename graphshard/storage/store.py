@@ -3,12 +3,14 @@ atomic write of one file or object, list and delete a prefix, exists and size.
 
 Atomic write: a local file is written to a hidden temporary sibling, fsynced and `os.replace`d into place (then the
 folder is fsynced); an object is one PUT or one multipart upload that the store shows only once it is complete
-(fsspec's `autocommit=False`: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
+(an object under the filesystem's block size is held and PUT at the end; a larger one is fsspec's
+`autocommit=False` file: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
 reader sees the old content or the whole new one, never a part.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import uuid
 from contextlib import contextmanager
@@ -76,6 +78,53 @@ class _LocalAtomicFile:
             os.unlink(self.temp)
 
 
+class _ObjectAtomicFile:
+    """An object written atomically with as few requests as its size allows: bytes are held until they pass
+    fsspec's block size (`fs.blocksize`, 4 MiB; s3fs buffers more than that before it uploads a part), so a smaller
+    object is one PUT at `commit`; a larger one becomes fsspec's autocommit=False file, one multipart upload that
+    `commit` completes.
+    Either way nothing is visible before `commit` and `discard` leaves nothing."""
+
+    def __init__(self, fs: AbstractFileSystem, path: str):
+        self.fs, self.path, self.closed = fs, path, False
+        self.limit = int(getattr(fs, "blocksize", 5 << 20))
+        self.held: io.BytesIO | None = io.BytesIO()
+        self.fh = None
+
+    def write(self, data) -> int:
+        n = memoryview(data).nbytes
+        if self.held is not None and self.held.tell() + n <= self.limit:
+            return self.held.write(data)
+        if self.fh is None:
+            self.fh = self.fs.open(self.path, "wb", autocommit=False)
+            self.fh.write(self.held.getbuffer())
+            self.held = None
+        return self.fh.write(data)
+
+    def tell(self) -> int:
+        return self.fh.tell() if self.fh is not None else self.held.tell()
+
+    def flush(self) -> None:
+        if self.fh is not None:
+            self.fh.flush()
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+
+    def commit(self) -> None:
+        if self.fh is not None:
+            self.fh.commit()
+        else:
+            self.fs.pipe_file(self.path, self.held.getvalue())
+
+    def discard(self) -> None:
+        if self.fh is not None:
+            self.fh.discard()
+            self.fh.closed = True  # so that garbage collection does not try to upload what is left
+        self.held = None
+
+
 class _Writer:
     """What `write_atomic` yields: the file's `write`/`tell`/`flush`, with the store's failures as StorageError."""
 
@@ -137,11 +186,14 @@ class Storage:
         with self.translated(loc, "read"):
             return self.fs(loc).cat_file(loc.path, start=start, end=end)
 
-    def read_bytes(self, where: str | Location) -> bytes:
-        """A whole (small) file or object."""
+    def read_bytes(self, where: str | Location, size: int | None = None) -> bytes:
+        """A whole (small) file or object. `size`, when the caller knows it: an S3 object no larger than a block is
+        one GET (s3fs otherwise sends a HEAD first, to choose between one GET and concurrent ranged ones)."""
         loc = location(where)
+        fs = self.fs(loc)
+        single = loc.protocol in ("s3", "s3a") and size is not None and size <= getattr(fs, "default_block_size", 0)
         with self.translated(loc, "read"):
-            return self.fs(loc).cat_file(loc.path)
+            return fs.cat_file(loc.path, max_concurrency=1) if single else fs.cat_file(loc.path)
 
     @contextmanager
     def write_atomic(self, where: str | Location, sync: bool = True) -> Iterator[_Writer]:
@@ -150,21 +202,18 @@ class Storage:
         `sync=False`: a local file is not fsynced (files a later step publishes, as the partition writers' were)."""
         loc = location(where)
         with self.translated(loc, "write"):
-            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local \
-                else self.fs(loc).open(loc.path, "wb", autocommit=False)
+            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local else _ObjectAtomicFile(self.fs(loc), loc.path)
         try:
             yield _Writer(fh, lambda: self.translated(loc, "write"))
         except BaseException:
-            fh.discard()  # an object store aborts the multipart upload: nothing appears
-            fh.closed = True  # so that garbage collection does not try to upload what is left
+            fh.discard()  # an object store aborts a multipart upload or drops the held bytes: nothing appears
             raise
         with self.translated(loc, "write"):
             fh.close()
             fh.commit()
 
     def write_bytes(self, where: str | Location, data: bytes) -> None:
-        """Write a whole (small) file or object atomically: one PUT for an object (`write_atomic` would make it a
-        three-request multipart upload)."""
+        """Write a whole (small) file or object atomically: one PUT for an object."""
         loc = location(where)
         if loc.is_local:
             with self.write_atomic(loc) as fh:
@@ -205,24 +254,29 @@ class Storage:
         with self.translated(loc, "read"):
             return int(self.fs(loc).size(loc.path))
 
-    def listing(self, prefix: str | Location) -> list[Entry]:
-        """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none."""
-        loc = location(prefix)
+    def _found(self, loc: Location) -> dict[str, int]:
+        """The store's own names (fsspec paths) and sizes of the files under `loc`, or of `loc` itself if a file."""
         with self.translated(loc, "list"):
             found = self.fs(loc).find(loc.path, detail=True)
+        return {name: int(info.get("size") or 0) for name, info in found.items() if info.get("type") != "directory"}
+
+    def listing(self, prefix: str | Location) -> list[Entry]:
+        """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none. A file's own
+        location lists that file under its full store path."""
+        loc = location(prefix)
         root = loc.path.rstrip("/") + "/"
-        return sorted(Entry(info["name"][len(root):] if info["name"].startswith(root) else info["name"],
-                            int(info.get("size") or 0))
-                      for info in found.values() if info.get("type") != "directory")
+        return sorted(Entry(name[len(root):] if name.startswith(root) else name, size)
+                      for name, size in self._found(loc).items())
 
     def delete_prefix(self, prefix: str | Location) -> int:
-        """Delete every file under a prefix (and the prefix's folder, locally); returns how many files went."""
+        """Delete every file under a prefix, or the file at it (and the prefix's folder, locally); returns how
+        many files went. Deletes by the names the store listed, so a file's own location deletes that file."""
         loc = location(prefix)
-        entries = self.listing(loc)
+        names = sorted(self._found(loc))
         fs = self.fs(loc)
         with self.translated(loc, "delete"):
-            if entries:
-                fs.rm([loc.join(e.rel).path for e in entries])
+            if names:
+                fs.rm(names)
             if loc.is_local and os.path.isdir(loc.path):
                 fs.rm(loc.path, recursive=True)
-        return len(entries)
+        return len(names)

@@ -15,7 +15,15 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
-from graphshard.formats.readers import RowIndex, edge_table, id_problems, read_chunk, read_edge_chunk, read_rows
+from graphshard.formats.readers import (
+    RowIndex,
+    edge_table,
+    id_problems,
+    read_chunk,
+    read_edge_chunk,
+    read_rows,
+    reader_for,
+)
 from graphshard.storage import Location
 from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
@@ -25,13 +33,14 @@ from graphshard.validate.scratch import SharedArrays
 
 
 def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex) -> np.ndarray:
-    """Input rows at global row positions `ids`, reading one chunk file at a time (numpy chunks are memory-mapped)."""
+    """Input rows at global row positions `ids`, one chunk file at a time (numpy chunks: memory-mapped, or on a
+    store only the runs of rows asked for, by ranged reads)."""
     chunk = np.searchsorted(index.offsets, ids, side="right") - 1
+    reader = reader_for(spec.format)
     out = None
     for c in np.unique(chunk):
-        table = read_chunk(graph, spec, c)
         sel = np.flatnonzero(chunk == c)
-        rows = np.asarray(table[ids[sel] - index.offsets[c]])
+        rows = reader.take(graph.file(spec.data[c]), spec.format, ids[sel] - index.offsets[c])
         if out is None:
             out = np.empty((ids.shape[0],) + rows.shape[1:], dtype=rows.dtype)
         out[sel] = rows
@@ -82,10 +91,10 @@ class Comparison:
     """Rows one by one against the input rows of their original IDs, piece by piece; names the first differing one."""
 
     def __init__(self, layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
-                 file: str):
+                 file: str, index: RowIndex | None = None):
         self.layout, self.graph, self.scratch, self.part, self.kind, self.key, self.file = (
             layout, graph, scratch, part, kind, key, file)
-        self.spec, self.index = _spec(graph, kind, key), None
+        self.spec, self.index = _spec(graph, kind, key), index
         self.check = "edge-identity" if kind == "edges" else "feature-values"
         self.fatal: Problem | None = None
         self.bad = self.compared = 0
@@ -131,11 +140,21 @@ class Comparison:
 
 
 def compare(layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
-            orig: np.ndarray, rows: np.ndarray, file: str) -> list[Problem]:
+            orig: np.ndarray, rows: np.ndarray, file: str, index: RowIndex | None = None) -> list[Problem]:
     """Rows one by one against the input rows of their original IDs (one piece: the sampled rows)."""
-    comparison = Comparison(layout, graph, scratch, part, kind, key, file)
+    comparison = Comparison(layout, graph, scratch, part, kind, key, file, index)
     comparison.add(orig, rows)
     return comparison.problems()
+
+
+def row_indexes(graph: ChunkedGraph) -> dict[tuple[str, str], RowIndex]:
+    """Where the rows of every edge and feature spec live, from each input file's header, read once (the driver
+    ships them to the tasks, which would otherwise read every header again per partition and per chunk)."""
+    found = {("edges", et): RowIndex.of(graph, spec) for et, spec in graph.edges.items()}
+    for kind, data in (("node_feat", graph.node_data), ("edge_feat", graph.edge_data)):
+        found.update({(kind, f"{t}/{f}"): RowIndex.of(graph, spec) for t, feats in data.items()
+                      for f, spec in feats.items()})
+    return found
 
 
 def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
@@ -147,19 +166,22 @@ def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
     return jobs
 
 
-def input_chunk_sums(layout: Layout, metadata: Path | Location, scratch: SharedArrays,
-                     job: tuple[str, str, str, int]) -> dict:
+def input_chunk_sums(layout: Layout, metadata: Path | Location | ChunkedGraph, scratch: SharedArrays,
+                     job: tuple[str, str, str, int], indexes: dict[tuple[str, str], RowIndex] | None = None) -> dict:
     """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}, reading
-    the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader)."""
-    graph = load_metadata(metadata, layout.storage)
+    the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader).
+    `indexes`: `row_indexes(graph)` when the caller has them (else the headers needed are read here)."""
+    graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata, layout.storage)
     kind, typ, feat, chunk = job
     if typ not in (layout.etypes if kind != "node_feat" else layout.ntypes):
         return {}
     spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, f"{typ}/{feat}")
-    offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else RowIndex.of(graph, spec).offsets
+    indexes = indexes or {}
+    offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else \
+        (indexes.get((kind, f"{typ}/{feat}")) or RowIndex.of(graph, spec)).offsets
     start = int(offsets[chunk])
     table = edge_table(graph, typ, chunk) if kind == "edges" else read_chunk(graph, spec, chunk)
-    ends = RowIndex.of(graph, graph.edges[typ]) if kind == "edge_feat" else None
+    ends = (indexes.get(("edges", typ)) or RowIndex.of(graph, graph.edges[typ])) if kind == "edge_feat" else None
     sums = [0] * layout.num_parts
     for a, b in byte_pieces(table, scale=2):
         rows, ids = np.asarray(table[a:b]), np.arange(start + a, start + b, dtype=np.int64)

@@ -45,15 +45,19 @@ class _PieceWriter:
             store.write_at(self.path, index, values, f"{self.writer}-{next(self.counter):08d}")
 
 
+_LOCAL_TASKS = itertools.count()
+
+
 def _task_name() -> str:
-    """The running Dask task's key (stable when it is retried), else this process's."""
+    """The running Dask task's key (stable when it is retried), else a new name per in-process task (the tasks run
+    one after the other, so their pieces still apply in the tasks' order)."""
     try:
         from distributed import get_worker
 
         key = get_worker().get_current_task()
     except (ImportError, ValueError):
         key = None
-    return uuid.uuid5(uuid.NAMESPACE_OID, str(key)).hex if key is not None else "local"
+    return uuid.uuid5(uuid.NAMESPACE_OID, str(key)).hex if key is not None else f"local{next(_LOCAL_TASKS):08d}"
 
 
 @dataclass(frozen=True)

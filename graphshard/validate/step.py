@@ -13,7 +13,7 @@ from distributed import Client
 
 from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
-from graphshard.formats.chunked import load_metadata, metadata_location
+from graphshard.formats.chunked import ChunkedGraph, load_metadata, metadata_location
 from graphshard.storage import Location, Storage
 from graphshard.validate import against_input, checks, hashing, per_partition, piecewise
 from graphshard.validate.across_partitions import Levels, check_claims
@@ -35,31 +35,30 @@ def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
 
 
 def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
-           metadata: Location | None) -> list[Problem]:
+           graph: ChunkedGraph | None, indexes: dict) -> list[Problem]:
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
-        return _cross_checks(job, layout, setup, mode, broken, metadata)
+        return _cross_checks(job, layout, setup, mode, broken, graph, indexes)
 
 
 def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
-                  metadata: Location | None) -> list[Problem]:
+                  graph: ChunkedGraph | None, indexes: dict) -> list[Problem]:
     part, samples = job
     piecewise.set_piece_rows(setup.piece_rows)
     problems = check_claims(layout, part, setup)
     levels = layout.halo_hops >= 1 and mode == "full" and part not in broken and setup.level_arrays
-    compare = metadata is not None and setup.with_input
-    graph = load_metadata(metadata, layout.storage) if compare else None
+    compare = graph is not None and setup.with_input
     if compare and not setup.full:
         for (kind, key), (orig, values) in sorted(samples.items()):
             problems += against_input.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
-                                       _row_file(layout, part, kind))
+                                              _row_file(layout, part, kind), indexes.get((kind, key)))
     if not (levels or (compare and setup.full)):
         return problems
     data = load_part(layout, part, with_feats=compare and setup.full)
     view = checks.make_view(data.graph, part, layout.rel(part, "part_graph")) if data.graph is not None else None
-    sink = _FullCompare(layout, graph, setup.scratch, part) if compare and setup.full else None
+    sink = _FullCompare(layout, graph, setup.scratch, part, indexes) if compare and setup.full else None
     halo = Levels(view, data.graph, layout, setup.scratch, broken) if levels and view is not None else None
     with_rows = sink is not None and view is not None and data.orig_eids is not None
     rows = EdgeRows(data, view, layout, sink) if with_rows else None
@@ -81,12 +80,14 @@ def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode:
 class _FullCompare:
     """--full: every row of the partition compared with its input row, piece by piece (a rows sink, rows.py)."""
 
-    def __init__(self, layout: Layout, graph, scratch, part: int):
+    def __init__(self, layout: Layout, graph, scratch, part: int, indexes: dict):
         self.layout, self.graph, self.scratch, self.part, self.found = layout, graph, scratch, part, {}
+        self.indexes = indexes
 
     def declare(self, kind: str, key: str, n: int) -> None:
         self.found[(kind, key)] = against_input.Comparison(self.layout, self.graph, self.scratch, self.part, kind,
-                                                           key, _row_file(self.layout, self.part, kind))
+                                                           key, _row_file(self.layout, self.part, kind),
+                                                           self.indexes.get((kind, key)))
 
     def take(self, kind: str, key: str, n: int, rank, orig, rows) -> None:
         self.found[(kind, key)].add(orig, stacked(rows))
@@ -123,10 +124,10 @@ def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
         per_partition.node_maps(layout, part, setup)
 
 
-def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, metadata: Location) -> dict:
+def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, graph: ChunkedGraph, indexes: dict) -> dict:
     piecewise.set_piece_rows(setup.piece_rows)
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
-        return against_input.input_chunk_sums(layout, metadata, setup.scratch, job)
+        return against_input.input_chunk_sums(layout, graph, setup.scratch, job, indexes)
 
 
 def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:
@@ -266,14 +267,17 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
                                    label=_part_label, priority=1, **consts))
         groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label, **consts))
         gather_tasks(client, groups[0])
-        input_jobs = against_input.input_jobs(load_metadata(metadata, layout.storage)) if setup.with_input else []
+        # the input's metadata and file headers, read once here and shipped to every task that compares with it
+        graph = load_metadata(metadata, layout.storage) if metadata is not None else None
+        indexes = against_input.row_indexes(graph) if setup.with_input else {}
+        input_jobs = against_input.input_jobs(graph) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
-                                   label=_input_label, priority=-1, metadata=metadata, **consts))
+                                   label=_input_label, priority=-1, graph=graph, indexes=indexes, **consts))
         summaries = gather_tasks(client, groups[1])[0]
-        mode, broken = _after_scans(layout, setup, metadata, summaries, problems)
+        mode, broken = _after_scans(layout, setup, graph, summaries, problems)
         jobs = [(s["part"], s.pop("samples")) for s in summaries]
         groups.append(submit_tasks(client, "validate", "cross-check", _cross, jobs, label=_part_label, mode=mode,
-                                   broken=broken, metadata=metadata, **consts))
+                                   broken=broken, graph=graph, indexes=indexes, **consts))
         crossed, input_sums = gather_tasks(client, groups[3], groups[2])
     except BaseException:
         if client is not None:
@@ -282,7 +286,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     return summaries, mode, crossed, input_sums
 
 
-def _after_scans(layout: Layout, setup: ScanSetup, metadata: Location | None, summaries: list[dict],
+def _after_scans(layout: Layout, setup: ScanSetup, graph: ChunkedGraph | None, summaries: list[dict],
                  problems: list[Problem]) -> tuple[str, frozenset[int]]:
     """The checks over all scans' summaries (into `problems`); the halo mode and the partitions phase one found
     broken, for phase two."""
@@ -291,15 +295,16 @@ def _after_scans(layout: Layout, setup: ScanSetup, metadata: Location | None, su
     problems += _global_checks(layout, summaries, setup)
     mode = "full" if any(s["halo_edge_count"] for s in summaries) else "in_edges"
     problems += halo_rule_problems(layout, summaries, mode)
-    if metadata is not None:
-        problems += _missing_features(layout, summaries, load_metadata(metadata, layout.storage))
+    if graph is not None:
+        problems += _missing_features(layout, summaries, graph)
     return mode, frozenset(s["part"] for s in summaries if s["stats"] is None)
 
 
 def validate(config_path: str | Path | Location, input_metadata: str | Path | Location | None = None,
              full: bool = False, client: Client | None = None, seed: int = 0, sample_size: int = SAMPLE_SIZE,
              step_times: dict[str, float] | None = None, assignment_report: str | Path | None = None,
-             scratch_dir: str | Path | None = None, *, storage: Storage | None = None) -> dict:
+             scratch_dir: str | Path | None = None, *, storage: Storage | None = None,
+             remote_share: bool = True) -> dict:
     """Check every invariant of formats.md §5 on a partition set and measure its quality (step 3 of the pipeline).
 
     Problems are returned, not raised: `report["ok"]` is False when any check failed and `report["problems"]` lists
@@ -327,6 +332,9 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         folder).
     storage : Storage, optional
         What locations given as URLs are read through; None: credentials from the environment.
+    remote_share : bool
+        Also estimate the remote share of mini-batch input nodes (validate/remote_share.py: more passes over every
+        partition's edges); False: `quality["remote_share"]` is None.
 
     Returns
     -------
@@ -363,8 +371,8 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         "sampling": {"full": full, "seed": seed, "sample_size": sample_size, "rule": rule_text(full, sample_size)},
         "halo_mode": mode if layout.halo_hops >= 1 else "none",
         "quality": {**quality(layout, summaries, assignment_report),
-                    "remote_share": None if problems else remote_share_estimate(layout, assignment_report, seed,
-                                                                                client)},
+                    "remote_share": None if problems or not remote_share
+                    else remote_share_estimate(layout, assignment_report, seed, client)},
         "step_times": times,
     }
 

@@ -39,7 +39,8 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
                                assignment_report=assignment_report,
-                               scratch_dir=stage if isinstance(stage, Path) else None, storage=cfg.storage)
+                               scratch_dir=stage if isinstance(stage, Path) else None, storage=cfg.storage,
+                               remote_share=cfg.validate_.remote_share)
     if not report["ok"]:
         html = write_report_to(store.root / "validate" / "failed", report, cfg.storage)
         first = validate.problem_lines(report)[0]
