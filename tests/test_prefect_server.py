@@ -32,8 +32,11 @@ def _closed_port() -> int:
 def clean_env(monkeypatch, tmp_path):
     """Prefect/graphshard variables of this test only (restored after it); a private graphshard home."""
     for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH", "GRAPHSHARD_PREFECT",
-                 "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE"):
-        monkeypatch.delenv(name, raising=False)
+                 "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE", "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED"):
+        # set, then delete: monkeypatch records each, so what `connect()` writes into os.environ is undone too
+        # (a bare delenv of an absent name records nothing, and a profile's API URL leaked into later tests)
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
     monkeypatch.setenv("GRAPHSHARD_HOME", str(tmp_path / "gs-home"))
     return monkeypatch
