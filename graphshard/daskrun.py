@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from graphshard import logs
 from graphshard.errors import GraphshardError
 
 if TYPE_CHECKING:
@@ -26,6 +27,9 @@ log = logging.getLogger(__name__)
 LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
 SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
+# `settle` and `everywhere` ask every worker, and one may have just died (the failure being reported): the
+# scheduler's error about it is expected here, so it stays in the log file
+logs.quiet_message("distributed", "broadcast to ")
 
 
 @dataclass

@@ -19,6 +19,7 @@ KEEP = 50  # log files kept per folder; older ones are removed when a new one st
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _state: dict = {"file": None, "handler": None, "terminal": None, "debug": False}
 _quiet: set[str] = set()  # libraries whose errors graphshard itself reports as one line (see quiet_on_terminal)
+_quiet_messages: set[tuple[str, str]] = set()  # (library, message start): errors graphshard expects and handles
 
 
 class _NoTraceback(logging.Formatter):
@@ -57,11 +58,21 @@ def quiet_on_terminal(library: str) -> None:
     _quiet.add(library)
 
 
+def quiet_message(library: str, start: str) -> None:
+    """Keep one kind of a library's errors off the terminal unless --debug: one graphshard expects and handles
+    (e.g. Dask's scheduler failing to reach a worker that just died, which the run's own line reports)."""
+    _quiet_messages.add((library, start))
+
+
 def _for_terminal(record: logging.LogRecord) -> bool:
     """graphshard's messages; other libraries' errors, except those of quieted libraries (all of them with --debug)."""
     if record.name.startswith("graphshard"):
         return True
-    return record.levelno >= logging.ERROR and (_state["debug"] or record.name.split(".")[0] not in _quiet)
+    if record.levelno < logging.ERROR:
+        return False
+    library = record.name.split(".")[0]
+    return _state["debug"] or (library not in _quiet and not any(
+        library == lib and record.getMessage().startswith(start) for lib, start in _quiet_messages))
 
 
 def setup(command: str, debug: bool = False) -> Path:

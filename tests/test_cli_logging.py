@@ -3,6 +3,7 @@ or on the terminal with --debug."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -73,3 +74,20 @@ def test_unexpected_error_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
     assert "Traceback" in log.read_text()
     with pytest.raises(RuntimeError):
         cli.main(["inspect", "--debug", str(tmp_path / "metadata.json")])
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_expected_dask_errors_stay_in_the_log_file(tmp_path, monkeypatch, capsys, debug):
+    from graphshard import daskrun, logs  # noqa: F401 (daskrun registers the scheduler's broadcast errors)
+
+    monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path))
+    monkeypatch.delenv("GRAPHSHARD_DEBUG", raising=False)
+    path = logs.setup("test", debug=debug)
+    scheduler = logging.getLogger("distributed.scheduler")
+    scheduler.error("broadcast to tcp://127.0.0.1:1 failed: CommClosedError: in <TCP (closed)>")
+    scheduler.error("an error of Dask's own")
+    err = capsys.readouterr().err
+    assert "an error of Dask's own" in err
+    assert ("broadcast to tcp://127.0.0.1:1" in err) == debug
+    logging.getLogger().handlers[-1].flush()
+    assert "broadcast to tcp://127.0.0.1:1" in path.read_text()
