@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -32,6 +32,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
+from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
@@ -200,18 +201,17 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], own_cluster: bool,
-               work: Path, validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
+               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], work: Path,
+               validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
-    partition config. `cluster()` waits for the client; a method that assigns in this process does not wait for a
-    cluster partition_graph starts itself (same result: `run_tasks` without a client runs the same tasks here)."""
-    with phases("assign"):
-        assign_input = add_features(metadata, "assign", classes) if classes else metadata
-        assign_client = None if own_cluster and options.method in IN_CALLER else cluster()
-        assignment = assign(assign_input, work / "assignment", num_parts, options, client=assign_client,
-                            edge_report=False)  # the report stays in the work folder; validation measures the cut
+    partition config. `cluster()` waits for the client (None: every step runs here; `run_tasks` without a client
+    runs the same tasks, so the files are the same)."""
     with phases("cluster wait"):
         client = cluster()
+    with phases("assign"):
+        assign_input = add_features(metadata, "assign", classes) if classes else metadata
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
+                            edge_report=False)  # the report stays in the work folder; validation measures the cut
     with phases("shuffle"):
         trainers = options.num_trainers_per_machine
         if trainers > 1:
@@ -252,6 +252,15 @@ def _publish(config: Path, out: Path | Location, validate: bool, storage: Storag
         publish_on_store([config.parent], out, config.name, run, storage)
     else:
         move_into_place(config.parent, out, overwrite=True)
+
+
+def _cluster(client: Any, method: str) -> AbstractContextManager:
+    """Where the steps run: the caller's client; none (this process) for a method that assigns here, since the
+    graph is here already (a local cluster's start-up, its workers' imports and the hand-offs cost more than its
+    second core saves: BENCHMARKS.md); else a local cluster, started while the chunks are written."""
+    if client is not None or method in IN_CALLER:
+        return nullcontext(client)
+    return dask_client(ClusterSpec(subprocess=True))
 
 
 def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Path | Location, num_hops: int = 1,
@@ -307,12 +316,11 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     work = _work_folder(out)
     phases = Phases()
     try:
-        opened = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with started_beside(opened) as cluster:  # a local cluster starts while the chunks are written
+        with heap.kept(), started_beside(_cluster(client, options.method)) as cluster:
             with phases("chunks"):
                 metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
-                                cluster.wait, client is None, work, validate, graphbolt, phases)
+                                cluster.wait, work, validate, graphbolt, phases)
             cluster.release()  # it stops while the mapping is computed
             with phases("mapping"):
                 mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
