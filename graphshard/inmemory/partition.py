@@ -289,7 +289,8 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     num_nodes, node_feats, edge_feats : optional
         For dict and scipy inputs: `{ntype: count}` (or an int), `{type: {name: array}}` (or `{name: array}`).
     client : distributed.Client, optional
-        Where the work runs; default a local cluster of 2 worker processes.
+        Where the work runs; default this process for random, metis and kaminpar (which assign here), else a
+        local cluster of 2 worker processes.
     validate : bool
         Check every invariant and write report.json/report.html into the set.
     seed : int
