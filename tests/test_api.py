@@ -104,17 +104,15 @@ def test_scipy_homogeneous_random_returns_arrays_and_replaces_earlier_set(tmp_pa
                   {("_N", "_E", "_N"): {"w": weight}}, {"_N": nids}, {("_N", "_E", "_N"): eids})
 
 
-@pytest.mark.parametrize("method", ["random", "metis"])
-def test_methods_assigned_here_run_without_a_cluster_and_write_the_same_bytes(tmp_path, dask_cluster_client,
-                                                                              monkeypatch, method):
-    """No client given: random/metis run every step in the caller (no local cluster is started), and the files are
+def test_random_runs_without_a_cluster_and_writes_the_same_bytes(tmp_path, dask_cluster_client, monkeypatch):
+    """No client given: random runs every step in the caller (no local cluster is started), and the files are
     byte for byte those of the same call on a 2-worker cluster."""
     import graphshard.inmemory.partition as api
 
     g = hetero(4)
-    partition(g, tmp_path / "cluster", 3, part_method=method, client=dask_cluster_client)
+    partition(g, tmp_path / "cluster", 3, part_method="random", client=dask_cluster_client)
     monkeypatch.setattr(api, "dask_client", lambda *a, **kw: pytest.fail("a local cluster was started"))
-    partition(g, tmp_path / "here", 3, part_method=method)
+    partition(g, tmp_path / "here", 3, part_method="random")
     files = sorted(p.relative_to(tmp_path / "here") for p in (tmp_path / "here").rglob("*") if p.is_file())
     assert len(files) == 3 * 3 + 2  # graph.dgl, node_feat.dgl, edge_feat.dgl per part, config, digests
     assert files == sorted(p.relative_to(tmp_path / "cluster") for p in (tmp_path / "cluster").rglob("*")

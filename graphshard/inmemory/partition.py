@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
+RUN_HERE = frozenset({"random"})  # methods whose every step runs in the caller when no client is given
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
 
@@ -201,17 +202,19 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
 
 
 def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, options: AssignOptions,
-               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], work: Path,
-               validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
+               classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], own_cluster: bool,
+               work: Path, validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
-    partition config. `cluster()` waits for the client (None: every step runs here; `run_tasks` without a client
-    runs the same tasks, so the files are the same)."""
-    with phases("cluster wait"):
-        client = cluster()
+    partition config. `cluster()` waits for the client (None: the steps run here); a method that assigns in this
+    process does not wait for a cluster partition_graph starts itself (same result: `run_tasks` without a client
+    runs the same tasks here)."""
     with phases("assign"):
         assign_input = add_features(metadata, "assign", classes) if classes else metadata
-        assignment = assign(assign_input, work / "assignment", num_parts, options, client=client,
+        assign_client = None if own_cluster and options.method in IN_CALLER else cluster()
+        assignment = assign(assign_input, work / "assignment", num_parts, options, client=assign_client,
                             edge_report=False)  # the report stays in the work folder; validation measures the cut
+    with phases("cluster wait"):
+        client = cluster()
     with phases("shuffle"):
         trainers = options.num_trainers_per_machine
         if trainers > 1:
@@ -255,10 +258,11 @@ def _publish(config: Path, out: Path | Location, validate: bool, storage: Storag
 
 
 def _cluster(client: Any, method: str) -> AbstractContextManager:
-    """Where the steps run: the caller's client; none (this process) for a method that assigns here, since the
-    graph is here already (a local cluster's start-up, its workers' imports and the hand-offs cost more than its
-    second core saves: BENCHMARKS.md); else a local cluster, started while the chunks are written."""
-    if client is not None or method in IN_CALLER:
+    """Where the steps run: the caller's client; none (this process) for a method whose assignment is too quick to
+    hide a local cluster's start-up (random: the graph is here, and the start-up, the workers' imports and the
+    hand-offs cost more than the second core saves, BENCHMARKS.md); else a local cluster started while the chunks
+    are written and, for `IN_CALLER` methods, while they assign here."""
+    if client is not None or method in RUN_HERE:
         return nullcontext(client)
     return dask_client(ClusterSpec(subprocess=True))
 
@@ -289,8 +293,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     num_nodes, node_feats, edge_feats : optional
         For dict and scipy inputs: `{ntype: count}` (or an int), `{type: {name: array}}` (or `{name: array}`).
     client : distributed.Client, optional
-        Where the work runs; default this process for random, metis and kaminpar (which assign here), else a
-        local cluster of 2 worker processes.
+        Where the work runs; default this process for `random`, else a local cluster of 2 worker processes.
     validate : bool
         Check every invariant and write report.json/report.html into the set.
     seed : int
@@ -317,11 +320,12 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     work = _work_folder(out)
     phases = Phases()
     try:
-        with heap.kept(), started_beside(_cluster(client, options.method)) as cluster:
+        here = client is None and options.method in RUN_HERE
+        with heap.kept() if here else nullcontext(), started_beside(_cluster(client, options.method)) as cluster:
             with phases("chunks"):
                 metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
-                                cluster.wait, work, validate, graphbolt, phases)
+                                cluster.wait, client is None, work, validate, graphbolt, phases)
             cluster.release()  # it stops while the mapping is computed
             with phases("mapping"):
                 mapping = _mapping(graph, work / "assignment", num_parts) if return_mapping else None
