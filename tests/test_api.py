@@ -104,6 +104,23 @@ def test_scipy_homogeneous_random_returns_arrays_and_replaces_earlier_set(tmp_pa
                   {("_N", "_E", "_N"): {"w": weight}}, {"_N": nids}, {("_N", "_E", "_N"): eids})
 
 
+def test_random_runs_without_a_cluster_and_writes_the_same_bytes(tmp_path, dask_cluster_client, monkeypatch):
+    """No client given: random runs every step in the caller (no local cluster is started), and the files are
+    byte for byte those of the same call on a 2-worker cluster."""
+    import graphshard.inmemory.partition as api
+
+    g = hetero(4)
+    partition(g, tmp_path / "cluster", 3, part_method="random", client=dask_cluster_client)
+    monkeypatch.setattr(api, "dask_client", lambda *a, **kw: pytest.fail("a local cluster was started"))
+    partition(g, tmp_path / "here", 3, part_method="random")
+    files = sorted(p.relative_to(tmp_path / "here") for p in (tmp_path / "here").rglob("*") if p.is_file())
+    assert len(files) == 3 * 3 + 2  # graph.dgl, node_feat.dgl, edge_feat.dgl per part, config, digests
+    assert files == sorted(p.relative_to(tmp_path / "cluster") for p in (tmp_path / "cluster").rglob("*")
+                           if p.is_file())
+    for rel in files:
+        assert (tmp_path / "here" / rel).read_bytes() == (tmp_path / "cluster" / rel).read_bytes(), rel
+
+
 def test_chunk_graph_round_trip_through_inspect(tmp_path):
     g = hetero(3)
     meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 3, "mixed", "shop", num_nodes=g["num_nodes"],

@@ -9,8 +9,27 @@ the rows of that transpose are the rows of the graph), and a repeat is then alwa
 
 from __future__ import annotations
 
+import functools
+from typing import Callable
+
 import numpy as np
-from numba import njit
+
+
+def njit(**options) -> Callable[[Callable], Callable]:
+    """numba's `njit(**options)`, applied at the first call: a process that builds no CSR (random partitioning, the
+    shuffle) does not import numba (0.6 s here)."""
+    def wrap(fn: Callable) -> Callable:
+        compiled: list[Callable] = []
+
+        @functools.wraps(fn)
+        def call(*args):
+            if not compiled:
+                from numba import njit as numba_njit
+
+                compiled.append(numba_njit(**options)(fn))
+            return compiled[0](*args)
+        return call
+    return wrap
 
 
 @njit(cache=True, nogil=True)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -32,6 +32,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
+from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
 TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
+RUN_HERE = frozenset({"random"})  # methods whose every step runs in the caller when no client is given
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
 PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
 
@@ -203,8 +205,9 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
                classes: dict, shuffle_options: ShuffleOptions, cluster: Callable[[], Any], own_cluster: bool,
                work: Path, validate: bool, graphbolt: GraphboltOptions | None, phases: Phases) -> Path:
     """Assign, shuffle (convert to GraphBolt, validate) the chunked `metadata` in `work`; returns the staged
-    partition config. `cluster()` waits for the client; a method that assigns in this process does not wait for a
-    cluster partition_graph starts itself (same result: `run_tasks` without a client runs the same tasks here)."""
+    partition config. `cluster()` waits for the client (None: the steps run here); a method that assigns in this
+    process does not wait for a cluster partition_graph starts itself (same result: `run_tasks` without a client
+    runs the same tasks here)."""
     with phases("assign"):
         assign_input = add_features(metadata, "assign", classes) if classes else metadata
         assign_client = None if own_cluster and options.method in IN_CALLER else cluster()
@@ -254,6 +257,16 @@ def _publish(config: Path, out: Path | Location, validate: bool, storage: Storag
         move_into_place(config.parent, out, overwrite=True)
 
 
+def _cluster(client: Any, method: str) -> AbstractContextManager:
+    """Where the steps run: the caller's client; none (this process) for a method whose assignment is too quick to
+    hide a local cluster's start-up (random: the graph is here, and the start-up, the workers' imports and the
+    hand-offs cost more than the second core saves, BENCHMARKS.md); else a local cluster started while the chunks
+    are written and, for `IN_CALLER` methods, while they assign here."""
+    if client is not None or method in RUN_HERE:
+        return nullcontext(client)
+    return dask_client(ClusterSpec(subprocess=True))
+
+
 def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Path | Location, num_hops: int = 1,
                     part_method: str = "metis", balance_ntypes: Any = None, balance_edges: bool = False,
                     return_mapping: bool = False, num_trainers_per_machine: int = 1, objtype: str = "cut",
@@ -280,7 +293,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     num_nodes, node_feats, edge_feats : optional
         For dict and scipy inputs: `{ntype: count}` (or an int), `{type: {name: array}}` (or `{name: array}`).
     client : distributed.Client, optional
-        Where the work runs; default a local cluster of 2 worker processes.
+        Where the work runs; default this process for `random`, else a local cluster of 2 worker processes.
     validate : bool
         Check every invariant and write report.json/report.html into the set.
     seed : int
@@ -307,8 +320,8 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     work = _work_folder(out)
     phases = Phases()
     try:
-        opened = nullcontext(client) if client is not None else dask_client(ClusterSpec(subprocess=True))
-        with started_beside(opened) as cluster:  # a local cluster starts while the chunks are written
+        here = client is None and options.method in RUN_HERE
+        with heap.kept() if here else nullcontext(), started_beside(_cluster(client, options.method)) as cluster:
             with phases("chunks"):
                 metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
