@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -230,6 +231,19 @@ class Storage:
                 fout.write(data)
                 size += len(data)
         return size
+
+    def download(self, where: str | Location, local: str | os.PathLike) -> int:
+        """Copy a file or object to the local file `local` (its folder must exist), streamed to disk, never held in
+        memory (S3: one GET; s3fs would otherwise split a large object into concurrent ranged GETs); returns its
+        size."""
+        loc = location(where)
+        single = {"max_concurrency": 1} if loc.protocol in ("s3", "s3a") else {}
+        with self.translated(loc, "read"):
+            if loc.is_local:
+                shutil.copyfile(loc.path, local)
+            else:
+                self.fs(loc).get_file(loc.path, os.fspath(local), **single)
+        return os.path.getsize(local)
 
     def copy(self, src: str | Location, dst: str | Location, block: int = READ_BLOCK) -> None:
         """Copy one file or object to `dst` atomically. Within one object store the store copies
