@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from test_storage_steps import random_assignment, upload_tree
 
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.storage import Storage, location
 from graphshard.storage.scratch import local_dir
 from graphshard.validate import validate
-
-from test_storage_steps import random_assignment, upload_tree
 
 PARTS = 3
 
