@@ -82,8 +82,9 @@ def orig_ids(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
                  [], False)
 
 
-def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
-    """Index partition `part`'s graph, features and optional original-ID files."""
+def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True,
+              with_orig: bool = True) -> PartData:
+    """Index partition `part`'s graph, features and optional original-ID files (`with_orig`)."""
     problems: list[Problem] = []
     graph = node_feats = edge_feats = None
     def named(key: str) -> tuple[StoredFile, str]:
@@ -97,7 +98,7 @@ def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bo
     if with_feats:
         node_feats = _read(tensor_dict_columns, *named("node_feats"), part, problems, True)
         edge_feats = _read(tensor_dict_columns, *named("edge_feats"), part, problems, True)
-    orig_nids = _read(tensor_dict_columns, *extra(ORIG_NIDS), part, problems, False)
-    orig_eids = _read(tensor_dict_columns, *extra(ORIG_EIDS), part, problems, False)
+    orig_nids = _read(tensor_dict_columns, *extra(ORIG_NIDS), part, problems, False) if with_orig else None
+    orig_eids = _read(tensor_dict_columns, *extra(ORIG_EIDS), part, problems, False) if with_orig else None
     return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids,
                     part_bytes(layout, part), problems)

@@ -347,6 +347,7 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     problems = check_layout(layout)
     if metadata is not None:
         problems += _input_checks(layout, metadata)
+    layout.storage.prime(layout.base_dir)  # a set on a store: which files exist, from one listing
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
     with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
