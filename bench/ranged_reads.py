@@ -32,6 +32,7 @@ from graphshard.validate import validate  # noqa: E402
 
 COUNTS = {"requests": 0, "get": 0, "head": 0, "bytes": 0, "put_bytes": 0}
 OPS: Counter = Counter()
+FILES: dict[str, list[int]] = {}  # what GETs read, by kind of object: [requests, bytes]
 _call = aiobotocore.client.AioBaseClient._make_api_call
 
 
@@ -46,7 +47,19 @@ async def _counted(self, operation, params):
     out = await _call(self, operation, params)
     if operation == "GetObject":
         COUNTS["bytes"] += int(out.get("ContentLength") or 0)
+        got = FILES.setdefault(_kind(params.get("Key", "")), [0, 0])
+        got[0] += 1
+        got[1] += int(out.get("ContentLength") or 0)
     return out
+
+
+def _kind(key: str) -> str:
+    """The kind of object a key names: a partition file by name, an input file, the step's scratch."""
+    if key.startswith("in/"):
+        return "input " + key.rsplit("/", 1)[-1].split("-")[0].split(".")[0]
+    if ".validate" in key or "scratch" in key:
+        return "scratch"
+    return key.rsplit("/", 1)[-1]
 
 
 aiobotocore.client.AioBaseClient._make_api_call = _counted
@@ -74,12 +87,14 @@ def measure(label: str, fn) -> dict:
     for k in COUNTS:
         COUNTS[k] = 0
     OPS.clear()
+    FILES.clear()
     start = time.perf_counter()
     fn()
     got = dict(COUNTS)
     return {"step": label, "seconds": round(time.perf_counter() - start, 2), "requests": got["requests"],
             "get": got["get"], "head": got["head"], "MB_got": round(got["bytes"] / 1e6, 1),
-            "MB_put": round(got["put_bytes"] / 1e6, 1), "ops": dict(sorted(OPS.items()))}
+            "MB_put": round(got["put_bytes"] / 1e6, 1), "ops": dict(sorted(OPS.items())),
+            "gets_by_object": {k: [n, round(b / 1e6, 1)] for k, (n, b) in sorted(FILES.items())}}
 
 
 def steps(storage: Storage, bucket: str, tag: str, asg: Path, parts: int, block_rows: int) -> list[tuple]:

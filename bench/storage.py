@@ -103,6 +103,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="4GB")
     ap.add_argument("--graph", type=Path, default=None, help="an existing chunked graph's metadata.json")
+    ap.add_argument("--requests-log", type=Path, default=None,
+                    help="write the S3 run's every request (seconds from its start, method, path, bytes) here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="graphshard-bench-storage-"))
     port = free_port()
@@ -141,6 +143,9 @@ def main() -> None:
             remote = timed([*GS, "run", "s3://bench/jobs/job.yaml"], env)
             requests = proxy.taken()
             steps = per_step(requests, start, time.time())
+            if args.requests_log is not None:
+                args.requests_log.write_text(json.dumps([[round(r.t - start, 3), r.method, r.path, r.sent, r.served]
+                                                         for r in requests]))
             floor_out = timed([sys.executable, "-c", FLOOR, "bench/graph/", str(work / "floor-in") + "/",
                                str(work / "out") + "/", "bench/floor/"], env)
         got, put = (float(x) for x in floor_out["output"].split())

@@ -349,6 +349,7 @@ def load_metadata(path: str | os.PathLike | Location, storage: Storage | None = 
         local = Path(loc.path).resolve()
         return parse_metadata(read_json_object(local, "metadata.json file"), local.parent, local, storage)
     data = read_json_object(loc, "metadata.json file", storage)
+    (storage or Storage()).prime(loc.parent)  # the chunk files' sizes and ETags from one listing, not a HEAD each
     return parse_metadata(data, loc.parent, loc, storage)
 
 

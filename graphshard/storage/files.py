@@ -18,11 +18,13 @@ from graphshard.storage.store import READ_BLOCK, Storage
 
 @dataclass(frozen=True)
 class StoredFile:
-    """A file at `loc` read through `storage`; `data` holds its whole bytes when they were read already."""
+    """A file at `loc` read through `storage`; `data` holds its whole bytes when they were read already; `origin`:
+    the location this file is a local copy of (what messages name)."""
 
     loc: Location
     storage: Storage = field(default_factory=Storage, compare=False)
     data: bytes | None = field(default=None, compare=False, repr=False)
+    origin: Location | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, where: str | os.PathLike | Location | StoredFile, storage: Storage | None = None) -> StoredFile:
@@ -37,11 +39,14 @@ class StoredFile:
 
     @property
     def shown(self) -> Path | Location:
-        """What messages name: the local Path, else the (redacted) location."""
+        """What messages name: the location copied (a local copy's origin), the local Path, else the (redacted)
+        location."""
+        if self.origin is not None:
+            return self.origin
         return Path(self.loc.path) if self.loc.is_local else self.loc
 
     def __str__(self) -> str:
-        return str(self.loc)
+        return str(self.origin or self.loc)
 
     def __fspath__(self) -> str:
         """The local path (local files only), so that numpy and pyarrow open it as they always did."""
@@ -49,7 +54,7 @@ class StoredFile:
 
     def holding(self, data: bytes) -> StoredFile:
         """The same file served from `data` (its whole content, already read)."""
-        return StoredFile(self.loc, self.storage, data)
+        return StoredFile(self.loc, self.storage, data, self.origin)
 
     def exists(self) -> bool:
         if self.data is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -231,6 +232,19 @@ class Storage:
                 size += len(data)
         return size
 
+    def download(self, where: str | Location, local: str | os.PathLike) -> int:
+        """Copy a file or object to the local file `local` (its folder must exist), streamed to disk, never held in
+        memory (S3: one GET; s3fs would otherwise split a large object into concurrent ranged GETs); returns its
+        size."""
+        loc = location(where)
+        single = {"max_concurrency": 1} if loc.protocol in ("s3", "s3a") else {}
+        with self.translated(loc, "read"):
+            if loc.is_local:
+                shutil.copyfile(loc.path, local)
+            else:
+                self.fs(loc).get_file(loc.path, os.fspath(local), **single)
+        return os.path.getsize(local)
+
     def copy(self, src: str | Location, dst: str | Location, block: int = READ_BLOCK) -> None:
         """Copy one file or object to `dst` atomically. Within one object store the store copies
         it (S3: CopyObject, no bytes through this process); otherwise it is streamed `block` bytes at a time."""
@@ -243,6 +257,18 @@ class Storage:
         with self.open_read(src_loc, block_size=block, cache_type="none") as fin, self.write_atomic(dst_loc) as fout:
             while data := fin.read(block):
                 fout.write(data)
+
+    def prime(self, prefix: str | Location) -> None:
+        """List a prefix afresh (one request per 1,000 objects), so that `exists`, `size` and `StoredFile.identity`
+        of the objects under it are answered in this process from that listing (size and ETag, as a HEAD gives
+        them; fsspec keeps it), not by one HEAD each. A missing object stays missing. Local paths: nothing to do."""
+        loc = location(prefix)
+        if loc.is_local:
+            return
+        fs = self.fs(loc)
+        with self.translated(loc, "list"):
+            fs.invalidate_cache(loc.path)
+            fs.find(loc.path)
 
     def exists(self, where: str | Location) -> bool:
         loc = location(where)

@@ -15,6 +15,7 @@ import numpy as np
 from graphshard.errors import InputError
 from graphshard.formats.jsonfile import parse_json_object, read_json_object
 from graphshard.storage import Location, Storage, StoredFile, location
+from graphshard.storage.copies import LocalCopies
 from graphshard.validate.problems import Problem
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
@@ -40,6 +41,7 @@ class Layout:
     part_files: tuple[dict[str, str], ...]  # per partition: key -> path relative to the config
     raw: dict
     storage: Storage = field(default_factory=Storage, compare=False, repr=False)
+    copies: LocalCopies | None = field(default=None, compare=False, repr=False)  # within a task: part_copies
 
     @property
     def base_dir(self) -> Path | Location:
@@ -54,8 +56,9 @@ class Layout:
         return self.base_dir / rel if self.is_local else self.base_dir.join(rel)
 
     def file(self, where: Path | Location) -> StoredFile:
-        """A file of the set, to read through the layout's storage."""
-        return StoredFile(location(where), self.storage)
+        """A file of the set, to read through the layout's storage (its task-local copy when there is one)."""
+        loc = location(where)
+        return (self.copies and self.copies.file(loc)) or StoredFile(loc, self.storage)
 
     def path(self, part: int, key: str) -> Path | Location:
         return self.under(self.part_files[part][key])

@@ -3,12 +3,16 @@ every read failure becomes a Problem, not an exception."""
 
 from __future__ import annotations
 
+import dataclasses
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from graphshard.errors import GraphshardError
 from graphshard.formats.dgl_columns import Column, GraphColumns, graph_columns, tensor_dict_columns
 from graphshard.storage import Location, Storage, StoredFile, location
+from graphshard.storage.copies import local_copies
 from graphshard.validate.layout import Layout
 from graphshard.validate.problems import Problem
 
@@ -52,14 +56,35 @@ def dir_bytes(folder: Path | Location, storage: Storage | None = None) -> dict[s
     return {e.rel: e.size for e in (storage or Storage()).listing(loc)}
 
 
+@contextmanager
+def part_copies(layout: Layout, part: int) -> Iterator[Layout]:
+    """The layout a task reads partition `part` through: the layout itself for a local set; for a set on a store, one
+    whose files in the partition's folder are read from task-local copies (each object copied whole, once, when first
+    read; deleted when the block ends), so that the task's passes over a file cost one GET, not one per piece."""
+    if layout.is_local:
+        yield layout
+        return
+    with local_copies(layout.part_dir(part), layout.storage) as copies:
+        yield dataclasses.replace(layout, copies=copies)
+
+
+def part_bytes(layout: Layout, part: int) -> dict[str, int]:
+    """Size of every file in the partition's folder (the task's copies already listed it: no second listing)."""
+    folder = location(layout.part_dir(part))
+    if layout.copies is not None and layout.copies.prefix == folder:
+        return dict(layout.copies.sizes)
+    return dir_bytes(folder, layout.storage)
+
+
 def orig_ids(layout: Layout, part: int, name: str) -> dict[str, Column] | None:
     """One original-ID file (ORIG_NIDS or ORIG_EIDS) indexed; None when absent or unreadable (phase one says so)."""
     return _read(tensor_dict_columns, layout.file(layout.extra_file(part, name)), layout.extra_rel(part, name), part,
                  [], False)
 
 
-def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True) -> PartData:
-    """Index partition `part`'s graph, features and optional original-ID files."""
+def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bool = True,
+              with_orig: bool = True) -> PartData:
+    """Index partition `part`'s graph, features and optional original-ID files (`with_orig`)."""
     problems: list[Problem] = []
     graph = node_feats = edge_feats = None
     def named(key: str) -> tuple[StoredFile, str]:
@@ -73,7 +98,7 @@ def load_part(layout: Layout, part: int, with_graph: bool = True, with_feats: bo
     if with_feats:
         node_feats = _read(tensor_dict_columns, *named("node_feats"), part, problems, True)
         edge_feats = _read(tensor_dict_columns, *named("edge_feats"), part, problems, True)
-    orig_nids = _read(tensor_dict_columns, *extra(ORIG_NIDS), part, problems, False)
-    orig_eids = _read(tensor_dict_columns, *extra(ORIG_EIDS), part, problems, False)
+    orig_nids = _read(tensor_dict_columns, *extra(ORIG_NIDS), part, problems, False) if with_orig else None
+    orig_eids = _read(tensor_dict_columns, *extra(ORIG_EIDS), part, problems, False) if with_orig else None
     return PartData(part, graph, node_feats, edge_feats, orig_nids, orig_eids,
-                    dir_bytes(layout.part_dir(part), layout.storage), problems)
+                    part_bytes(layout, part), problems)

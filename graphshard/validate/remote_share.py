@@ -19,7 +19,7 @@ import numpy as np
 from graphshard.daskrun import run_tasks
 from graphshard.validate.edges import edge_pieces
 from graphshard.validate.layout import Layout, owners
-from graphshard.validate.part_files import load_part
+from graphshard.validate.part_files import load_part, part_copies
 
 BATCH_SIZE = 1000  # seeds per mini-batch, as in DGL's DistDGL GraphSAGE example
 BATCHES = 8  # mini-batches drawn per partition
@@ -140,7 +140,7 @@ def first_seeds(layout: Layout, sampling: Sampling) -> tuple[np.ndarray, np.ndar
 def wanted_in_edges(layout: Layout, part: int, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """In-edge CSR over the sorted node IDs `wanted` (all inner to `part`) from the partition's edges, piece by piece:
     (indptr, global source IDs)."""
-    graph = load_part(layout, part, with_feats=False).graph
+    graph = load_part(layout, part, with_feats=False, with_orig=False).graph
     nid = graph.ndata["_ID"].read().astype(np.int64, copy=False)
     pos_all, src_all = [], []
     for piece in edge_pieces(graph, ends_only=True):
@@ -158,7 +158,8 @@ def sample_part(item: tuple[int, np.ndarray, np.ndarray], *, layout: Layout, fan
     """One layer's draws for the frontier nodes one partition owns: (batch, source) per sampled in-edge."""
     part, batch, nodes = item
     wanted = np.unique(nodes)
-    indptr, sources = wanted_in_edges(layout, part, wanted)
+    with part_copies(layout, part) as layout:  # on a store: graph.dgl read whole, once, not by ranges per piece
+        indptr, sources = wanted_in_edges(layout, part, wanted)
     seg, src = sample_pairs(indptr, sources, np.searchsorted(wanted, nodes), fanout,
                             np.random.default_rng([seed, layer, part]))
     return batch[seg], src

@@ -19,7 +19,7 @@ from graphshard.validate import against_input, checks, hashing, per_partition, p
 from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
-from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part
+from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part, part_copies
 from graphshard.validate.per_partition import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import assignment_report_data, quality
@@ -30,7 +30,7 @@ from graphshard.validate.scratch import scratch_beside
 
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
-    with setup.scratch.kept_open(), piecewise.heap_for_pieces():
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, part) as layout:
         return per_partition.scan_partition(layout, part, setup)
 
 
@@ -39,7 +39,7 @@ def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, b
     """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
     input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
     piece)."""
-    with setup.scratch.kept_open(), piecewise.heap_for_pieces():
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, job[0]) as layout:
         return _cross_checks(job, layout, setup, mode, broken, graph, indexes)
 
 
@@ -120,7 +120,7 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
 
 
 def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
-    with setup.scratch.kept_open():
+    with setup.scratch.kept_open(), part_copies(layout, part) as layout:
         per_partition.node_maps(layout, part, setup)
 
 
@@ -347,6 +347,7 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     problems = check_layout(layout)
     if metadata is not None:
         problems += _input_checks(layout, metadata)
+    layout.storage.prime(layout.base_dir)  # a set on a store: which files exist, from one listing
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
     with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:

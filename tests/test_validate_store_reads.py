@@ -1,0 +1,105 @@
+"""Validation of a partition set on a store reads each partition file whole, once per task that needs it (a
+task-local copy, validate/part_files.py `part_copies`), not by ranged GETs per pass, and still finds a damaged file,
+naming its URL. Requests counted where aiobotocore makes every S3 call."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import pytest
+from test_storage_steps import random_assignment, upload_tree
+
+from graphshard.shuffle import ShuffleOptions, shuffle
+from graphshard.storage import Storage, location
+from graphshard.storage.scratch import local_dir
+from graphshard.validate import validate
+
+PARTS = 3
+
+
+@pytest.fixture
+def gets(monkeypatch) -> list[dict]:
+    """Every GetObject from now on: its key, Range header (None: the whole object) and the bytes served."""
+    import aiobotocore.client
+
+    seen, real = [], aiobotocore.client.AioBaseClient._make_api_call
+
+    async def counted(self, operation, params):
+        out = await real(self, operation, params)
+        if operation == "GetObject":
+            seen.append({"key": params["Key"], "range": params.get("Range"), "bytes": int(out["ContentLength"])})
+        return out
+
+    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", counted)
+    return seen
+
+
+@pytest.fixture
+def stored_set(make_graph, s3_server, tmp_path) -> tuple[Storage, str, str, str, dict[str, int]]:
+    """A valid set (orig-ID files on) and its input uploaded to a fresh bucket: (storage, bucket URL, config URL,
+    input URL, size of every partition file by its key in the bucket)."""
+    storage, bucket = Storage({"s3://": s3_server.options()}), s3_server.new_bucket()
+    metadata = make_graph("rmat", nodes=3000, edges=30000, chunks=2)
+    out = shuffle(metadata, random_assignment(metadata, tmp_path / "asg", PARTS), tmp_path / "out",
+                  ShuffleOptions(save_orig_nids=True, save_orig_eids=True), None)
+    url = upload_tree(storage, out.parent, f"{bucket}/set")
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    sizes = {f"set/{e.rel}": e.size for e in storage.listing(url) if e.rel.startswith("part")}
+    assert len(sizes) == PARTS * 5
+    return storage, bucket, f"{url}/{out.name}", f"{graph_url}/metadata.json", sizes
+
+
+def _per_file(gets: list[dict], sizes: dict[str, int]) -> dict[str, list[dict]]:
+    """The GETs of each partition file, by key."""
+    found = defaultdict(list)
+    for g in gets:
+        if g["key"] in sizes:
+            found[g["key"]].append(g)
+    return found
+
+
+def test_each_partition_file_is_read_whole_once_per_task(stored_set, gets):
+    """In-process validation with the input (node maps, scans, input checksums, cross-checks): every GET of a
+    partition file is the whole object; graph.dgl and the feature files are read once (only the scan reads them),
+    the original-ID files once per phase that reads them (orig_nids: node maps, scan, cross-check; orig_eids: scan,
+    cross-check). Before the task-local copies a partition's files took dozens of ranged GETs each."""
+    storage, _, config, graph, sizes = stored_set
+    report = validate(config, graph, storage=storage, remote_share=False)
+    assert report["ok"], report["problems"]
+    per_file = _per_file(gets, sizes)
+    assert set(per_file) == set(sizes)
+    limits = {"graph.dgl": 1, "node_feat.dgl": 1, "edge_feat.dgl": 1, "orig_nids.dgl": 3, "orig_eids.dgl": 2}
+    for key, got in per_file.items():
+        assert all(g["range"] is None and g["bytes"] == sizes[key] for g in got), (key, got)
+        assert len(got) == limits[key.rsplit("/", 1)[-1]], (key, len(got))
+    assert not any(local_dir().glob("copies-*")), "task-local copies are deleted when the task ends"
+
+
+def test_a_damaged_partition_file_is_found_and_named_by_its_url(stored_set, gets):
+    """A byte changed inside part 1's orig_eids.dgl data (same size, still parses): validation fails on partition 1
+    and names the file as the set names it, never the task-local copy's path."""
+    storage, bucket, config, graph, sizes = stored_set
+    key = "set/part1/orig_eids.dgl"
+    target = location(bucket).join(key)
+    data = bytearray(storage.read_bytes(target))
+    data[-5] ^= 0x7F  # a high byte of the last original edge ID: now out of range or another partition's edge
+    storage.write_bytes(target, bytes(data))
+    report = validate(config, graph, storage=storage, remote_share=False)
+    assert not report["ok"]
+    bad = [p for p in report["problems"] if p["partition"] == 1]
+    assert any(p["check"] == "orig-ids" and p["file"] == "part1/orig_eids.dgl" for p in bad), report["problems"]
+    assert all(p["file"].startswith("part1/") for p in bad), report["problems"]
+    text = " ".join(f"{p['file']} {p['message']}" for p in report["problems"])
+    assert str(local_dir()) not in text and "copies-" not in text, text
+    assert all(g["range"] is None for g in _per_file(gets, sizes)[key])
+
+
+def test_a_truncated_partition_file_names_the_url(stored_set):
+    """A file cut short is read from its local copy, and the message names the object, not the copy."""
+    storage, bucket, config, _, _ = stored_set
+    target = location(bucket).join("set/part2/node_feat.dgl")
+    storage.write_bytes(target, storage.read_bytes(target)[:-64])
+    report = validate(config, storage=storage, remote_share=False)
+    bad = [p for p in report["problems"] if p["partition"] == 2]
+    assert bad and any("truncated" in p["message"] for p in bad), report["problems"]
+    assert all("copies-" not in p["message"] for p in report["problems"]), report["problems"]
