@@ -1,5 +1,5 @@
 """multilevel's memory per task is set by the configured sizes, not the graph: the coarsest level, which one task
-partitions whole, stays within `multilevel_coarse_nodes` nodes AND `multilevel_block_edges` edges on a hub-heavy
+partitions whole, stays within `multilevel_coarse_nodes` nodes AND `multilevel_coarse_edges` edges on a hub-heavy
 graph (where a level at the node cap still carries several times the edge cap), balanced and deterministic."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from graphshard.assign.options import AssignOptions
 
 # Chung-Lu (power law, exponent 2.5) 5,000 nodes / 80,000 edges: with these sizes the level after the node cap held
 # 1,241 nodes and 28,935 edges (4.8x the edge cap) before the cap on edges
-CAPS = {"multilevel_coarse_nodes": 1500, "multilevel_block_edges": 6000}
+CAPS = {"multilevel_coarse_nodes": 1500, "multilevel_coarse_edges": 6000, "multilevel_block_edges": 6000}
 
 
 def _run(md: Path, out: Path, client=None) -> dict:
@@ -30,10 +30,10 @@ def test_coarsest_level_within_the_edge_cap_balanced_and_deterministic(make_grap
     levels = report["partitioner"]["levels"]
     coarsest = levels[-1]
     assert coarsest["nodes"] <= CAPS["multilevel_coarse_nodes"], levels
-    assert coarsest["edges"] <= CAPS["multilevel_block_edges"], levels
+    assert coarsest["edges"] <= CAPS["multilevel_coarse_edges"], levels
     # the node cap alone was reached a level earlier, with the edges above the cap: coarsening went on for the edges
     within_nodes = [lv for lv in levels if lv["nodes"] <= CAPS["multilevel_coarse_nodes"]]
-    assert within_nodes[0]["edges"] > CAPS["multilevel_block_edges"] and len(within_nodes) >= 2, levels
+    assert within_nodes[0]["edges"] > CAPS["multilevel_coarse_edges"] and len(within_nodes) >= 2, levels
     assert report["imbalance"]["nodes"] <= 1.03, report["imbalance"]
     assert 0 < report["edge_cut"]["fraction"] < 0.75, report["edge_cut"]  # random would cut 3/4
     _run(md, tmp_path / "b", client=dask_cluster_client)

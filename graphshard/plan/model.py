@@ -38,6 +38,7 @@ class Settings:
     balance_columns: int = 0
     block_edges: int = 4_000_000
     coarse_nodes: int = 250_000
+    coarse_edges: int = 4_000_000
     lp_rounds: int = 6
     refine_rounds: int = 8
     halo_hops: int = 1

@@ -86,16 +86,16 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
 
 
 def coarse_enough(level: Level, opts: AssignOptions) -> bool:
-    """Whether `level` may be the coarsest: at most `multilevel_coarse_nodes` nodes and at most
-    `multilevel_block_edges` edges, so that the one task partitioning it holds no more than a level-0 block does."""
-    return level.nodes <= opts.multilevel_coarse_nodes and level.entries // 2 <= opts.multilevel_block_edges
+    """Whether `level` may be the coarsest: at most `multilevel_coarse_nodes` nodes and `multilevel_coarse_edges`
+    edges (the one task partitioning it holds it whole: the edge cap bounds that task's memory, whatever the graph)."""
+    return level.nodes <= opts.multilevel_coarse_nodes and level.entries // 2 <= opts.multilevel_coarse_edges
 
 
 def node_target(level: Level, opts: AssignOptions) -> int:
     """The node count the next level aims at: `multilevel_coarse_nodes`, or, for a level already within it whose
-    edges exceed the cap (`multilevel_block_edges`), its nodes shrunk in the proportion of the excess (a coarser
+    edges exceed the cap (`multilevel_coarse_edges`), its nodes shrunk in the proportion of the excess (a coarser
     level keeps more edges per node, so coarsening goes on while `coarse_enough` says no)."""
-    edges, cap = level.entries // 2, opts.multilevel_block_edges
+    edges, cap = level.entries // 2, opts.multilevel_coarse_edges
     if level.nodes > opts.multilevel_coarse_nodes or edges <= cap:
         return opts.multilevel_coarse_nodes
     return max(1, level.nodes * cap // edges)
