@@ -60,7 +60,8 @@ from graphshard.storage.field import Where
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "multilevel_block_edges",
-                        "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial", "multilevel_initial_tries", "multilevel_fm"})
+                        "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
+                        "multilevel_initial_tries", "multilevel_fm"})
 FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
 HONOURS: dict[str, frozenset[str]] = {
