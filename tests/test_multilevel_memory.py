@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.options import AssignOptions
 
@@ -39,3 +41,20 @@ def test_coarsest_level_within_the_edge_cap_balanced_and_deterministic(make_grap
     _run(md, tmp_path / "b", client=dask_cluster_client)
     first = _parts(tmp_path / "a")
     assert first and first == _parts(tmp_path / "b")
+
+
+def test_windowed_gathers_give_the_same_parts(rmat_small, tmp_path, monkeypatch):
+    """Neighbour lookups in a level's maps read a window of rows at a time (store.gather, so that a task's RSS holds
+    a window of each map, not every page of it): tiny windows give the same bytes as one window."""
+    from graphshard.assign.multilevel import store
+
+    small = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
+    assign(rmat_small, tmp_path / "one", 4, AssignOptions(method="multilevel", **small))
+    monkeypatch.setattr(store, "GATHER_ROWS", 97)
+    assign(rmat_small, tmp_path / "windows", 4, AssignOptions(method="multilevel", **small))
+    first = _parts(tmp_path / "one")
+    assert first and first == _parts(tmp_path / "windows")
+    values = np.arange(1000 * 3, dtype=np.int64).reshape(1000, 3)
+    store.save_array(tmp_path / "a.npy", values)
+    rows = np.random.default_rng(0).integers(0, 1000, 5000)
+    assert np.array_equal(store.gather(tmp_path / "a.npy", rows), values[rows])
