@@ -26,7 +26,9 @@ Fields:
 - `kaminpar_preset` (kaminpar): one of `kaminpar.context_names()`; `kaminpar_threads`: threads KaMinPar uses
   (1, the default, is reproducible for a seed; more threads are faster but give a different result on every run).
 - `multilevel_coarse_nodes` (multilevel): coarsen until a level has at most this many nodes, then partition it
-  with METIS in one task (the one task that holds a whole graph: this one). `multilevel_block_edges`: input edges
+  with METIS in one task (the one task that holds a whole graph: this one); `multilevel_coarse_edges`: and at most
+  this many edges (coarsening goes on while a level has more: this bounds that task's memory, about 140 B per edge,
+  whatever the graph). `multilevel_block_edges`: input edges
   per block task (blocks = ceil(edges / this); the block count does not depend on the cluster, so results do not
   either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
@@ -57,8 +59,9 @@ from graphshard.storage.field import Where
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
-MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_block_edges", "multilevel_lp_rounds",
-                        "multilevel_refine_rounds", "multilevel_initial", "multilevel_initial_tries", "multilevel_fm"})
+MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "multilevel_block_edges",
+                        "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
+                        "multilevel_initial_tries", "multilevel_fm"})
 FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
 HONOURS: dict[str, frozenset[str]] = {
@@ -116,6 +119,7 @@ class FlatOptions(BaseModel):
     metis_lib: str | None = None
     metis_niter: int | None = Field(default=None, ge=1)
     multilevel_coarse_nodes: int = Field(default=250_000, ge=1)
+    multilevel_coarse_edges: int = Field(default=4_000_000, ge=1)
     multilevel_block_edges: int = Field(default=4_000_000, ge=1)
     multilevel_lp_rounds: int = Field(default=6, ge=1)
     multilevel_refine_rounds: int = Field(default=8, ge=0)

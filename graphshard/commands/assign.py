@@ -70,6 +70,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--multilevel-coarse-nodes", type=int, default=250_000,
                         help="multilevel: coarsen until at most this many nodes, then METIS in one task "
                              "(default 250000)")
+    parser.add_argument("--multilevel-coarse-edges", type=int, default=4_000_000,
+                        help="multilevel: and coarsen until at most this many edges (default 4000000)")
     parser.add_argument("--multilevel-block-edges", type=int, default=4_000_000,
                         help="multilevel: input edges per block task (default 4000000)")
     parser.add_argument("--multilevel-lp-rounds", type=int, default=6,
@@ -104,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
             num_trainers_per_machine=args.num_trainers_per_machine, ufactor=args.ufactor, dir=args.dir,
             mpi_ranks=args.mpi_ranks, parmetis_lib=args.parmetis_lib, parmetis_idx_bits=args.parmetis_idx_bits,
             metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads,
-            multilevel_coarse_nodes=args.multilevel_coarse_nodes, multilevel_block_edges=args.multilevel_block_edges,
+            multilevel_coarse_nodes=args.multilevel_coarse_nodes, multilevel_coarse_edges=args.multilevel_coarse_edges,
+            multilevel_block_edges=args.multilevel_block_edges,
             multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds)
     except ValidationError as err:
         first = err.errors()[0]

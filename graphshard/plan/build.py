@@ -46,8 +46,9 @@ def settings_of(cfg: PipelineConfig) -> Settings:
     return Settings(
         num_parts=cfg.num_parts, method=a.method, trainers=a.num_trainers_per_machine, balance_edges=a.balance_edges,
         balance_columns=len(a.balance_ntypes) + a.balance_edges, block_edges=a.multilevel_block_edges,
-        coarse_nodes=a.multilevel_coarse_nodes, lp_rounds=a.multilevel_lp_rounds,
-        refine_rounds=a.multilevel_refine_rounds, halo_hops=sh.halo_hops, halo_mode=sh.halo_mode,
+        coarse_nodes=a.multilevel_coarse_nodes, coarse_edges=a.multilevel_coarse_edges,
+        lp_rounds=a.multilevel_lp_rounds, refine_rounds=a.multilevel_refine_rounds, halo_hops=sh.halo_hops,
+        halo_mode=sh.halo_mode,
         orig_nids=sh.save_orig_nids, orig_eids=sh.save_orig_eids, formats=tuple(sh.graph_formats),
         node_block_rows=sh.node_block_rows, validate=cfg.validate_.enabled, full=cfg.validate_.full,
         workers=cl.workers, threads=cl.threads_per_worker,

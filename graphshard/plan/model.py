@@ -38,6 +38,7 @@ class Settings:
     balance_columns: int = 0
     block_edges: int = 4_000_000
     coarse_nodes: int = 250_000
+    coarse_edges: int = 4_000_000
     lp_rounds: int = 6
     refine_rounds: int = 8
     halo_hops: int = 1
@@ -184,13 +185,14 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
 
 def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs: float, text: int,
                 scratch: int) -> StepPlan:
-    """Level-0 routing (one chunk's packed keys), block tasks (a block's CSR), METIS on the coarsest level."""
+    """Level-0 routing (one chunk's packed keys), block tasks (a block's CSR), METIS on the coarsest level (at most
+    `multilevel_coarse_edges` edges: its memory goes with its edges, not its nodes)."""
     c = coefficients.load()
     blocks = max(1, math.ceil(g.edges / s.block_edges))
     tasks_ = {"ml-route (one edge chunk)": g.largest_chunk * c["ml_route_bytes_per_edge"],
               "ml-block (one level-0 block)": g.edges / blocks * c["ml_block_bytes_per_edge"],
               "ml-initial (METIS on the coarsest level)":
-                  min(g.nodes, s.coarse_nodes) * c["ml_coarsest_bytes_per_node"],
+                  min(g.edges, s.coarse_edges) * c["ml_coarsest_bytes_per_edge"],
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s, blocks) + r_tasks

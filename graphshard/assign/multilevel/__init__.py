@@ -58,7 +58,7 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
     levels = [hierarchy.build_input(graph, plan, scratch, client)]
     rounds: list[int] = []
     lap("build")
-    while levels[-1].nodes > options.multilevel_coarse_nodes and len(levels) < hierarchy.MAX_LEVELS:
+    while not hierarchy.coarse_enough(levels[-1], options) and len(levels) < hierarchy.MAX_LEVELS:
         fine = levels[-1]
         coarse, done = hierarchy.coarsen_level(fine, plan, client)
         if coarse.nodes < fine.nodes:

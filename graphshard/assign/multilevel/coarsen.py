@@ -14,7 +14,7 @@ import numpy as np
 from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.hashing import half, salt_of
 from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
-from graphshard.assign.multilevel.store import Level, local_rows, open_ro, read_block, save_array, write_range
+from graphshard.assign.multilevel.store import Level, gather, local_rows, open_ro, read_block, save_array, write_range
 from graphshard.formats.buckets import read_bucket, write_bucket
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
@@ -24,11 +24,10 @@ DEGREE_BUCKET = 8
 
 
 def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
-    """(block labels, neighbour labels, cluster weight source) at the start of round `rnd` (round 0: singletons)."""
+    """(block labels, neighbour labels, cluster weights' map) at the start of round `rnd` (round 0: singletons)."""
     if rnd == 0:
-        return np.arange(lo, hi, dtype=np.int64), indices, open_ro(level.vwgt)
-    labels = open_ro(level.labels(rnd))
-    return np.array(labels[lo:hi]), labels[indices], open_ro(level.cluster_weights(rnd))
+        return np.arange(lo, hi, dtype=np.int64), indices, level.vwgt
+    return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
 def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray) -> int:
@@ -39,7 +38,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
     cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr))
     before = own_l.copy()
-    cw = np.array(weights[cand])
+    cw = gather(weights, cand)
     vw = np.array(open_ro(level.vwgt)[lo:hi])
     salt = salt_of(seed, level.index, rnd)
     order = np.arange(hi - lo) if level.index else np.argsort(np.diff(indptr) // DEGREE_BUCKET, kind="stable")
@@ -86,10 +85,9 @@ def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     fine -> coarse map. Returns the number of coarse entries sent."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
-    labels, cmap = open_ro(level.labels(rnd)), open_ro(level.cmap)
-    f2c = cmap[np.asarray(labels[lo:hi])]
+    f2c = gather(level.cmap, np.asarray(open_ro(level.labels(rnd))[lo:hi]))
     save_array(level.fine_to_coarse(b), f2c)
-    cv = cmap[labels[indices]]
+    cv = gather(level.cmap, gather(level.labels(rnd), indices))
     del indices
     cu = np.repeat(f2c, np.diff(indptr))
     keep = cu != cv

@@ -85,17 +85,32 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, fetch)
 
 
+def coarse_enough(level: Level, opts: AssignOptions) -> bool:
+    """Whether `level` may be the coarsest: at most `multilevel_coarse_nodes` nodes and `multilevel_coarse_edges`
+    edges (the one task partitioning it holds it whole: the edge cap bounds that task's memory, whatever the graph)."""
+    return level.nodes <= opts.multilevel_coarse_nodes and level.entries // 2 <= opts.multilevel_coarse_edges
+
+
+def node_target(level: Level, opts: AssignOptions) -> int:
+    """The node count the next level aims at: `multilevel_coarse_nodes`, or, for a level already within it whose
+    edges exceed the cap (`multilevel_coarse_edges`), its nodes shrunk in the proportion of the excess (a coarser
+    level keeps more edges per node, so coarsening goes on while `coarse_enough` says no)."""
+    edges, cap = level.entries // 2, opts.multilevel_coarse_edges
+    if level.nodes > opts.multilevel_coarse_nodes or edges <= cap:
+        return opts.multilevel_coarse_nodes
+    return max(1, level.nodes * cap // edges)
+
+
 def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Level, int]:
-    """LP rounds on `level` (until the clusters are few enough for the coarsest level, at most the configured
-    rounds; the last one also groups leftover singletons), then the contraction into the next level; returns it
-    and the rounds run."""
+    """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
+    configured rounds; the last one also groups leftover singletons), then the contraction into the next level;
+    returns it and the rounds run."""
     opts = plan.options
-    rounds, done, clusters = opts.multilevel_lp_rounds, 0, level.nodes
+    rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
-        quotas = [group_quota(level, b, clusters, opts.multilevel_coarse_nodes) if done == rounds - 1 else -1
-                  for b in level.blocks]
+        quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
@@ -104,7 +119,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Leve
         done += 1
         clusters = sum(counts)
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
-        if sum(counts) <= opts.multilevel_coarse_nodes:
+        if clusters <= target:
             break
     return contract(level, plan, counts, done, client), done
 

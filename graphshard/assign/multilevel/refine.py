@@ -11,22 +11,21 @@ import numpy as np
 from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
 from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
-from graphshard.assign.multilevel.store import Level, load_array, local_rows, open_ro, read_block, write_range
+from graphshard.assign.multilevel.store import Level, gather, load_array, local_rows, open_ro, read_block, write_range
 
 
 def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
     """Parts of fine block b = parts of their coarse nodes (the coarse level's last round)."""
     lo, _ = fine.span(b)
     f2c = load_array(fine.fine_to_coarse(b))
-    write_range(fine.parts(0), lo, open_ro(coarse.parts(rnd))[f2c])
+    write_range(fine.parts(0), lo, gather(coarse.parts(rnd), f2c))
 
 
 def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
-    parts = open_ro(level.parts(rnd))
-    own = np.asarray(parts[lo:hi], dtype=np.int64)
-    nbr = np.asarray(parts[indices], dtype=np.int64)
+    own = np.asarray(open_ro(level.parts(rnd))[lo:hi], dtype=np.int64)
+    nbr = gather(level.parts(rnd), indices).astype(np.int64)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[lo:hi][:, balance])
     return lo, hi, indptr, local_rows(indices, lo, hi), nbr, ew, own, vw
 

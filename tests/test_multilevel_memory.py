@@ -1,0 +1,60 @@
+"""multilevel's memory per task is set by the configured sizes, not the graph: the coarsest level, which one task
+partitions whole, stays within `multilevel_coarse_nodes` nodes AND `multilevel_coarse_edges` edges on a hub-heavy
+graph (where a level at the node cap still carries several times the edge cap), balanced and deterministic."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from graphshard.assign import REPORT_FILE, assign
+from graphshard.assign.options import AssignOptions
+
+# Chung-Lu (power law, exponent 2.5) 5,000 nodes / 80,000 edges: with these sizes the level after the node cap held
+# 1,241 nodes and 28,935 edges (4.8x the edge cap) before the cap on edges
+CAPS = {"multilevel_coarse_nodes": 1500, "multilevel_coarse_edges": 6000, "multilevel_block_edges": 6000}
+
+
+def _run(md: Path, out: Path, client=None) -> dict:
+    assign(md, out, 4, AssignOptions(method="multilevel", **CAPS), client=client)
+    return json.loads((out / REPORT_FILE).read_text())
+
+
+def _parts(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("*.txt"))}
+
+
+def test_coarsest_level_within_the_edge_cap_balanced_and_deterministic(make_graph, tmp_path, dask_cluster_client):
+    md = make_graph("chunglu", nodes=5000, edges=80000, chunks=2)
+    report = _run(md, tmp_path / "a")
+    levels = report["partitioner"]["levels"]
+    coarsest = levels[-1]
+    assert coarsest["nodes"] <= CAPS["multilevel_coarse_nodes"], levels
+    assert coarsest["edges"] <= CAPS["multilevel_coarse_edges"], levels
+    # the node cap alone was reached a level earlier, with the edges above the cap: coarsening went on for the edges
+    within_nodes = [lv for lv in levels if lv["nodes"] <= CAPS["multilevel_coarse_nodes"]]
+    assert within_nodes[0]["edges"] > CAPS["multilevel_coarse_edges"] and len(within_nodes) >= 2, levels
+    assert report["imbalance"]["nodes"] <= 1.03, report["imbalance"]
+    assert 0 < report["edge_cut"]["fraction"] < 0.75, report["edge_cut"]  # random would cut 3/4
+    _run(md, tmp_path / "b", client=dask_cluster_client)
+    first = _parts(tmp_path / "a")
+    assert first and first == _parts(tmp_path / "b")
+
+
+def test_windowed_gathers_give_the_same_parts(rmat_small, tmp_path, monkeypatch):
+    """Neighbour lookups in a level's maps read a window of rows at a time (store.gather, so that a task's RSS holds
+    a window of each map, not every page of it): tiny windows give the same bytes as one window."""
+    from graphshard.assign.multilevel import store
+
+    small = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
+    assign(rmat_small, tmp_path / "one", 4, AssignOptions(method="multilevel", **small))
+    monkeypatch.setattr(store, "GATHER_ROWS", 97)
+    assign(rmat_small, tmp_path / "windows", 4, AssignOptions(method="multilevel", **small))
+    first = _parts(tmp_path / "one")
+    assert first and first == _parts(tmp_path / "windows")
+    values = np.arange(1000 * 3, dtype=np.int64).reshape(1000, 3)
+    store.save_array(tmp_path / "a.npy", values)
+    rows = np.random.default_rng(0).integers(0, 1000, 5000)
+    assert np.array_equal(store.gather(tmp_path / "a.npy", rows), values[rows])
