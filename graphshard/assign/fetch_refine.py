@@ -14,12 +14,15 @@ within 1 + ufactor; numpy and scipy only, seeded, so the result is deterministic
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from graphshard.assign.fetch import take_prob
+from graphshard.assign.fetch import input_edges, seed_entry, seed_mask, take_prob
+from graphshard.assign.options import AssignOptions
+from graphshard.formats.chunked import ChunkedGraph
 
 TOLERANCE = 1e-9  # moves must lower the objective by more than this (per batch, in expected nodes)
 
@@ -88,14 +91,44 @@ def move_gains(sampler: Sampler, parts: np.ndarray, nparts: int, batch_size: int
     rows = np.arange(len(parts))
     cost = np.full(present.shape, 1.0 - r)
     cost[rows, parts] = -r
-    seed_term = backward(sampler, visits, cost) * q * sampler.seeds[:, None]
-    own = present[rows, parts] - seed_term[rows, parts]
-    return own[:, None] - present + seed_term, r
+    grad = backward(sampler, visits, cost)
+    seeded = parts[sampler.seeds]
+    mean = np.stack([np.bincount(seeded, weights=grad[sampler.seeds, c], minlength=nparts)[c] for c in
+                     range(nparts)]) / np.maximum(np.bincount(seeded, minlength=nparts), 1)
+    seed_term = (grad - mean) * q * sampler.seeds[:, None]  # a batch keeps its size: u's place goes to the others
+    own = q * np.exp(-visits[-1]) * sampler.seeds[:, None]  # a seed is an input of its own batches: local
+    gain = (present[rows, parts] - seed_term[rows, parts] - own[rows, parts])[:, None] - present + seed_term - own
+    gain[rows, parts] = 0.0
+    return gain, r
 
 
 def part_loads(parts: np.ndarray, weights: np.ndarray, nparts: int) -> np.ndarray:
     """Weight per partition and constraint (k x ncon)."""
     return np.stack([np.bincount(parts, weights=weights[:, c], minlength=nparts) for c in range(weights.shape[1])], 1)
+
+
+def rebalance(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> int:
+    """Moves nodes out of every partition above a cap, cheapest first, to partitions that stay within theirs (the
+    input partitioner may leave one slightly above 1 + ufactor); returns the number of moves."""
+    load = part_loads(parts, weights, gain.shape[1])
+    moved = 0
+    for a in np.flatnonzero((load > caps).any(axis=1)).tolist():
+        room = np.where((load + weights.max(axis=0) <= caps).all(axis=1), 0.0, np.inf)
+        room[a] = np.inf
+        here = np.flatnonzero(parts == a)
+        cost = gain[here] + room
+        target = cost.argmin(axis=1)
+        order = np.lexsort((here, cost[np.arange(len(here)), target]))
+        for i in order.tolist():
+            if not (load[a] > caps).any() or not np.isfinite(cost[i, target[i]]):
+                break
+            u, b = here[i], target[i]
+            if np.all(load[b] + weights[u] <= caps):
+                load[a] -= weights[u]
+                load[b] += weights[u]
+                parts[u] = b
+                moved += 1
+    return moved
 
 
 def apply_moves(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> np.ndarray:
@@ -135,8 +168,9 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
         for u, v in zip(here.tolist(), there.tolist()):
             if gain[u, b] + gain[v, a] >= -TOLERANCE:
                 break
-            change = weights[u] - weights[v]
-            if np.all(load[b] + change <= caps) and np.all(load[a] - change <= caps):
+            change = weights[u] - weights[v]  # no constraint of a or b may end above both its cap and its load
+            if np.all(load[b] + change <= np.maximum(caps, load[b])) and \
+                    np.all(load[a] - change <= np.maximum(caps, load[a])):
                 load[b] += change
                 load[a] -= change
                 parts[u], parts[v], free[v] = b, a, False
@@ -146,21 +180,40 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 
 def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray | None, ufactor: int,
            batch_size: int, rounds: int) -> tuple[np.ndarray, list[float]]:
-    """(new parts, expected remote share before each round and at the end): up to `rounds` rounds of moves."""
+    """(new parts, expected remote share after rebalancing and after each round): first moves nodes out of any
+    partition above a cap, then up to `rounds` rounds of moves and swaps, stopping when a round does not help."""
     parts = np.array(parts, dtype=np.int64)
     weights = np.ones((len(parts), 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(
         len(parts), -1)
     caps = (1.0 + ufactor / 1000.0) * weights.sum(axis=0) / nparts
-    trace, best = [], (np.inf, parts)
-    for _ in range(rounds + 1):
+    gain, r = move_gains(sampler, parts, nparts, batch_size)
+    if rebalance(gain, parts, weights, caps):
         gain, r = move_gains(sampler, parts, nparts, batch_size)
-        trace.append(r)
-        if r >= best[0] or len(trace) > rounds:
-            break
-        best = (r, parts.copy())
+    trace, best = [r], (r, parts.copy())
+    for _ in range(rounds):
         blocked = apply_moves(gain, parts, weights, caps)
         if len(blocked):
             apply_swaps(gain, parts, weights, caps, blocked)
         if np.array_equal(parts, best[1]):
             break
+        gain, r = move_gains(sampler, parts, nparts, batch_size)
+        trace.append(r)
+        if r >= best[0]:
+            break
+        best = (r, parts.copy())
     return best[1], trace
+
+
+def refine_assignment(graph: ChunkedGraph, options: AssignOptions, parts: np.ndarray, nparts: int,
+                      weights: np.ndarray | None) -> tuple[np.ndarray, dict]:
+    """`options.fetch_refine_rounds` rounds over a whole-graph assignment (`weights`: its balance columns, None for
+    node counts); returns the new parts and what the report records (expected remote share per round, seconds)."""
+    t0 = time.perf_counter()
+    src, dst = input_edges(graph)
+    seeds = seed_mask(graph, seed_entry(options), 0, graph.total_nodes) > 0
+    sampler = Sampler.build(src, dst, graph.total_nodes, seeds, options.sample_fanouts)
+    del src, dst
+    parts, trace = refine(sampler, parts, nparts, weights, options.ufactor, options.sample_batch_size,
+                          options.fetch_refine_rounds)
+    return parts, {"rounds": len(trace) - 1, "expected_remote_share": [round(r, 4) for r in trace],
+                   "seconds": round(time.perf_counter() - t0, 3)}
