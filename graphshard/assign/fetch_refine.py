@@ -107,23 +107,29 @@ def part_loads(parts: np.ndarray, weights: np.ndarray, nparts: int) -> np.ndarra
     return np.stack([np.bincount(parts, weights=weights[:, c], minlength=nparts) for c in range(weights.shape[1])], 1)
 
 
+def fits_in(load: np.ndarray, change: np.ndarray, caps: np.ndarray) -> bool:
+    """True when adding `change` leaves no constraint of a partition above both its cap and its load before."""
+    return bool(np.all(load + change <= np.maximum(caps, load)))
+
+
 def rebalance(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> int:
-    """Moves nodes out of every partition above a cap, cheapest first, to partitions that stay within theirs (the
-    input partitioner may leave one slightly above 1 + ufactor); returns the number of moves."""
+    """Moves nodes that carry an over-cap constraint out of their partition, cheapest first, to partitions that stay
+    within every cap (the input partitioner may leave some above 1 + ufactor); returns the number of moves."""
     load = part_loads(parts, weights, gain.shape[1])
     moved = 0
     for a in np.flatnonzero((load > caps).any(axis=1)).tolist():
-        room = np.where((load + weights.max(axis=0) <= caps).all(axis=1), 0.0, np.inf)
-        room[a] = np.inf
+        over = load[a] > caps
         here = np.flatnonzero(parts == a)
-        cost = gain[here] + room
+        here = here[(weights[here][:, over] > 0).any(axis=1)]
+        fits = (load[None, :, :] + weights[here][:, None, :] <= np.maximum(caps, load)[None]).all(axis=2)
+        fits[:, a] = False
+        cost = np.where(fits, gain[here], np.inf)
         target = cost.argmin(axis=1)
-        order = np.lexsort((here, cost[np.arange(len(here)), target]))
-        for i in order.tolist():
-            if not (load[a] > caps).any() or not np.isfinite(cost[i, target[i]]):
-                break
+        for i in np.lexsort((here, cost[np.arange(len(here)), target])).tolist():
             u, b = here[i], target[i]
-            if np.all(load[b] + weights[u] <= caps):
+            if not (load[a] > caps).any() or not np.isfinite(cost[i, b]):
+                break
+            if (weights[u][load[a] > caps] > 0).any() and fits_in(load[b], weights[u], caps):
                 load[a] -= weights[u]
                 load[b] += weights[u]
                 parts[u] = b
@@ -142,7 +148,7 @@ def apply_moves(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
     blocked = []
     for u in movers.tolist():
         b, w = best[u], weights[u]
-        if np.all(load[b] + w <= caps):
+        if fits_in(load[b], w, caps):
             load[parts[u]] -= w
             load[b] += w
             parts[u] = b
@@ -168,9 +174,8 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
         for u, v in zip(here.tolist(), there.tolist()):
             if gain[u, b] + gain[v, a] >= -TOLERANCE:
                 break
-            change = weights[u] - weights[v]  # no constraint of a or b may end above both its cap and its load
-            if np.all(load[b] + change <= np.maximum(caps, load[b])) and \
-                    np.all(load[a] - change <= np.maximum(caps, load[a])):
+            change = weights[u] - weights[v]
+            if fits_in(load[b], change, caps) and fits_in(load[a], -change, caps):
                 load[b] += change
                 load[a] -= change
                 parts[u], parts[v], free[v] = b, a, False
