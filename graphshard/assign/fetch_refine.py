@@ -25,6 +25,7 @@ from graphshard.assign.options import AssignOptions
 from graphshard.formats.chunked import ChunkedGraph
 
 TOLERANCE = 1e-9  # moves must lower the objective by more than this (per batch, in expected nodes)
+MIN_ROUND_GAIN = 1e-4  # rounds stop once one lowers the expected remote share by less than this
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,8 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray | None, ufactor: int,
            batch_size: int, rounds: int) -> tuple[np.ndarray, list[float]]:
     """(new parts, expected remote share after rebalancing and after each round): first moves nodes out of any
-    partition above a cap, then up to `rounds` rounds of moves and swaps, stopping when a round does not help."""
+    partition above a cap, then up to `rounds` rounds of moves and swaps, stopping when a round lowers the expected
+    share by less than MIN_ROUND_GAIN (the best partition seen is kept)."""
     parts = np.array(parts, dtype=np.int64)
     weights = np.ones((len(parts), 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(
         len(parts), -1)
@@ -205,7 +207,9 @@ def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray
         trace.append(r)
         if r >= best[0]:
             break
-        best = (r, parts.copy())
+        gained, best = best[0] - r, (r, parts.copy())
+        if gained < MIN_ROUND_GAIN:
+            break
     return best[1], trace
 
 
