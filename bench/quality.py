@@ -61,8 +61,13 @@ METHODS = {
     "metis-fetch": {"method": "metis", "objtype": "fetch"},
     "kaminpar-strong-fetch": {"method": "kaminpar", "kaminpar_preset": "strong", "objtype": "fetch"},
     "multilevel-fetch": {"method": "multilevel", "objtype": "fetch"},
+    # the fetch edge weights alone, without the post-pass on the expected share (assign/fetch_refine.py)
+    "metis-fetch-weights": {"method": "metis", "objtype": "fetch", "fetch_refine_rounds": 0},
+    "kaminpar-strong-fetch-weights": {"method": "kaminpar", "kaminpar_preset": "strong", "objtype": "fetch",
+                                      "fetch_refine_rounds": 0},
 }
-UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong", "kaminpar-strong-fetch"}  # KaMinPar refuses balance constraints
+# KaMinPar refuses balance constraints
+UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong", "kaminpar-strong-fetch", "kaminpar-strong-fetch-weights"}
 
 
 def graph_path(data: Path, family: str) -> Path:
