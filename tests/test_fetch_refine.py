@@ -10,7 +10,7 @@ import pytest
 
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
-from graphshard.assign.fetch_refine import Sampler, forward, move_gains, seed_visits
+from graphshard.assign.fetch_refine import Sampler, forward, move_gains, rebalance, seed_visits
 from graphshard.assign.options import AssignOptions, resolve
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
@@ -48,6 +48,15 @@ def test_move_gains_match_a_recount():
     assert np.abs(got - want).mean() < 0.2 * np.abs(want).mean()
     plain = ~sampler.seeds[movers]  # a node that seeds nothing: its gain is exact
     np.testing.assert_allclose(got[plain], want[plain], atol=1e-9)
+
+
+def test_rebalance_drains_over_cap_partitions_when_their_cheapest_targets_fill():
+    parts = np.repeat(np.arange(4), [300, 250, 250, 200])
+    gain = np.zeros((1000, 4))
+    gain[:, 1] = -1.0  # every node would rather go to partition 1, which has room for 7
+    caps = np.array([1.03 * 1000 / 4])
+    assert rebalance(gain, parts, np.ones((1000, 1)), caps) == 300 - 257
+    assert np.bincount(parts).tolist() == [257, 257, 250, 236]
 
 
 def shares(meta, out, k: int, **opts) -> tuple[float, dict]:

@@ -113,28 +113,37 @@ def fits_in(load: np.ndarray, change: np.ndarray, caps: np.ndarray) -> bool:
     return bool(np.all(load + change <= np.maximum(caps, load)))
 
 
+def drain(a: int, gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray,
+          load: np.ndarray) -> int:
+    """One pass moving nodes that carry an over-cap constraint of partition a to their cheapest partition with room
+    (as the loads were at the start of the pass); updates `parts` and `load`, returns the number of moves."""
+    here = np.flatnonzero(parts == a)
+    here = here[(weights[here][:, load[a] > caps] > 0).any(axis=1)]
+    fits = (load[None, :, :] + weights[here][:, None, :] <= np.maximum(caps, load)[None]).all(axis=2)
+    fits[:, a] = False
+    cost = np.where(fits, gain[here], np.inf)
+    target = cost.argmin(axis=1)
+    moved = 0
+    for i in np.lexsort((here, cost[np.arange(len(here)), target])).tolist():
+        u, b = here[i], target[i]
+        if not (load[a] > caps).any() or not np.isfinite(cost[i, b]):
+            break
+        if (weights[u][load[a] > caps] > 0).any() and fits_in(load[b], weights[u], caps):
+            load[a] -= weights[u]
+            load[b] += weights[u]
+            parts[u] = b
+            moved += 1
+    return moved
+
+
 def rebalance(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray) -> int:
-    """Moves nodes that carry an over-cap constraint out of their partition, cheapest first, to partitions that stay
-    within every cap (the input partitioner may leave some above 1 + ufactor); returns the number of moves."""
+    """Drains every partition above a cap, pass after pass while a pass moves something (the input partitioner may
+    leave some above 1 + ufactor); returns the number of moves."""
     load = part_loads(parts, weights, gain.shape[1])
     moved = 0
     for a in np.flatnonzero((load > caps).any(axis=1)).tolist():
-        over = load[a] > caps
-        here = np.flatnonzero(parts == a)
-        here = here[(weights[here][:, over] > 0).any(axis=1)]
-        fits = (load[None, :, :] + weights[here][:, None, :] <= np.maximum(caps, load)[None]).all(axis=2)
-        fits[:, a] = False
-        cost = np.where(fits, gain[here], np.inf)
-        target = cost.argmin(axis=1)
-        for i in np.lexsort((here, cost[np.arange(len(here)), target])).tolist():
-            u, b = here[i], target[i]
-            if not (load[a] > caps).any() or not np.isfinite(cost[i, b]):
-                break
-            if (weights[u][load[a] > caps] > 0).any() and fits_in(load[b], weights[u], caps):
-                load[a] -= weights[u]
-                load[b] += weights[u]
-                parts[u] = b
-                moved += 1
+        while (load[a] > caps).any() and (step := drain(a, gain, parts, weights, caps, load)):
+            moved += step
     return moved
 
 
