@@ -56,7 +56,7 @@ def test_rebalance_drains_over_cap_partitions_when_their_cheapest_targets_fill()
     gain[:, 1] = -1.0  # every node would rather go to partition 1, which has room for 7
     caps = np.array([1.03 * 1000 / 4])
     assert rebalance(gain, parts, np.ones((1000, 1)), caps) == 300 - 257
-    assert np.bincount(parts).tolist() == [257, 257, 250, 236]
+    assert np.bincount(parts).tolist() == [257, 257, 257, 229]  # ties: the lowest partition with room
 
 
 def shares(meta, out, k: int, **opts) -> tuple[float, dict]:
