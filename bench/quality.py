@@ -61,8 +61,13 @@ METHODS = {
     "metis-fetch": {"method": "metis", "objtype": "fetch"},
     "kaminpar-strong-fetch": {"method": "kaminpar", "kaminpar_preset": "strong", "objtype": "fetch"},
     "multilevel-fetch": {"method": "multilevel", "objtype": "fetch"},
+    # the fetch edge weights alone, without the post-pass on the expected share (assign/fetch_refine.py)
+    "metis-fetch-weights": {"method": "metis", "objtype": "fetch", "fetch_refine_rounds": 0},
+    "kaminpar-strong-fetch-weights": {"method": "kaminpar", "kaminpar_preset": "strong", "objtype": "fetch",
+                                      "fetch_refine_rounds": 0},
 }
-UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong", "kaminpar-strong-fetch"}  # KaMinPar refuses balance constraints
+# KaMinPar refuses balance constraints
+UNCONSTRAINED_ONLY = {"kaminpar", "kaminpar-strong", "kaminpar-strong-fetch", "kaminpar-strong-fetch-weights"}
 
 
 def graph_path(data: Path, family: str) -> Path:
@@ -142,7 +147,8 @@ def cell(args: argparse.Namespace, family: str, method: str, k: int) -> dict:
     common = ["--family", family, "--k", str(k), "--data", str(args.data), "--seed", str(args.seed), "--tmp", args.tmp,
               "--workers", str(args.workers), "--extra", args.extra]
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-        parts = str(Path(tmp) / "parts.npy")
+        name = f"{family}-{method}-k{k}.npy" if args.keep_parts else "parts.npy"
+        parts = str((args.keep_parts or Path(tmp)) / name)
         cmd = ["timeout", "--kill-after=10", str(args.timeout), sys.executable, __file__, "--one", method, *common]
         done = run(cmd + (["--parts-out", parts] if args.remote else []), stdout=-1, stderr=-1, text=True)
         row = {"family": family, "method": method, "k": k, "wall_s": round(done.wall, 2), "peak_rss_bytes": done.peak}
@@ -222,6 +228,9 @@ def main() -> None:
     parser.add_argument("--remote", action="store_true",
                         help="also estimate the remote share of sampled mini-batch input nodes (fanouts and batch "
                              "size from --extra's sample_fanouts / sample_batch_size, default 10,25 and 1000)")
+    parser.add_argument("--keep-parts", type=Path, default=None,
+                        help="with --remote: keep each cell's parts as <family>-<method>-k<k>.npy in this folder "
+                             "(for bench/dgl_share.py)")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--share", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--parts-out", default=None, help=argparse.SUPPRESS)

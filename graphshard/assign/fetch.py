@@ -116,15 +116,20 @@ def batches_per_part(seeds: float, options: AssignOptions, nparts: int) -> float
     return max(1.0, seeds / options.sample_batch_size / nparts)
 
 
+def input_edges(graph: ChunkedGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(src, dst) of every input edge as homogeneous node IDs, the whole graph in memory."""
+    pieces = [homogeneous_chunk(graph, et, i) for et, i in edge_chunks(graph)]
+    if not pieces:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate([s for s, _ in pieces]), np.concatenate([d for _, d in pieces])
+
+
 def fetch_graph(graph: ChunkedGraph, options: AssignOptions, nparts: int, idx_limit: int | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The whole graph's symmetric CSR with fetch weights, and the input in-degrees: (indptr, indices, adjwgt,
     in_degrees). With `idx_limit` the weights are scaled down until their total fits it (32-bit METIS)."""
     n = graph.total_nodes
-    pieces = [homogeneous_chunk(graph, et, i) for et, i in edge_chunks(graph)]
-    src = np.concatenate([s for s, _ in pieces]) if pieces else np.zeros(0, dtype=np.int64)
-    dst = np.concatenate([d for _, d in pieces]) if pieces else np.zeros(0, dtype=np.int64)
-    del pieces
+    src, dst = input_edges(graph)
     in_deg = np.bincount(dst, minlength=n)
     seeds = seed_mask(graph, seed_entry(options), 0, n)
     gain, factor = edge_gain(src, dst, seeds, in_deg, options.sample_fanouts,

@@ -12,6 +12,7 @@ from distributed import Client
 from graphshard.assign.base import Partitioner, write_homogeneous
 from graphshard.assign.constraints import graph_constraints
 from graphshard.assign.fetch import fetch_graph
+from graphshard.assign.fetch_refine import refine_assignment
 from graphshard.assign.graph_build import build_csr
 from graphshard.assign.metis_capi import load_metis
 from graphshard.assign.options import AssignOptions
@@ -39,6 +40,10 @@ class MetisPartitioner(Partitioner):
                                       niter=options.metis_niter)
         t2 = time.perf_counter()
         del indptr, indices, adjwgt
+        refined = None
+        if options.objtype == "fetch" and options.fetch_refine_rounds and nparts > 1:
+            parts, refined = refine_assignment(graph, options, parts, nparts, vwgt)
+        t3 = time.perf_counter()
         write_homogeneous(graph, parts, out)
         return {
             "library": lib.path,
@@ -46,6 +51,8 @@ class MetisPartitioner(Partitioner):
             "constraints": 1 if vwgt is None else int(vwgt.shape[1]),
             "niter": options.metis_niter,
             "objective": {"type": options.objtype, "value": objval},
+            **({"fetch_refine": refined} if refined else {}),
             "seconds": {"build_graph": round(t1 - t0, 3), "partition_call": round(t2 - t1, 3),
-                        "write": round(time.perf_counter() - t2, 3)},
+                        **({"fetch_refine": round(t3 - t2, 3)} if refined else {}),
+                        "write": round(time.perf_counter() - t3, 3)},
         }

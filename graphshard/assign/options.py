@@ -17,6 +17,8 @@ Fields:
   `NeighborSampler([10, 25])`. `sample_seeds` (with `fetch`): `"<ntype>/<feat>"`, the nodes whose feature is
   non-zero seed the mini-batches (e.g. `"paper/train_mask"`); unset: the first feature entry of `balance_ntypes`,
   else every node. `sample_batch_size` (with `fetch`): seeds per mini-batch (a node is fetched once per batch).
+  `fetch_refine_rounds` (metis, kaminpar with `fetch`): rounds of the post-pass that moves and swaps nodes to lower
+  the expected remote share itself (graphshard/assign/fetch_refine.py); 0 turns it off.
 - `num_trainers_per_machine`: partition into `num_parts * T` parts, record each node's trainer id
   (`trainer_ids/<ntype>.txt`), then merge: part = trainer_id // T.
 - `ufactor`: allowed imbalance in thousandths (30 = 1.03), for every constraint.
@@ -63,12 +65,13 @@ MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "m
                         "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
                         "multilevel_initial_tries", "multilevel_fm"})
 FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
+FETCH_REFINE = frozenset({"fetch_refine_rounds"})  # whole-graph methods: the post-pass on the expected remote share
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
 HONOURS: dict[str, frozenset[str]] = {
     "random": frozenset({"balanced"}),
-    "metis": frozenset({"balance_ntypes", "balance_edges", "metis_lib", "metis_niter"}) | FETCH,
+    "metis": frozenset({"balance_ntypes", "balance_edges", "metis_lib", "metis_niter"}) | FETCH | FETCH_REFINE,
     "parmetis": frozenset({"balance_ntypes", "balance_edges", "mpi_ranks", "parmetis_lib", "parmetis_idx_bits"}),
-    "kaminpar": frozenset({"kaminpar_preset", "kaminpar_threads"}) | FETCH,
+    "kaminpar": frozenset({"kaminpar_preset", "kaminpar_threads"}) | FETCH | FETCH_REFINE,
     "multilevel": frozenset({"balance_ntypes", "balance_edges", "metis_lib"}) | MULTILEVEL | FETCH,
     "file": frozenset({"dir"}),
 }
@@ -108,6 +111,7 @@ class FlatOptions(BaseModel):
     sample_fanouts: list[PositiveInt] = Field(default_factory=lambda: [10, 25], min_length=1)
     sample_seeds: str | None = None
     sample_batch_size: int = Field(default=1000, ge=1)
+    fetch_refine_rounds: int = Field(default=20, ge=0)
     num_trainers_per_machine: int = Field(default=1, ge=1)
     ufactor: int = Field(default=30, ge=1)
     dir: Where | None = None

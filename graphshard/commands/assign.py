@@ -52,6 +52,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sample-seeds", default=None,
                         help="with --objtype fetch: <ntype>/<feature> whose non-zero nodes seed mini-batches "
                              "(default: the first feature entry of --balance-ntypes, else every node)")
+    parser.add_argument("--fetch-refine-rounds", type=int, default=20,
+                        help="metis, kaminpar with --objtype fetch: rounds of the post-pass that moves nodes to lower "
+                             "the expected remote share itself (default 20; 0: off)")
     parser.add_argument("--num-trainers-per-machine", type=int, default=1,
                         help="partition into parts x trainers, write trainer_ids/<ntype>.txt, merge per machine")
     parser.add_argument("--ufactor", type=int, default=30, help="allowed imbalance in 1/1000 (default 30 = 3%%)")
@@ -102,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         options = AssignOptions(
             method=args.method, seed=args.seed, balanced=args.balanced, balance_ntypes=args.balance_ntypes,
             balance_edges=args.balance_edges, objtype=args.objtype, sample_fanouts=args.sample_fanouts,
-            sample_seeds=args.sample_seeds,
+            sample_seeds=args.sample_seeds, fetch_refine_rounds=args.fetch_refine_rounds,
             num_trainers_per_machine=args.num_trainers_per_machine, ufactor=args.ufactor, dir=args.dir,
             mpi_ranks=args.mpi_ranks, parmetis_lib=args.parmetis_lib, parmetis_idx_bits=args.parmetis_idx_bits,
             metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads,
