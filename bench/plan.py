@@ -107,7 +107,7 @@ def write_config(path: Path, graph: Path, out: Path, method: str, parts: int, ar
     if address:
         cluster["address"] = address
     cfg = {"input": {"metadata": str(graph)}, "output": {"dir": str(out / "out")}, "work_dir": str(out / "work"),
-           "num_parts": parts, "assign": {"method": method, "seed": 0},
+           "num_parts": parts, "assign": {"method": method, "seed": 0, **json.loads(args.assign)},
            "shuffle": {"graph_formats": ["coo"], "save_orig_nids": True, "save_orig_eids": not args.no_orig_eids,
                        "halo_mode": args.halo_mode},
            "validate": {"enabled": True}, "cluster": cluster}
@@ -154,7 +154,8 @@ def disk_before_generating(edges: int, args) -> tuple[int, int]:
     need = 0
     for method in args.methods:
         s = Settings(num_parts=4, method=method, halo_mode=args.halo_mode, orig_nids=True,
-                     orig_eids=not args.no_orig_eids, workers=args.workers, threads=1, cores=os.cpu_count() or 1)
+                     orig_eids=not args.no_orig_eids, workers=args.workers, threads=1, cores=os.cpu_count() or 1,
+                     balance_edges=bool(json.loads(args.assign).get("balance_edges")))
         k = int(args.parts) if args.parts != "auto" else fitting_parts(g, s, cap) or 4
         need = max(need, work_bytes(plan_steps(g, replace(s, num_parts=k))))
     free = shutil.disk_usage(next(p for p in Path(args.tmp).parents if p.exists())).free
@@ -374,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--parts", default="4", help="partitions, or auto: the smallest count (>= 4) the plan fits")
     ap.add_argument("--halo-mode", default="full", choices=["full", "in_edges"])
     ap.add_argument("--no-orig-eids", action="store_true", help="no original edge-ID files (less disk)")
+    ap.add_argument("--assign", default="{}", metavar="JSON",
+                    help='extra assign options of every run, e.g. \'{"balance_edges": true}\'')
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--tmp", default="/work/data/plan", help="graphs and runs go here (deleted after each size)")
@@ -395,7 +398,8 @@ def main(argv: list[str] | None = None) -> int:
                 run_size(edges, args, client, env, lines)
         out += [f"Predicted / measured (predicted/measured ratio), {machine()}, load average at start {load:.1f}, "
                 f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}, "
-                f"halo_mode {args.halo_mode}, original edge IDs {'off' if args.no_orig_eids else 'on'}:", "", *lines]
+                f"halo_mode {args.halo_mode}, original edge IDs {'off' if args.no_orig_eids else 'on'}, "
+                f"assign options {args.assign}:", "", *lines]
     if args.predict:
         out += ["", "Predictions (nobody ran these; the plan's model with the coefficients above):", "",
                 *predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)]

@@ -208,3 +208,33 @@ def test_node_balanced_partitions_hold_more_of_a_power_law_graphs_edges_as_k_gro
     assert 3.47 <= edge_imbalance(Settings(num_parts=15, method="multilevel")) < 4.3  # the fit over-predicts k=15
     assert 4.4 < edge_imbalance(Settings(num_parts=19, method="multilevel")) < 4.7
     assert edge_imbalance(Settings(num_parts=512, method="random")) == base["random"]
+
+
+def test_a_shuffle_over_the_limit_by_edge_imbalance_is_told_to_balance_edges(tmp_path, example_graph, monkeypatch):
+    """multilevel at 100M edges, k=19, 2 GB workers (bench/plan.py's run whose write task died): its node-balanced
+    partitions hold ~4.5x the mean edges, the shuffle does not fit; with `balance_edges` it does, so the refusal line
+    names `assign.balance_edges: true` before a memory limit or a partition count. Off stays the default."""
+    from graphshard.plan import build
+
+    g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
+    monkeypatch.setattr(build.GraphSizes, "of", classmethod(lambda cls, graph: g))
+    real = fit.shutil.disk_usage
+    monkeypatch.setattr(fit.shutil, "disk_usage", lambda p: real(p)._replace(free=10**15))
+    sets = shipped("example", example_graph, tmp_path) + [
+        "num_parts=19", "assign.method=multilevel", "cluster.workers=2", "cluster.threads_per_worker=1",
+        "cluster.memory_limit=2GB", "shuffle.save_orig_nids=true", "shuffle.save_orig_eids=true"]
+    cfg = load_config(REPO / "configs" / "example.yaml", sets)
+    assert cfg.assign.balance_edges is False
+    with pytest.raises(gate.PlanRefused) as err:
+        gate.check(cfg, check_config(cfg))
+    line = str(err.value)
+    assert line.startswith("plan: shuffle: predicted peak per worker ") and "write-partitions" in line
+    advice = line.split(": ", 3)[3]
+    assert advice.startswith("assign.balance_edges: true (") and advice.index("balance_edges") < advice.index(
+        "cluster.memory_limit >= ") < advice.index("num_parts >= ")
+    balanced = load_config(REPO / "configs" / "example.yaml", sets + ["assign.balance_edges=true"])
+    assert gate.check(balanced, check_config(balanced)).fits
+    # random balances nodes at random: near 1 already, and it has no balance_edges to name
+    s = Settings(num_parts=4, orig_nids=True, orig_eids=True)
+    shuffle = next(st for st in plan_steps(g, s) if st.step == "shuffle")
+    assert not any("balance_edges" in a for a in fit.worker_advice(g, s, shuffle, 1))

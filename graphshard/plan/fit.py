@@ -15,6 +15,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from graphshard.assign.options import HONOURS
 from graphshard.plan.model import Settings, StepPlan, gb, plan_steps
 from graphshard.plan.sizes import GraphSizes
 
@@ -152,7 +153,8 @@ def _peak_of(sizes: GraphSizes, settings: Settings, step: str) -> int:
 
 def worker_advice(sizes: GraphSizes, settings: Settings, st: StepPlan, cap: int) -> list[str]:
     """What brings a step's worker peak under the cap: the memory limit, then what the peak grows with."""
-    out = [f"cluster.memory_limit >= {math.ceil(st.worker_peak / kill_threshold() / 1e8) / 10:.1f}GB"]
+    out = balance_advice(sizes, settings, st, cap)
+    out.append(f"cluster.memory_limit >= {math.ceil(st.worker_peak / kill_threshold() / 1e8) / 10:.1f}GB")
     if settings.threads > 1:
         one = _peak_of(sizes, replace(settings, threads=1), st.step)
         if one <= cap:
@@ -168,6 +170,22 @@ def worker_advice(sizes: GraphSizes, settings: Settings, st: StepPlan, cap: int)
     if st.driver == "block" and st.step == "assign":
         out.append("a smaller assign.multilevel_block_edges")
     return out
+
+
+def balance_advice(sizes: GraphSizes, settings: Settings, st: StepPlan, cap: int) -> list[str]:
+    """A shuffle partition over the cap because the method balances nodes and the largest partition holds several
+    times the mean edges: balancing in-degrees too (DGL's `balance_edges`) comes first, alone if it fits, else with
+    the partition count it fits at."""
+    if st.step != "shuffle" or settings.balance_edges or "balance_edges" not in HONOURS.get(settings.method, ()):
+        return []
+    balanced = replace(settings, balance_edges=True, balance_columns=settings.balance_columns + 1)
+    peak = _peak_of(sizes, balanced, st.step)
+    if peak >= st.worker_peak:
+        return []
+    if peak <= cap:
+        return [f"assign.balance_edges: true ({gb(peak)} per worker)"]
+    parts = parts_that_fit(sizes, balanced, st.step, cap) if st.driver == "partition" else None
+    return [f"assign.balance_edges: true with num_parts >= {parts}"] if parts else []
 
 
 def _largest_fitting_chunk(sizes: GraphSizes, settings: Settings, step: str, cap: int) -> int:

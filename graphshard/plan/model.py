@@ -90,18 +90,23 @@ def gb(n: float) -> str:
 
 
 def edge_imbalance(s: Settings) -> float:
-    """The largest partition's edges over the mean: measured at k=4 (`edge_imbalance`), times (k/4)^exponent where a
-    node-balanced method's hubs make it grow with k (`edge_imbalance_k_exponent`; multilevel on R-MAT: 2.92 at k=4,
-    3.47 at k=15, 4.53 at k=19: fitted through k=4 and k=19, which over-predicts k=15 by 15%)."""
+    """The largest partition's edges over the mean. With `balance_edges` (in-degree balanced: a partition's owned
+    edges) the measured `edge_imbalance_balanced`, flat in k. Else measured at k=4 (`edge_imbalance`), times
+    (k/4)^exponent where a node-balanced method's hubs make it grow with k (`edge_imbalance_k_exponent`; multilevel
+    on R-MAT: 2.92 at k=4, 3.47 at k=15, 4.53 at k=19: fitted through k=4 and k=19, over-predicting k=15 by 15%)."""
     c = coefficients.load()
+    if s.balance_edges and s.method in c["edge_imbalance_balanced"]:
+        return c["edge_imbalance_balanced"][s.method]
     return c["edge_imbalance"][s.method] * (s.num_parts / 4) ** c["edge_imbalance_k_exponent"].get(s.method, 0.0)
 
 
 def shape(g: GraphSizes, s: Settings) -> Shape:
-    """The largest partition, from the method's expected cut and edge imbalance (coefficients)."""
+    """The largest partition, from the method's expected cut and edge imbalance (coefficients; `cut_balanced` with
+    `balance_edges`: in-degree balance costs cut)."""
     c = coefficients.load()
     k = s.num_parts
-    cut = (1 - 1 / (k * s.trainers)) if s.method == "random" else min(c["cut"][s.method], 1 - 1 / k)
+    cuts = c["cut_balanced"] if s.balance_edges and s.method in c["cut_balanced"] else c["cut"]
+    cut = (1 - 1 / (k * s.trainers)) if s.method == "random" else min(cuts[s.method], 1 - 1 / k)
     owned = g.edges / k * edge_imbalance(s) if k > 1 else g.edges
     if s.halo_hops == 0:
         local, halo_nodes = owned * (1 - cut), 0.0
