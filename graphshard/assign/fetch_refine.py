@@ -3,8 +3,8 @@ nodes itself, as DGL's `NeighborSampler` draws them, instead of a cut that stand
 
 Per partition p, one mini-batch holds each of p's seeds with probability q_p = batch size / |seeds of p|. Layer by
 layer (last fanout first) a frontier node v takes each in-edge u -> v with probability min(1, fanout / indeg(v)), so
-the expected visits of every node by one batch of p, V_p (n x k, every partition at once), follow from two sparse
-products per layer; a node is an input of the batch with probability P_p = 1 - exp(-V_p). The objective is the
+the expected visits of every node by one batch of p, V_p (n x k, every partition at once), follow from one sparse
+product per layer; a node is an input of the batch with probability P_p = 1 - exp(-V_p). The objective is the
 expected share R / I of remote inputs: R = sum over p, u not in p of P_p(u), I = sum of all P_p(u). Moving u from a
 to b changes R - r I (r = R / I now) by P_a(u) - P_b(u) (u as an input) plus, for a seed, q_b g'_b(u) - q_a g'_a(u)
 (g is the gradient of R - r I with respect to the seed visits, one backward pass through the same layers; g' is g less
