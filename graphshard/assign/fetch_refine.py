@@ -3,13 +3,15 @@ nodes itself, as DGL's `NeighborSampler` draws them, instead of a cut that stand
 
 Per partition p, one mini-batch holds each of p's seeds with probability q_p = batch size / |seeds of p|. Layer by
 layer (last fanout first) a frontier node v takes each in-edge u -> v with probability min(1, fanout / indeg(v)), so
-the expected visits of every node by one batch of p, V_p (n x k, every partition at once), follow from two sparse
-products per layer; a node is an input of the batch with probability P_p = 1 - exp(-V_p). The objective is the
+the expected visits of every node by one batch of p, V_p (n x k, every partition at once), follow from one sparse
+product per layer; a node is an input of the batch with probability P_p = 1 - exp(-V_p). The objective is the
 expected share R / I of remote inputs: R = sum over p, u not in p of P_p(u), I = sum of all P_p(u). Moving u from a
-to b changes R - r I (r = R / I now) by P_a(u) - P_b(u) (u as an input) plus q_b g_b(u) - q_a g_a(u) (u as a seed:
-g is the gradient of R - r I with respect to the seed visits, one backward pass through the same layers). Each round
-moves the nodes with the largest decrease, most negative first, while every balance constraint of the target stays
-within 1 + ufactor; numpy and scipy only, seeded, so the result is deterministic.
+to b changes R - r I (r = R / I now) by P_a(u) - P_b(u) (u as an input) plus, for a seed, q_b g'_b(u) - q_a g'_a(u)
+(g is the gradient of R - r I with respect to the seed visits, one backward pass through the same layers; g' is g less
+its mean over the partition's seeds, since a batch keeps its size and the other seeds take u's place) less u's
+presence in its own batches. A round first drains any partition above a cap, then moves the nodes with the largest
+decrease first while the target's every balance constraint stays within 1 + ufactor, then swaps blocked moves in
+pairs; numpy and scipy only, no random draw and stable sorts, so the result is deterministic.
 """
 
 from __future__ import annotations

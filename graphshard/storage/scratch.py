@@ -152,12 +152,18 @@ def write_at(path: ScratchPath, index: np.ndarray, values: np.ndarray | int, wri
     when a task is run again, so a retried task replaces its pieces rather than adding to them. Pieces apply in
     name order: where two writers set one entry, the later name keeps it."""
     if is_store(path):
-        vals = np.broadcast_to(np.asarray(values), np.shape(index))
-        put_records(path / f"s{writer}.bkt", [np.asarray(index), vals])
+        put_records(path / f"s{writer}.bkt", [_narrow(np.asarray(index)), np.asarray(values)])
         return
     arr = np.load(path, mmap_mode="r+")
     arr[index] = values
     del arr
+
+
+def _narrow(index: np.ndarray) -> np.ndarray:
+    """Entry numbers as 4-byte integers when they fit (a scatter piece's bytes are mostly its index)."""
+    if index.size and index.dtype.itemsize > 4 and -2**31 <= index.min() and index.max() < 2**31:
+        return index.astype(np.int32)
+    return index
 
 
 def save_array(path: ScratchPath, arr: np.ndarray) -> None:
