@@ -110,7 +110,7 @@ def write_config(path: Path, graph: Path, out: Path, method: str, parts: int, ar
            "num_parts": parts, "assign": {"method": method, "seed": 0, **json.loads(args.assign)},
            "shuffle": {"graph_formats": ["coo"], "save_orig_nids": True, "save_orig_eids": not args.no_orig_eids,
                        "halo_mode": args.halo_mode},
-           "validate": {"enabled": True}, "cluster": cluster}
+           "validate": {"enabled": True, **json.loads(args.validate)}, "cluster": cluster}
     path.write_text(json.dumps(cfg))  # YAML is a superset of JSON
     return path
 
@@ -377,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-orig-eids", action="store_true", help="no original edge-ID files (less disk)")
     ap.add_argument("--assign", default="{}", metavar="JSON",
                     help='extra assign options of every run, e.g. \'{"balance_edges": true}\'')
+    ap.add_argument("--validate", default="{}", metavar="JSON",
+                    help='extra validate options, e.g. \'{"remote_share": false}\'')
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--memory-limit", default="2GB")
     ap.add_argument("--tmp", default="/work/data/plan", help="graphs and runs go here (deleted after each size)")
@@ -399,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         out += [f"Predicted / measured (predicted/measured ratio), {machine()}, load average at start {load:.1f}, "
                 f"{args.workers} workers x 1 thread, memory_limit {args.memory_limit}, k={args.parts}, "
                 f"halo_mode {args.halo_mode}, original edge IDs {'off' if args.no_orig_eids else 'on'}, "
-                f"assign options {args.assign}:", "", *lines]
+                f"assign options {args.assign}, validate options {args.validate}:", "", *lines]
     if args.predict:
         out += ["", "Predictions (nobody ran these; the plan's model with the coefficients above):", "",
                 *predictions([10**9, 10**10, 10**11], [8, 64, 512], args.methods, args.memory_limit)]
