@@ -45,7 +45,8 @@ def settings_of(cfg: PipelineConfig) -> Settings:
     a, sh, cl = cfg.assign, cfg.shuffle, cfg.cluster
     return Settings(
         num_parts=cfg.num_parts, method=a.method, trainers=a.num_trainers_per_machine, balance_edges=a.balance_edges,
-        balance_columns=len(a.balance_ntypes) + a.balance_edges, block_edges=a.multilevel_block_edges,
+        balance_columns=len(a.balance_ntypes) + a.balance_edges, ufactor=a.ufactor,
+        block_edges=a.multilevel_block_edges,
         coarse_nodes=a.multilevel_coarse_nodes, coarse_edges=a.multilevel_coarse_edges,
         lp_rounds=a.multilevel_lp_rounds, refine_rounds=a.multilevel_refine_rounds, halo_hops=sh.halo_hops,
         halo_mode=sh.halo_mode,
