@@ -14,7 +14,7 @@ from graphshard.formats.chunked import load_metadata
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.validate import validate
 from graphshard.validate.layout import load_layout, owners
-from graphshard.validate.remote_share import Sampling, estimate, in_csr, part_seeds, remote_share
+from graphshard.validate.remote_share import Sampling, estimate, in_csr, part_seeds, remote_share, sample_pairs
 from graphshard.validate.report_html import render_html
 
 
@@ -88,3 +88,21 @@ def test_estimate_turned_off_in_the_library_and_the_cli(written, capsys):
     assert '"remote_share": null' in capsys.readouterr().out
     assert main(["validate", "--partitions", str(config), "--json"]) == 0
     assert '"remote_share": {' in capsys.readouterr().out
+
+
+def test_draws_are_uniform_distinct_and_cost_no_more_than_the_fanout():
+    # node 0: 5 in-edges, fanout 2 -> each of the 10 pairs of sources equally likely; node 1: 2 in-edges, all taken
+    indptr = np.array([0, 5, 7])
+    sources = np.array([10, 11, 12, 13, 14, 20, 21])
+    rng = np.random.default_rng(0)
+    counts: dict[tuple, int] = {}
+    for _ in range(20_000):
+        seg, src = sample_pairs(indptr, sources, np.array([0, 1]), 2, rng)
+        assert sorted(src[seg == 1]) == [20, 21]
+        pair = tuple(sorted(src[seg == 0]))
+        assert len(set(pair)) == 2
+        counts[pair] = counts.get(pair, 0) + 1
+    assert len(counts) == 10 and max(counts.values()) / min(counts.values()) < 1.15  # expected 2,000 each
+    hub = np.array([0, 10**7])  # a hub's draw does not materialise its in-degree
+    seg, src = sample_pairs(hub, np.zeros(10**7, dtype=np.int32), np.zeros(3000, dtype=np.int64), 25, rng)
+    assert len(seg) == 3000 * 25

@@ -42,19 +42,30 @@ def sample_layer(indptr: np.ndarray, sources: np.ndarray, frontier: np.ndarray, 
 def sample_pairs(indptr: np.ndarray, sources: np.ndarray, frontier: np.ndarray, fanout: int,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(position in `frontier`, source) of min(fanout, in-degree) in-edges per frontier node (a node may repeat),
-    drawn without replacement."""
+    drawn uniformly without replacement: every in-edge of a node with at most `fanout`, else `fanout` distinct
+    offsets by Floyd's algorithm, so the cost follows frontier x fanout, never a hub's in-degree."""
     deg = indptr[frontier + 1] - indptr[frontier]
-    total = int(deg.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.cumsum(deg) - deg
-    seg = np.repeat(np.arange(len(frontier)), deg)
-    pos = np.arange(total) - np.repeat(starts, deg) + np.repeat(indptr[frontier], deg)
-    order = np.lexsort((rng.random(total), seg))
-    rank = np.empty(total, dtype=np.int64)
-    rank[order] = np.arange(total) - np.repeat(starts, deg)
-    take = rank < fanout
-    return seg[take], sources[pos[take]]
+    small = np.flatnonzero(deg <= fanout)
+    seg_small = np.repeat(small, deg[small])
+    first = np.cumsum(deg[small]) - deg[small]
+    offset_small = np.arange(len(seg_small)) - np.repeat(first, deg[small])
+    big = np.flatnonzero(deg > fanout)
+    offset_big = floyd_offsets(deg[big], fanout, rng)
+    seg = np.concatenate([seg_small, np.repeat(big, fanout)])
+    offset = np.concatenate([offset_small, offset_big.ravel()])
+    return seg, sources[indptr[frontier[seg]] + offset]
+
+
+def floyd_offsets(deg: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+    """(len(deg), k) distinct offsets below each row's degree (all > k), uniform over k-subsets (Floyd's algorithm,
+    one vectorised step per draw)."""
+    chosen = np.empty((len(deg), k), dtype=np.int64)
+    for i in range(k):
+        top = deg - k + i  # draw from [0, top], take `top` itself when the draw was taken already
+        draw = np.floor(rng.random(len(deg)) * (top + 1)).astype(np.int64)
+        taken = (chosen[:, :i] == draw[:, None]).any(axis=1)
+        chosen[:, i] = np.where(taken, top, draw)
+    return chosen
 
 
 def batch_inputs(indptr: np.ndarray, sources: np.ndarray, seeds: np.ndarray, fanouts: list[int],
