@@ -179,10 +179,15 @@ def _report(g: GraphSizes, s: Settings) -> tuple[int, float, float]:
             g.edges * c["core_seconds"]["report_per_edge"])
 
 
-def _degrees(g: GraphSizes, s: Settings) -> int:
-    """With `balance_edges` the report's edge pass returns an int64 in-degree per node of the graph from every chunk,
-    all gathered in the flow process, then summed (R-MAT 100M, 20 chunks: the flow process at 1.27 GB, not 0.41)."""
-    return 8 * g.nodes * (g.edge_chunks + 1) if s.balance_edges else 0
+CLASS_COLUMN_BYTES = 40  # per node: class codes, type ids and np.unique's sort, permutation and inverse (int64 each)
+
+
+def _classes(g: GraphSizes, s: Settings) -> int:
+    """With `balance_ntypes` the report numbers every node's balance class in the flow process (`class_columns`), a
+    transient of `CLASS_COLUMN_BYTES` per node of the graph. The in-degrees of `balance_edges` are summed per (column,
+    partition) in the chunk tasks: nothing per node (before, every chunk's int64 array over the nodes was gathered in
+    the flow process: R-MAT 100M, 20 chunks, 1.27 GB)."""
+    return CLASS_COLUMN_BYTES * g.nodes if s.balance_columns > s.balance_edges else 0
 
 
 def assign(g: GraphSizes, s: Settings) -> StepPlan:
@@ -193,7 +198,7 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
     scratch = PART * g.nodes  # the report's binary parts
     cs = c["core_seconds"]
     if s.method in FLOW_METHODS:
-        flow = c["flow_base"] + c["flow_bytes_per_edge"][s.method] * g.edges + _degrees(g, s)
+        flow = c["flow_base"] + max(c["flow_bytes_per_edge"][s.method] * g.edges, _classes(g, s))  # one after the other
         secs = _seconds(cs[f"assign:{s.method}_per_edge"] * g.edges, s, 0, parallel=False)
         return StepPlan("assign", f"{s.method}: the whole graph in the flow host", _worker(r_task, s), int(flow),
                         scratch, text, r_tasks, (secs[0] + r_secs, secs[1] + r_secs),
@@ -205,7 +210,7 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
     task = unit * c["random_bytes_per_node"]
     secs = _seconds(cs[f"assign:{s.method}_per_node"] * g.nodes + r_secs, s, tasks + r_tasks)
     peak = "report-cut (one edge chunk)" if r_task > task else f"{s.method} block of {unit:,} nodes"
-    return StepPlan("assign", s.method, _worker(max(task, r_task), s), _flow("assign", g) + _degrees(g, s), scratch,
+    return StepPlan("assign", s.method, _worker(max(task, r_task), s), _flow("assign", g) + _classes(g, s), scratch,
                     text, tasks + r_tasks, secs, peak, "chunk" if r_task > task else "fixed")
 
 
@@ -225,7 +230,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
-    flow = _flow("assign", g) + c["ml_flow_extra"] + _degrees(g, s)
+    flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
                     int(work), text, tasks, secs, peak, driver)
 
@@ -319,7 +324,7 @@ def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
     left in them."""
     first = [ingest(g, s), assign(g, s)]
     later = [shuffle(g, s)] + ([validate(g, s)] if s.validate else [])
-    if s.method == "multilevel":  # the flow process keeps its RSS too (not the gathered degrees' large arrays)
-        kept, flow = coefficients.load()["ml_worker_retained"], first[1].flow_peak - _degrees(g, s)
+    if s.method == "multilevel":  # the flow process keeps its RSS too (not the class numbering's transient)
+        kept, flow = coefficients.load()["ml_worker_retained"], first[1].flow_peak - _classes(g, s)
         later = [replace(st, worker_peak=st.worker_peak + kept, flow_peak=max(st.flow_peak, flow)) for st in later]
     return first + later
