@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, worker_limit
+from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, tight, worker_limit
 from graphshard.plan.model import Settings, StepPlan, plan_steps
 from graphshard.plan.sizes import GraphSizes
 
@@ -30,6 +30,11 @@ class RunPlan:
     def fits(self) -> bool:
         return not self.misfits
 
+    @property
+    def tight(self) -> list[str]:
+        """Steps that fit with less than the run-to-run margin (`fit.tight`)."""
+        return tight(self.steps, self.limits)
+
     def to_json(self) -> dict:
         """The plan as data (`graphshard plan --json`)."""
         return {"graph": asdict(self.sizes), "settings": asdict(self.settings),
@@ -37,7 +42,8 @@ class RunPlan:
                 "limits": {"worker_memory": self.limits.worker_memory, "host_memory": self.limits.host_memory,
                            "external": self.limits.external,
                            "locations": [{**asdict(loc), "path": str(loc.path)} for loc in self.limits.locations]},
-                "fits": self.fits, "misfits": [{**asdict(m), "line": m.line()} for m in self.misfits]}
+                "fits": self.fits, "tight": self.tight,
+                "misfits": [{**asdict(m), "line": m.line()} for m in self.misfits]}
 
 
 def settings_of(cfg: PipelineConfig) -> Settings:
