@@ -58,6 +58,7 @@ def settings_of(cfg: PipelineConfig) -> Settings:
         halo_mode=sh.halo_mode,
         orig_nids=sh.save_orig_nids, orig_eids=sh.save_orig_eids, formats=tuple(sh.graph_formats),
         node_block_rows=sh.node_block_rows, validate=cfg.validate_.enabled, full=cfg.validate_.full,
+        remote_share=cfg.validate_.remote_share, fanouts=tuple(a.sample_fanouts), batch_size=a.sample_batch_size,
         workers=cl.workers, threads=cl.threads_per_worker,
         cores=(os.cpu_count() or 1) if cl.address is None else cl.workers * cl.threads_per_worker)
 
