@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -59,21 +61,23 @@ def _tree_bytes(folder: str) -> int:
 
 class DiskPoll:
     """The largest size seen of each worker's local directory (through /proc/<pid>/root: the worker's own view), and
-    its peak RSS so far (kept should the nanny replace the process: a worker over its memory limit)."""
+    its peak RSS so far (kept should the nanny replace the process: a worker over its memory limit), each with the
+    time it was first reached (which task round it fell in: `round_at`)."""
 
     def __init__(self, facts: dict[str, dict], period: float = 0.5):
         self.paths = {w: f"/proc/{f['pid']}/root{f['dir']}" for w, f in facts.items()}
         self.pids = {w: f["pid"] for w, f in facts.items()}
-        self.peak = {w: 0 for w in facts}
-        self.rss = {w: 0 for w in facts}
+        self.peak = {w: (0, 0.0) for w in facts}  # (bytes, time.time() when first seen)
+        self.rss = {w: (0, 0.0) for w in facts}
         self.period, self._stop = period, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
             for w, path in self.paths.items():
-                self.peak[w] = max(self.peak[w], _tree_bytes(path))
-                self.rss[w] = max(self.rss[w], hwm(self.pids[w]))
+                now = time.time()
+                self.peak[w] = max(self.peak[w], (_tree_bytes(path), -now))
+                self.rss[w] = max(self.rss[w], (hwm(self.pids[w]), -now))
             self._stop.wait(self.period)
 
     def __enter__(self) -> DiskPoll:
@@ -83,6 +87,28 @@ class DiskPoll:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+
+
+ROUND = re.compile(r"^(\S+ \S+) INFO graphshard\.daskrun: (.+): \d+ tasks in ([\d.]+) s$")
+
+
+def task_rounds(log_dir: Path, since: float) -> list[tuple[float, float, str]]:
+    """(start, end, name) of every Dask task round the newest run log since `since` records (its `daskrun` lines:
+    "<step> <round>: N tasks in X s", stamped at the round's end)."""
+    logs = [p for p in log_dir.glob("*.log") if p.stat().st_mtime >= since]
+    rounds = []
+    for line in max(logs, key=lambda p: p.stat().st_mtime).read_text(errors="replace").splitlines() if logs else []:
+        if m := ROUND.match(line):
+            end = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            rounds.append((end - float(m[3]), end, m[2]))
+    return rounds
+
+
+def round_at(rounds: list[tuple[float, float, str]], when: float) -> str:
+    """The task round running at `when` (the nearest one, 0.5 s either side: the poll's period), else "-"."""
+    near = [(max(start - when, when - end, 0), name) for start, end, name in rounds]
+    best = min(near, default=(1.0, "-"))
+    return best[1] if best[0] <= 0.5 else "-"
 
 
 def link_bytes(veth: str) -> tuple[int, int]:
@@ -108,7 +134,7 @@ def measured_run(cfg: Path, address: str, env: dict, s3_veth: str) -> dict:
         client.restart(wait_for_workers=True)
         facts = client.run(_worker_facts)
         up0, down0 = link_bytes(s3_veth)
-        load0 = os.getloadavg()[0]
+        load0, since = os.getloadavg()[0], time.time()
         with DiskPoll(facts) as disk:
             start = time.perf_counter()
             done = subprocess.run([*GS, "run", str(cfg)], env=env, capture_output=True, text=True)
@@ -117,16 +143,26 @@ def measured_run(cfg: Path, address: str, env: dict, s3_veth: str) -> dict:
         if done.returncode != 0:
             raise SystemExit(f"graphshard run {cfg} failed:\n{(done.stdout + done.stderr)[-4000:]}")
         after = client.run(_worker_facts)
-        workers = {f"w{i + 1}": {"peak_rss_mib": round(max(disk.rss[addr], hwm(f["pid"])) / 2**20),
-                                 "local_disk_mib": round(disk.peak[addr] / 2**20, 2),
-                                 "sent_mib": round(after[addr]["sent"] / 2**20, 2) if addr in after else None,
-                                 "replaced": addr not in after}
-                   for i, (addr, f) in enumerate(sorted(facts.items()))}
+    rounds = task_rounds(Path(env["GRAPHSHARD_LOG_DIR"]), since)
+    workers = {f"w{i + 1}": _worker_result(disk, addr, f["pid"], after.get(addr), rounds)
+               for i, (addr, f) in enumerate(sorted(facts.items()))}
     return {"wall_s": round(wall, 1), "load_1m": [round(load0, 2), round(os.getloadavg()[0], 2)],
             "store_up_mib": round((up1 - up0) / 2**20, 1),
             "store_down_mib": round((down1 - down0) / 2**20, 1), "workers": workers,
             "between_workers_mib": round(sum(w["sent_mib"] or 0 for w in workers.values()), 2),
             "workers_replaced": len(set(after) - set(facts))}
+
+
+def _worker_result(disk: DiskPoll, addr: str, pid: int, after: dict | None, rounds: list) -> dict:
+    """One worker's peak RSS and local disk, the task rounds they were reached in, the bytes it sent (None: replaced
+    by its nanny)."""
+    rss, rss_at = disk.rss[addr]
+    final = hwm(pid)
+    return {"peak_rss_mib": round(max(rss, final) / 2**20),
+            "peak_rss_in": round_at(rounds, -rss_at) if rss >= final else "end",
+            "local_disk_mib": round(disk.peak[addr][0] / 2**20, 2),
+            "local_disk_in": round_at(rounds, -disk.peak[addr][1]),
+            "sent_mib": round(after["sent"] / 2**20, 2) if after else None, "replaced": after is None}
 
 
 class SingleHost:
@@ -196,17 +232,20 @@ def compare_published(storage, single: str, rig: str) -> dict:
 
 
 def table(results: list[dict]) -> None:
-    """The runs as a Markdown table (time as a ratio to the same method's single-host run), then per method whether
-    the rig's published set equals the single host's."""
-    print("\n| method | run | process s | x single | load 1 min (start, end) | worker peak RSS MiB | worker local disk "
-          "MiB (peak) | store up / down MiB | between workers MiB | workers replaced |\n" + "|---" * 10 + "|")
+    """The runs as a Markdown table (time as a ratio to the same method's single-host run; the task round in which
+    the largest worker peak was reached), then per method whether the rig's published set equals the single host's."""
+    print("\n| method | run | process s | x single | load 1 min (start, end) | worker peak RSS MiB (largest in) | "
+          "worker local disk MiB (largest in) | store up / down MiB | between workers MiB | workers replaced |\n"
+          + "|---" * 10 + "|")
     base = {r["method"]: r["wall_s"] for r in results if r["cluster"] == "single-host"}
     for r in results:
         w = r["workers"].values()
+        rss, disk = (max(w, key=lambda x: x[key]) for key in ("peak_rss_mib", "local_disk_mib"))
         print(f"| {r['method']} | {r['cluster']} | {r['wall_s']} | {r['wall_s'] / base[r['method']]:.2f} | "
-              f"{r['load_1m'][0]}, {r['load_1m'][1]} | {' / '.join(str(x['peak_rss_mib']) for x in w)} | "
-              f"{' / '.join(str(x['local_disk_mib']) for x in w)} | {r['store_up_mib']} / {r['store_down_mib']} | "
-              f"{r['between_workers_mib']} | {r['workers_replaced']} |")
+              f"{r['load_1m'][0]}, {r['load_1m'][1]} | {' / '.join(str(x['peak_rss_mib']) for x in w)} "
+              f"({rss['peak_rss_in']}) | {' / '.join(str(x['local_disk_mib']) for x in w)} ({disk['local_disk_in']}) "
+              f"| {r['store_up_mib']} / {r['store_down_mib']} | {r['between_workers_mib']} | "
+              f"{r['workers_replaced']} |")
     for r in results:
         if r["cluster"] == "rig" and "published_equals_single_host" in r:
             print(f"{r['method']}: the rig's published set equals the single host's byte for byte: "
