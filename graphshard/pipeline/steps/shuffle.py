@@ -19,7 +19,7 @@ from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, scratch_dir
 from graphshard.shuffle.graphbolt import to_graphbolt
 from graphshard.storage import Location, location
 
@@ -32,7 +32,8 @@ OUTPUT = PRODUCT["shuffle"]
 def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path | Location, client: Client,
           stage: Path | Location) -> dict:
     """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact."""
-    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client, storage=cfg.storage)
+    options = cfg.shuffle.model_copy(update={"scratch_dir": scratch_dir(cfg, stage)})
+    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, options, client, storage=cfg.storage)
     if (graphbolt := cfg.output.graphbolt_options()) is not None:
         to_graphbolt(config, graphbolt, client)
     return {"config": location(config).relative_to(location(stage)), "num_parts": cfg.num_parts}
