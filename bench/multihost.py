@@ -10,9 +10,11 @@ bytes it sent to other workers (Dask's `transfer_outgoing_bytes_total`); bytes t
 counters (bytes up and down, HTTP and TCP included); the 1-minute load average at its start and end. After both
 clusters ran a method, the rig's published set is compared with the single host's byte for byte (sha256 of every
 file, named as `graphshard fetch` names it). Each run has its own bucket, deleted after the comparison; the two
-clusters take turns at running first. Needs root (`ip netns`).
+clusters take turns at running first. Each worker's peaks are named after the task round running when they were
+first reached (the run log's `daskrun` lines). The rig's store gets a longer read timeout (`STORE_OPTIONS`).
+Needs root (`ip netns`).
 
-    flock /tmp/graphshard-heavy.lock .venv/bin/python bench/multihost.py --nodes 50000 --edges 1000000
+    flock /tmp/graphshard-heavy.lock .venv/bin/python bench/multihost.py --nodes 1000000 --edges 20000000
 """
 
 from __future__ import annotations
