@@ -319,3 +319,21 @@ def test_validation_models_the_remote_share_estimate(tmp_path, example_graph):
     cfg = load_config(REPO / "configs" / "example.yaml",
                       shipped("example", example_graph, tmp_path) + ["validate.remote_share=false"])
     assert plan_run(cfg, check_config(cfg)).settings.remote_share is False
+
+
+def test_multilevel_task_count_follows_the_levels_blocks():
+    """A coarse level gets as many blocks as its finer level's edges need (24 at R-MAT 100M's level 1, not 25 / 15),
+    and edge-capped levels follow the node-capped ones: 100M measured 5M -> 255k -> 152k -> 77k nodes in 25, 24, 5
+    and 2 blocks, 1,170 assign tasks with balance_edges (k=8) and 1,205 without (k=19, three levels)."""
+    from graphshard.plan.model import ml_levels
+
+    g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
+    on = Settings(num_parts=8, method="multilevel", balance_edges=True, balance_columns=1)
+    off = Settings(num_parts=19, method="multilevel")
+    levels = ml_levels(g, on)
+    assert [b for _, _, b in levels][:2] == [25, 25] and levels[1][0] == 250_000
+    assert all(e <= on.coarse_edges for _, e, _ in levels[-1:]) and len(levels) >= 3  # edge-capped levels follow
+    assert 0.9 < plan_steps(g, on)[1].tasks / 1_170 < 1.1
+    assert 0.9 < plan_steps(g, off)[1].tasks / 1_205 < 1.1  # validation on: no report pass without degrees
+    small = GraphSizes.synthetic(1_000, 20_000, 5_000, 73, 4)  # its own coarsest level: no coarsening
+    assert len(ml_levels(small, off)) == 1

@@ -230,7 +230,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
                   min(g.edges, s.coarse_edges) * c["ml_coarsest_bytes_per_edge"],
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
-    tasks = _multilevel_tasks(g, s, blocks) + r_tasks
+    tasks = _multilevel_tasks(g, s) + r_tasks
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
@@ -239,16 +239,45 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
                     int(work), text, tasks, secs, peak, driver)
 
 
-def _multilevel_tasks(g: GraphSizes, s: Settings, blocks: int) -> int:
-    """Level 0 (a task per chunk, then per block), each coarsening level (LP rounds of two task groups per block,
-    numbering, contraction, the coarse blocks), METIS on the coarsest, and per level the projection and the
-    refinement rounds; levels shrink by the measured `ml_shrink` until `multilevel_coarse_nodes`."""
-    shrink = coefficients.load()["ml_shrink"]
-    levels = 0 if g.nodes <= s.coarse_nodes else max(1, math.ceil(math.log(g.nodes / s.coarse_nodes, shrink)))
-    sizes = [max(1, math.ceil(blocks / shrink ** i)) for i in range(levels + 1)]
-    coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
-    refine = sum((1 + s.refine_rounds) * b for b in sizes[:-1])
-    return g.edge_chunks + blocks * (1 + bool(s.balance_columns)) + coarsen + 1 + refine
+def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
+    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first. A level above
+    `multilevel_coarse_nodes` shrinks by up to `ml_shrink` (the last LP round's grouping lands near the cap); a
+    coarse level's mean degree grows with the input nodes each of its nodes holds (`ml_coarse_degree`: a x
+    (input nodes / nodes)^b, never more edges than the input); a level within the node cap but over
+    `multilevel_coarse_edges` is coarsened on, its edges shrinking by `ml_edge_level_shrink` per level. A coarse
+    level has as many blocks as its finer level's edges need, never more (`hierarchy.contract`)."""
+    c = coefficients.load()
+    a, b = c["ml_coarse_degree"]
+    nodes, edges = float(g.nodes), float(g.edges)
+    out = [(nodes, edges, max(1, math.ceil(edges / s.block_edges)))]
+    while (nodes > s.coarse_nodes or edges > s.coarse_edges) and len(out) < ML_MAX_LEVELS:
+        blocks = max(1, min(out[-1][2], math.ceil(edges / s.block_edges)))
+        if nodes > s.coarse_nodes:
+            nodes = max(float(s.coarse_nodes), nodes / c["ml_shrink"])
+            edges = min(edges, nodes * a * (g.nodes / nodes) ** b / 2)
+        else:
+            nodes, edges = nodes * s.coarse_edges / edges, edges / c["ml_edge_level_shrink"]
+        out.append((nodes, edges, blocks))
+    return out
+
+
+ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
+
+
+def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
+    """Level 0 (a task per chunk, a classes task per block with `balance_ntypes`, a task per block), each
+    coarsening level (LP rounds of two task groups per block: `multilevel_lp_rounds` on the input level,
+    `ml_later_lp_rounds` on coarser ones, which stop at their node target; numbering and contraction per block, the
+    coarse blocks), METIS on the coarsest, and per level an overweight check, the refinement rounds and (but the
+    coarsest) the projection, a task per block each (`ml_levels`)."""
+    levels = ml_levels(g, s)
+    sizes = [b for _, _, b in levels]
+    later = min(s.lp_rounds, coefficients.load()["ml_later_lp_rounds"])
+    coarsen = sum((2 * (s.lp_rounds if i == 0 else later) + 2) * b + nxt
+                  for i, (b, nxt) in enumerate(zip(sizes, sizes[1:])))
+    refine = sum((1 + s.refine_rounds) * b for b in sizes) + sum(sizes[:-1])
+    classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
+    return g.edge_chunks + sizes[0] * (1 + classes) + coarsen + 1 + refine
 
 
 def _id_bytes(g: GraphSizes) -> int:
