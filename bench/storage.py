@@ -90,6 +90,17 @@ def per_step(requests: list[Request], start: float, end: float) -> dict[str, dic
     return table
 
 
+def local_steps(cache: Path, start: float, end: float) -> dict[str, float]:
+    """Seconds per step of the local run, the same way: a step ends at its manifest.json's mtime."""
+    ends = {m.parent.parent.name: m.stat().st_mtime for m in cache.glob("*/*/manifest.json")}
+    table, last = {}, start
+    for step in STEPS:
+        table[step] = round(ends.get(step, last) - last, 2)
+        last = ends.get(step, last)
+    table["publish"] = round(end - last, 2)
+    return table
+
+
 def tree_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 1e6
 
@@ -137,7 +148,9 @@ def main() -> None:
             args.parts)).encode())
         with CountingProxy(moto) as proxy:
             env = {**base, **creds, "AWS_ENDPOINT_URL": proxy.endpoint, "GRAPHSHARD_LOG_DIR": str(work / "logs")}
+            start = time.time()
             local = timed([*GS, "run", str(local_cfg)], {**base, "GRAPHSHARD_LOG_DIR": str(work / "logs")})
+            local_times = local_steps(work / "cache", start, time.time())
             proxy.taken()
             start = time.time()
             remote = timed([*GS, "run", "s3://bench/jobs/job.yaml"], env)
@@ -157,7 +170,7 @@ def main() -> None:
                   "s3": {k: v for k, v in remote.items() if k != "output"},
                   "floor": {"get_s": round(got, 2), "put_s": round(put, 2), "process_s": floor_out["wall_s"]},
                   "s3_minus_local_over_floor": round((remote["wall_s"] - local["wall_s"]) / floor, 2),
-                  "goal_s": round(local["wall_s"] + 1.2 * floor, 2), "steps": steps,
+                  "goal_s": round(local["wall_s"] + 1.2 * floor, 2), "steps": steps, "local_steps": local_times,
                   "requests": len(requests)}
         print(json.dumps(result))
         print("\n| run | process s | flow peak GiB | worker peak GiB |\n|---|---|---|---|")
@@ -165,11 +178,11 @@ def main() -> None:
             r = result[name]
             print(f"| {name} | {r['wall_s']} | {r['flow_peak_gib']} | {r['worker_peak_gib']} |")
         print(f"| floor: s3fs get input {in_mb:.0f} MB + put output {out_mb:.0f} MB | {floor:.2f} | | |")
-        print("\n| step (s3 run) | s | requests | GET | PUT/POST | MB read | MB written |\n"
-              "|---|---|---|---|---|---|---|")
+        print("\n| step | local s | s3 s | requests | GET | PUT/POST | MB read | MB written |\n"
+              "|---|---|---|---|---|---|---|---|")
         for step, row in steps.items():
-            print(f"| {step} | {row['seconds']} | {row['requests']} | {row['gets']} | {row['puts']} | "
-                  f"{row['mb_read']} | {row['mb_written']} |")
+            print(f"| {step} | {local_times[step]} | {row['seconds']} | {row['requests']} | {row['gets']} | "
+                  f"{row['puts']} | {row['mb_read']} | {row['mb_written']} |")
     finally:
         server.terminate()
         server.wait(timeout=60)

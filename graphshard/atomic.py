@@ -94,11 +94,13 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
                      skip: tuple[str, ...] = (), transfers: int = 8) -> Location:
     """Publish a partition set on a store: every file of `sources` (but `config_name` and `skip`) under
     `run_prefix(out, run)` (copied by the store itself within one store), then the config found in the first
-    source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole. Then every
+    source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole (a source
+    that is the run prefix itself, where the shuffle step wrote the set, is not copied: only named). Then every
     other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. Returns the config."""
     prefix = run_prefix(out, run)
     copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
               if e.rel != config_name and e.rel not in skip]
+    copies = [(a, b) for a, b in copies if a.url != b.url]  # a set written under its run prefix already
     with ThreadPoolExecutor(transfers) as pool:
         list(pool.map(lambda pair: storage.copy(*pair), copies))
     text = with_prefix(storage.read_bytes(location(sources[0]) / config_name).decode(), f"{RUNS}/{run}")

@@ -9,6 +9,7 @@ graph's size; what needs the data itself (ID ranges, row counts of csv files abo
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,8 @@ from graphshard.formats.readers import (
     reader_for,
 )
 from graphshard.storage import Location, Storage, StoredFile, location
+
+HEADER_READS = 16  # headers read at a time from a store
 
 
 @dataclass(frozen=True)
@@ -142,12 +145,21 @@ def precheck(graph: ChunkedGraph | str | Path, storage: Storage | None = None) -
         graph = as_graph(graph, storage)
     except GraphshardError as err:
         return [err]
-    problems = [p for et in graph.edge_type for c in range(len(graph.edges[et].data))
-                if (p := _edge_file(graph, et, c)) is not None]
+    edges = _each(graph, _edge_file, [(et, c) for et in graph.edge_type for c in range(len(graph.edges[et].data))])
+    problems = [p for p in edges if p is not None]
     for field, spec, expected in feature_specs(graph):
-        stats = [_feature_stat(graph, spec, c, field) for c in range(len(spec.data))]
+        stats = _each(graph, _feature_stat, [(spec, c, field) for c in range(len(spec.data))])
         problems += feature_problems(graph, field, spec, stats, expected)
     return problems
+
+
+def _each(graph: ChunkedGraph, check, items: list[tuple]) -> list:
+    """`check(graph, *item)` per item, in order; a graph on a store's `HEADER_READS` at a time (each header is a
+    request's round trip: 40 input files took 2 s one after the other at 50 ms each on the local S3 server)."""
+    if graph.base.is_local:
+        return [check(graph, *it) for it in items]
+    with ThreadPoolExecutor(HEADER_READS) as pool:
+        return list(pool.map(lambda it: check(graph, *it), items))
 
 
 def precheck_assignment(graph: ChunkedGraph, folder: str | Path | Location) -> list[GraphshardError]:

@@ -94,7 +94,8 @@ def test_every_location_on_s3_equals_local_run_and_is_cached(tmp_path, rmat_smal
 def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, make_graph, s3_bucket):
     """`graphshard run s3://.../job.yaml` killed (SIGKILL, with its cluster) while the shuffle writes to the store:
     no config is published; the next run, a fresh process as on another host, reuses ingest and assign from the
-    store and publishes what an uninterrupted local run does."""
+    store (the killed run's objects under the output's `.runs/` are no set: no overwrite needed) and publishes what
+    an uninterrupted local run does."""
     graph = make_graph("rmat", nodes=100_000, edges=1_000_000, chunks=6)
     upload_tree(graph.parent, f"{s3_bucket}/graph")
     data = {"input": {"metadata": "../graph/metadata.json"}, "output": {"dir": "../sets/rmat"}, "work_dir": "../cache",
@@ -106,12 +107,14 @@ def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, ma
     cmd = [sys.executable, "-m", "graphshard.cli", "run", f"{s3_bucket}/jobs/job.yaml"]
     proc = subprocess.Popen(cmd, stdout=open(tmp_path / "run1.log", "w"), stderr=subprocess.STDOUT,
                             env=subprocess_env(), start_new_session=True)
-    wait_for(lambda: any(e.rel.endswith(".dgl") for e in Storage().listing(f"{s3_bucket}/cache/shuffle")), 300,
+    # the shuffle writes the set straight under the output's run prefix (steps/shuffle.build)
+    wait_for(lambda: any(e.rel.endswith(".dgl") for e in Storage().listing(f"{s3_bucket}/sets")), 300,
              "the shuffle to write partition files to the store")
     assert proc.poll() is None, (tmp_path / "run1.log").read_text()
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert Storage().listing(f"{s3_bucket}/sets") == []  # nothing a reader could take for a set
+    left = [e.rel for e in Storage().listing(f"{s3_bucket}/sets")]
+    assert left and all(r.startswith("rmat/.runs/") for r in left), left  # no config: nothing a reader takes for a set
     assert not [e for e in Storage().listing(f"{s3_bucket}/cache/shuffle") if e.rel.endswith("manifest.json")]
 
     resumed = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=600)

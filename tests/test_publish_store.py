@@ -111,3 +111,41 @@ def test_cache_on_s3_output_on_local_disk(tmp_path, rmat_small, dask_address, s3
     first = run(config)
     assert tree_bytes(Path(first["output"]), REPORT) == tree_bytes(Path(local["output"]), REPORT)
     assert run(config)["steps"]["publish"] == "Cached"
+
+
+def test_work_and_output_on_s3_set_written_under_its_run_prefix(tmp_path, rmat_small, dask_address, s3_env,
+                                                                 s3_bucket, monkeypatch):
+    """Work folder and output on the store: the shuffle writes the set straight under `<out>/.runs/<id>/` (its
+    artifact holds the manifest only) and publishing copies nothing (no CopyObject: before, the whole set was
+    copied there from the step cache), only writes the report and the config naming that prefix. Leftovers of a
+    killed run under `.runs/` are no set: accepted without overwrite, deleted by the publish. Fetched: a local run's
+    bytes; a second run is cached throughout and changes no object."""
+    import aiobotocore.client
+
+    local = run(_config(tmp_path / "local", rmat_small, dask_address))
+    out = f"{s3_bucket}/sets/rmat"
+    stray = location(out) / RUNS / "0123456789abcdef" / "part0" / "graph.dgl"
+    Storage().write_bytes(stray, b"half a set")
+    calls, real = [], aiobotocore.client.AioBaseClient._make_api_call
+
+    async def counted(self, operation, params):
+        calls.append(operation)
+        return await real(self, operation, params)
+
+    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", counted)
+    config = _config(tmp_path / "s3", rmat_small, dask_address, output={"dir": out}, work_dir=f"{s3_bucket}/work",
+                     storage_options={"s3://": s3_env.options()})
+    summary = run(config)
+    assert not {"CopyObject", "UploadPartCopy"} & set(calls), sorted(set(calls))
+    assert not Storage().exists(stray)
+    runs = {o.split("/")[1] for o in _objects(out) if o.startswith(RUNS + "/")}
+    assert len(runs) == 1
+    shuffled = [e.rel for e in Storage().listing(f"{s3_bucket}/work/shuffle")]
+    assert len(shuffled) == 1 and shuffled[0].endswith("/manifest.json"), shuffled
+    assert shuffled[0].startswith(runs.pop())  # the run prefix is named after the shuffle's key
+    fetch(summary["partition_config"], tmp_path / "fetched")
+    assert tree_bytes(tmp_path / "fetched") == tree_bytes(Path(local["output"]), REPORT)
+    objects = _objects(out)
+    again = run(config)
+    assert set(again["steps"].values()) == {"Cached"}, again["steps"]
+    assert _objects(out) == objects

@@ -14,7 +14,15 @@ from graphshard.formats.chunked import load_metadata
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.validate import validate
 from graphshard.validate.layout import load_layout, owners
-from graphshard.validate.remote_share import Sampling, estimate, in_csr, part_seeds, remote_share, sample_pairs
+from graphshard.validate.remote_share import (
+    Sampling,
+    estimate,
+    in_csr,
+    part_seeds,
+    remote_share,
+    sample_pairs,
+    stable_order,
+)
 from graphshard.validate.report_html import render_html
 
 
@@ -106,3 +114,10 @@ def test_draws_are_uniform_distinct_and_cost_no_more_than_the_fanout():
     hub = np.array([0, 10**7])  # a hub's draw does not materialise its in-degree
     seg, src = sample_pairs(hub, np.zeros(10**7, dtype=np.int32), np.zeros(3000, dtype=np.int64), 25, rng)
     assert len(seg) == 3000 * 25
+
+
+def test_stable_order_is_numpys_stable_argsort():
+    rng = np.random.default_rng(3)
+    for keys in (rng.integers(0, 50, 10_000), rng.integers(0, 2**40, 1000), np.zeros(0, np.int64),
+                 np.array([2**62, 0, 2**62, 1]), rng.integers(0, 7, 5).astype(np.int32)):
+        assert np.array_equal(stable_order(keys), np.argsort(keys, kind="stable"))

@@ -103,3 +103,52 @@ def test_a_truncated_partition_file_names_the_url(stored_set):
     bad = [p for p in report["problems"] if p["partition"] == 2]
     assert bad and any("truncated" in p["message"] for p in bad), report["problems"]
     assert all("copies-" not in p["message"] for p in report["problems"]), report["problems"]
+
+
+def test_each_input_file_is_read_once(stored_set, gets):
+    """Validation with the input on the store reads each input file's data once: the input tasks' one read serves
+    the checksums and every partition's sampled rows in it, and the edge features' owners come from the partitions'
+    edge claims, not from the edge files. (Before: each partition's sampled comparison read the runs of rows its
+    samples touched, most of each chunk, and the edge feature checksums read the edge files again.)"""
+    storage, bucket, config, graph, _ = stored_set
+    inputs = {f"in/{e.rel}": e.size for e in storage.listing(f"{bucket}/in") if e.rel.endswith(".npy")}
+    assert len(inputs) >= 8  # edges, node features, edge features, in 2 chunks each
+    report = validate(config, graph, storage=storage, remote_share=False)
+    assert report["ok"], report["problems"]
+    for key, size in inputs.items():
+        got = [g for g in gets if g["key"] == key]
+        headers = [g for g in got if g["range"] == "bytes=0-4095"]  # the driver's row index, once
+        assert len(headers) == 1 and [g["bytes"] for g in got if g not in headers] == [size], (key, size, got)
+
+
+def test_sampled_rows_compared_by_the_input_tasks_name_the_first(stored_set, tmp_path):
+    """Every row of one partition's node feature changed: the sampled comparison, split over the input chunks'
+    tasks, counts every sampled row and names the first one in sample order, as one task comparing them did."""
+    from graphshard.formats.dgl_binary import load_tensor_dict, save_tensor_dict
+    from graphshard.validate.sampling import SAMPLE_SIZE, sample_rows
+
+    storage, bucket, config, graph, _ = stored_set
+    target = location(bucket).join("set/part1/node_feat.dgl")
+    local = tmp_path / "node_feat.dgl"
+    local.write_bytes(storage.read_bytes(target))
+    feats = load_tensor_dict(local)
+    key = next(k for k, v in feats.items() if v.dtype.kind == "f" and v.ndim == 2)
+    feats[key] = feats[key] + 1.0
+    save_tensor_dict(local, feats)
+    storage.upload(local, target)
+    report = validate(config, graph, storage=storage, remote_share=False)
+    rows = [p for p in report["problems"] if p["check"] == "feature-values" and "compared rows" in p["message"]]
+    assert len(rows) == 1 and rows[0]["partition"] == 1, report["problems"]
+    orig = load_tensor_dict_from(storage, location(bucket).join("set/part1/orig_nids.dgl"), tmp_path)
+    ntype, n = key.split("/")[0], feats[key].shape[0]
+    picks = sample_rows(n, False, 0, 1, key, SAMPLE_SIZE)
+    assert f": {picks.size} of {picks.size} compared rows" in rows[0]["message"], rows[0]["message"]
+    assert f"(first: original ID {int(orig[ntype][picks[0]])}:" in rows[0]["message"], rows[0]["message"]
+
+
+def load_tensor_dict_from(storage: Storage, where, tmp_path) -> dict:
+    from graphshard.formats.dgl_binary import load_tensor_dict
+
+    local = tmp_path / where.name
+    local.write_bytes(storage.read_bytes(where))
+    return load_tensor_dict(local)

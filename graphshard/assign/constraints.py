@@ -125,6 +125,16 @@ class Constraints:
     labels: list[str]
 
 
+def class_columns(graph: ChunkedGraph, balance_ntypes: list[str]) -> tuple[np.ndarray | None, list[str]]:
+    """Each homogeneous node's column among the graph's product classes (int32, None without entries) and the columns'
+    labels: what per-partition sums of the constraint columns need, without an (n, ncon) weight matrix."""
+    entries = parse_entries(graph, balance_ntypes)
+    if not entries:
+        return None, []
+    classes, column = np.unique(class_codes(graph, entries, 0, graph.total_nodes), return_inverse=True)
+    return column.astype(np.int32), [class_label(graph, entries, c) for c in classes]
+
+
 def graph_constraints(graph: ChunkedGraph, balance_ntypes: list[str], in_degrees: np.ndarray | None,
                       start: int = 0, stop: int | None = None, classes: np.ndarray | None = None) -> Constraints:
     """Constraint columns for a homogeneous range; `classes` defaults to the codes present in the range."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from graphshard.assign.constraints import graph_constraints
+from graphshard.assign.constraints import class_columns
 from graphshard.assign.graph_build import edge_chunks, homogeneous_chunk
 from graphshard.assign.options import AssignOptions
 from graphshard.daskrun import run_tasks
@@ -61,19 +61,28 @@ def shared_parts(part_files: dict[str, Path], scratch: ScratchPath) -> dict[str,
     return shared
 
 
-def homogeneous_parts(graph: ChunkedGraph, part_files: dict[str, Path]) -> np.ndarray:
-    """Parts of all nodes in type-major homogeneous order."""
-    return np.concatenate([np.load(part_files[nt]) for nt in graph.node_type]).astype(np.int64)
+def degree_columns(column: np.ndarray | None, ncols: int, part_files: dict[str, Path],
+                   scratch: ScratchPath) -> tuple[int, ScratchPath | None]:
+    """What the chunk tasks need to sum in-degrees per (constraint column, partition): the column count and, with
+    classes, each node's column as an int32 array they can read (beside the parts, shared like them)."""
+    if column is None:
+        return 1, None
+    local = next(iter(part_files.values())).parent / ".columns.npy"
+    np.save(local, column)
+    return ncols, shared_parts({"columns": local}, scratch / "columns")["columns"]
 
 
 VOL_MARK_BYTES = 1 << 28  # node x part marks (a byte each) that one task, or the driver's bitmaps, may hold
 
 
 def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, ScratchPath], nparts: int,
-                want_degrees: bool, volume: bool, vol_dir: ScratchPath | None, vol_span: int) -> dict:
-    """Cut count, edges per destination partition and (`volume`) the (node, foreign part) pairs of one edge chunk: a
+                degrees: tuple[int, ScratchPath | None] | None, volume: bool, vol_dir: ScratchPath | None,
+                vol_span: int) -> dict:
+    """Cut count, edges per destination partition, (`degrees`: column count, node -> column file) the in-degrees
+    its edges add per (column, partition), and (`volume`) the (node, foreign part) pairs of one edge chunk: a
     bitmap of N x nparts bits (a scatter into a mark array, far cheaper than np.unique), or with `vol_dir`, files of
-    pair ids per volume block of `vol_span` pair ids (`_write_vol_pieces`)."""
+    pair ids per volume block of `vol_span` pair ids (`_write_vol_pieces`). Nothing it returns grows with the graph
+    but the bitmap, which the flow's budget bounds."""
     canon = graph.canonical(etype)
     src, dst = homogeneous_chunk(graph, etype, chunk)
     off = graph.type_node_offsets
@@ -82,7 +91,7 @@ def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[st
     cross = ps != pd
     pairs = (ends[cross] * nparts + other[cross] for ends, other in ((src, pd), (dst, ps)))  # one half at a time
     stats = {"cut": int(cross.sum()), "edges": np.bincount(pd, minlength=nparts),
-             "in_degrees": np.bincount(dst, minlength=graph.total_nodes) if want_degrees else None, "vol_bits": None,
+             "degree_sums": None if degrees is None else _degree_sums(dst, pd, nparts, *degrees), "vol_bits": None,
              "vol_pieces": []}
     if not volume:
         return stats
@@ -95,6 +104,13 @@ def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[st
         stats["vol_pieces"] = _write_vol_pieces(np.concatenate(list(pairs)), vol_span, vol_dir,
                                                 f"{graph.edge_type.index(etype):04d}-{chunk:06d}.npy")
     return stats
+
+
+def _degree_sums(dst: np.ndarray, pd: np.ndarray, nparts: int, ncols: int, columns: ScratchPath | None) -> np.ndarray:
+    """(ncols, nparts) in-degrees a chunk's edges add to each constraint column of each partition (a node's in-degree
+    counts in its own column and partition: each edge adds one at its destination's)."""
+    col = np.zeros(1, np.int64) if columns is None else open_array(columns)[dst].astype(np.int64)
+    return np.bincount(col * nparts + pd, minlength=ncols * nparts).reshape(ncols, nparts)
 
 
 def _write_vol_pieces(pairs: np.ndarray, span: int, vol_dir: ScratchPath, name: str) -> list[tuple[int, ScratchPath]]:
@@ -144,11 +160,6 @@ def spread(sums: np.ndarray) -> float:
     return float(sums.max() / mean) if mean > 0 else 1.0
 
 
-def imbalance(parts: np.ndarray, weights: np.ndarray | None, nparts: int) -> float:
-    """`spread` of the per-partition weight sums."""
-    return spread(np.bincount(parts, weights=weights, minlength=nparts))
-
-
 # Set bits per byte value (np.bitwise_count needs numpy 2; the DGL venv runs numpy 1.26).
 _POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -157,6 +168,17 @@ def peak_memory() -> dict:
     """Peak resident set sizes (bytes) of this process and of its finished children (MPI ranks)."""
     return {"driver_peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "children_peak_rss_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+
+
+def class_sums(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, column: np.ndarray | None) -> np.ndarray:
+    """(columns, nparts) nodes of each constraint column per partition, one node type's parts at a time."""
+    ncols = 0 if column is None else int(column.max(initial=-1)) + 1
+    sums = np.zeros(ncols * nparts, np.int64)
+    off = graph.type_node_offsets
+    for t, nt in enumerate(graph.node_type if ncols else []):
+        col = column[off[t]:off[t + 1]].astype(np.int64)
+        sums += np.bincount(col * nparts + np.load(part_files[nt]), minlength=ncols * nparts)
+    return sums.reshape(ncols, nparts)
 
 
 def nodes_per_part(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int,
@@ -194,17 +216,17 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
     in_memory = n * nparts * max(8, len(jobs)) <= 8 * vol_budget  # a task's marks and the driver's bitmaps fit
     vol_dir = None if in_memory else scratch / "volume"
     shared = shared_parts(part_files, scratch / "parts") if jobs else part_files
-    args = (shared, nparts, options.balance_edges, edges, vol_dir, vol_budget)
+    column, labels = class_columns(graph, options.balance_ntypes) if options.has_constraints else (None, [])
+    degrees = degree_columns(column, len(labels), part_files, scratch) if options.balance_edges and jobs else None
+    args = (shared, nparts, degrees, edges, vol_dir, vol_budget)
     stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
                       label=lambda job: f"{job[1]}/chunk{job[2]}", star=True) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)
     balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
     if options.has_constraints:
-        parts = homogeneous_parts(graph, part_files)
-        in_deg = sum(s["in_degrees"] for s in stats) if options.balance_edges and stats else None
-        cons = graph_constraints(graph, options.balance_ntypes, None if in_deg is None else np.asarray(in_deg))
-        for c, label in enumerate(cons.labels):
-            balance[label] = imbalance(parts, cons.weights[:, c], nparts)
+        sums = sum(s["degree_sums"] for s in stats) if degrees else class_sums(graph, part_files, nparts, column)
+        names = ([f"{label}*in_degree" for label in labels] or ["in_degree"]) if degrees else labels
+        balance.update({name: spread(row.astype(np.float64)) for name, row in zip(names, sums)})
     figures = (edge_figures(graph, stats, nparts, vol_dir, vol_budget, client) if edges else
                {"edge_cut": None, "edges_per_part": None, "communication_volume": None})
     return {"num_parts": nparts, "num_nodes": n, "num_edges": graph.total_edges, "nodes_per_part": per_part,

@@ -25,7 +25,7 @@ from graphshard import __version__
 from graphshard.atomic import staged_output
 from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
-from graphshard.storage import Location, Storage, StorageError
+from graphshard.storage import Location, Storage, StorageError, location
 
 # Sub-folder of each step's artifact that holds the step's product.
 PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}
@@ -62,6 +62,11 @@ class StepResult:
     summary: dict = field(default_factory=dict)
 
     def path(self, name: str) -> Path | Location:
+        """A file or folder of the artifact; under its product folder, where the step wrote the product
+        (`summary["product"]`: a set written straight under its output's run prefix, see `StepStore.build`)."""
+        head, _, rest = name.partition("/")
+        if self.summary.get("product") and head == PRODUCT.get(self.step):
+            return location(self.summary["product"]).join(rest) if rest else location(self.summary["product"])
         return self.folder / name
 
 
@@ -90,6 +95,8 @@ class StepStore:
         except (OSError, ValueError, StorageError):
             return None
         sizes = self._sizes(folder, data["files"])
+        if product := data.get("summary", {}).get("product"):
+            sizes.update({f"{PRODUCT[step]}/{e.rel}": e.size for e in self.storage.listing(location(product))})
         if any(sizes.get(name) != entry["size"] for name, entry in data["files"].items()):
             return None
         return StepResult(step, key, folder, data["digest"], data.get("summary", {}))
@@ -112,6 +119,9 @@ class StepStore:
 
         `volatile` files (timings, peak memory) are listed in the manifest but left out of the digest that
         downstream keys use, so re-running a step that gives the same data does not invalidate what follows.
+        A summary naming a `product` URL (the step wrote its product there, e.g. the shuffle straight under the
+        output's run prefix) lists that folder's files in the manifest as `<PRODUCT[step]>/...`, as if they were
+        in the artifact: the digest and `lookup` cover them.
         """
         final = self.folder(step, key)
         start = time.perf_counter()
@@ -119,6 +129,9 @@ class StepStore:
         def finish(stage: Path | Location) -> str:
             summary.update(make(stage) or {}, seconds=round(time.perf_counter() - start, 3))
             files = folder_manifest(stage, storage=self.storage).files
+            if product := summary.get("product"):
+                files.update({f"{PRODUCT[step]}/{k}": v for k, v in
+                              folder_manifest(location(product), storage=self.storage).files.items()})
             digest = Manifest({k: v for k, v in files.items() if k not in volatile}).digest
             record = {"step": step, "key": key, "version": __version__, "inputs": inputs, "summary": summary,
                       "digest": digest, "files": files}

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from graphshard.errors import GraphshardError, InputError
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.runprefix import RUNS
 from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
 from graphshard.storage import Location, location
 
@@ -169,9 +170,12 @@ def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) 
 
 def _check_stored_output(cfg: PipelineConfig, published_by_us: bool) -> None:
     """An output prefix on a store that holds anything is replaced only with overwrite (or when this work folder
-    published it)."""
+    published it). Objects under its `.runs/` alone are no set (no config names them: what a failed or killed run
+    left, which the next publish deletes)."""
     out = cfg.output.dir
     if cfg.output.overwrite or published_by_us or not cfg.storage.exists(out):
+        return
+    if all(e.rel.startswith(f"{RUNS}/") for e in cfg.storage.listing(out)):
         return
     raise InputError(cfg.source, "output.dir", "a prefix that holds nothing yet (or output.overwrite: true)",
                      f"{out} holds objects")

@@ -91,21 +91,35 @@ def run_id(digests: dict[str, str | None]) -> str:
     return digest_of(digests)[:16]
 
 
+def run_name(shuffle_key: str) -> str:
+    """The run prefix name of a set the shuffle step writes straight under its output (`steps/shuffle.build`):
+    follows the step's key (its input, config and version), known before the set is written."""
+    return shuffle_key[:16]
+
+
+def run_of(shuffled: StepResult, validated: StepResult | None) -> str:
+    """The run prefix a set on a store is published under: the one the shuffle wrote it to, else the artifacts'
+    digest (`run_id`)."""
+    product = shuffled.summary.get("product")
+    return location(product).name if product else run_id(artifact_digests(shuffled, validated))
+
+
 def artifact_digests(shuffled: StepResult, validated: StepResult | None) -> dict[str, str | None]:
     """What a published set is made of: the digests of the partition and report artifacts."""
     return {"partitions": shuffled.digest, "report": validated.digest if validated else None}
 
 
-def published_folder(out: Path | Location, digests: dict[str, str | None]) -> Path | Location:
+def published_folder(out: Path | Location, run: str) -> Path | Location:
     """Where the set's files (and the report) are published: `out` itself locally, its run prefix on a store."""
-    return run_prefix(out, run_id(digests)) if isinstance(out, Location) else out
+    return run_prefix(out, run) if isinstance(out, Location) else out
 
 
 def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dict[str, str], sources: list[Path],
-               rewritten: tuple[str, ...] = (), storage: Storage | None = None, config_name: str = "") -> bool:
+               rewritten: tuple[str, ...] = (), storage: Storage | None = None, config_name: str = "",
+               run: str | None = None) -> bool:
     """The output already holds exactly these sources' files (recorded digests match, every file present, same size;
     files named in `rewritten`, rewritten when published, need only be present). On a store: the config there names
-    this run's prefix."""
+    this run's prefix (`run`, default `run_id(digests)`)."""
     storage = storage or Storage()
     record = read_record(work_dir, storage)
     if record.get("output") != output_key(out_dir) or record.get("digests") != digests:
@@ -115,7 +129,7 @@ def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dic
             text = storage.read_bytes(out_dir / config_name).decode()
         except GraphshardError:
             return False
-        return f'"{RUNS}/{run_id(digests)}/' in text
+        return f'"{RUNS}/{run or run_id(digests)}/' in text
     for src in sources:
         for rel, size in _sizes(src, storage).items():
             target = out_dir / rel
@@ -145,10 +159,11 @@ def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path 
 
 def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
                      digests: dict[str, str | None], config_name: str, storage: Storage,
-                     report: dict | None = None) -> Location:
-    """`atomic.publish_on_store` under the run id of these artifacts, the report (rewritten to name the published
-    config) under the same prefix before the config; record it in the work folder."""
-    run = run_id(digests)
+                     report: dict | None = None, run: str | None = None) -> Location:
+    """`atomic.publish_on_store` under the run prefix `run` (default: the run id of these artifacts), the report
+    (rewritten to name the published config) under the same prefix before the config; record it in the work
+    folder."""
+    run = run or run_id(digests)
     if report is not None:
         write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
     publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else ())

@@ -10,7 +10,7 @@ from graphshard.assign import REPORT_FILE
 from graphshard.pipeline.cache import PRODUCT, StepResult
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
-from graphshard.pipeline.publish import artifact_digests, published_folder
+from graphshard.pipeline.publish import published_folder, run_of
 from graphshard.storage import Location
 
 
@@ -19,7 +19,7 @@ def summarize(cfg: PipelineConfig, out: Path | Location, ingested: StepResult, a
               seconds: float) -> tuple[dict, dict]:
     """(summary, tables): the summary dict the flow returns and the rows of the per-partition and per-step tables."""
     assignment = json.loads(read_text(assigned.path(f"{PRODUCT['assign']}/{REPORT_FILE}"), cfg.storage))
-    report = published_folder(out, artifact_digests(shuffled, validated)) / "report.html"
+    report = published_folder(out, run_of(shuffled, validated)) / "report.html"
     results = {"ingest": ingested, "assign": assigned, "shuffle": shuffled, "validate": validated}
     summary = {
         "output": str(out),

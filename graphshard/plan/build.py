@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, worker_limit
+from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, tight, worker_limit
 from graphshard.plan.model import Settings, StepPlan, plan_steps
 from graphshard.plan.sizes import GraphSizes
 
@@ -30,6 +30,11 @@ class RunPlan:
     def fits(self) -> bool:
         return not self.misfits
 
+    @property
+    def tight(self) -> list[str]:
+        """Steps that fit with less than the run-to-run margin (`fit.tight`)."""
+        return tight(self.steps, self.limits)
+
     def to_json(self) -> dict:
         """The plan as data (`graphshard plan --json`)."""
         return {"graph": asdict(self.sizes), "settings": asdict(self.settings),
@@ -37,7 +42,8 @@ class RunPlan:
                 "limits": {"worker_memory": self.limits.worker_memory, "host_memory": self.limits.host_memory,
                            "external": self.limits.external,
                            "locations": [{**asdict(loc), "path": str(loc.path)} for loc in self.limits.locations]},
-                "fits": self.fits, "misfits": [{**asdict(m), "line": m.line()} for m in self.misfits]}
+                "fits": self.fits, "tight": self.tight,
+                "misfits": [{**asdict(m), "line": m.line()} for m in self.misfits]}
 
 
 def settings_of(cfg: PipelineConfig) -> Settings:
@@ -52,6 +58,7 @@ def settings_of(cfg: PipelineConfig) -> Settings:
         halo_mode=sh.halo_mode,
         orig_nids=sh.save_orig_nids, orig_eids=sh.save_orig_eids, formats=tuple(sh.graph_formats),
         node_block_rows=sh.node_block_rows, validate=cfg.validate_.enabled, full=cfg.validate_.full,
+        remote_share=cfg.validate_.remote_share, fanouts=tuple(a.sample_fanouts), batch_size=a.sample_batch_size,
         workers=cl.workers, threads=cl.threads_per_worker,
         cores=(os.cpu_count() or 1) if cl.address is None else cl.workers * cl.threads_per_worker)
 

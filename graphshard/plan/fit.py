@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from graphshard.assign.options import HONOURS
+from graphshard.plan import coefficients
 from graphshard.plan.model import Settings, StepPlan, gb, plan_steps
 from graphshard.plan.sizes import GraphSizes
 
@@ -151,20 +152,41 @@ def _peak_of(sizes: GraphSizes, settings: Settings, step: str) -> int:
     return next(st.worker_peak for st in plan_steps(sizes, settings) if st.step == step)
 
 
+def headroom(cap: int) -> int:
+    """What the advice and `fitting_parts` aim at: the kill threshold less `peak_margin`, because a worker's peak
+    varies between identical runs by about that much (the shuffle's write task of one partition: 1.76 / 1.79 / 1.89
+    GB in three runs, R-MAT 100M k=8), so a setting the plan proposes does not sit on the threshold. The refusal
+    itself stays at the threshold."""
+    return int(cap / (1 + coefficients.load()["peak_margin"]))
+
+
+def tight(steps: list[StepPlan], limits: Limits) -> list[str]:
+    """Steps that fit but whose worker peak is within `peak_margin` of the kill threshold: one line each."""
+    if limits.worker_memory is None:
+        return []
+    cap = int(limits.worker_memory * kill_threshold())
+    margin = coefficients.load()["peak_margin"]
+    return [f"{st.step}: {gb(st.worker_peak)} per worker is within {margin:.1%} of the kill threshold {gb(cap)} "
+            f"(identical runs vary by that much)" for st in steps if headroom(cap) < st.worker_peak <= cap]
+
+
 def worker_advice(sizes: GraphSizes, settings: Settings, st: StepPlan, cap: int) -> list[str]:
-    """What brings a step's worker peak under the cap: the memory limit, then what the peak grows with."""
-    out = balance_advice(sizes, settings, st, cap)
-    out.append(f"cluster.memory_limit >= {math.ceil(st.worker_peak / kill_threshold() / 1e8) / 10:.1f}GB")
+    """What brings a step's worker peak under the cap with `headroom`: the memory limit, then what the peak grows
+    with."""
+    aim = headroom(cap)
+    out = balance_advice(sizes, settings, st, aim)
+    need = st.worker_peak * (1 + coefficients.load()["peak_margin"])  # a limit whose headroom holds the peak
+    out.append(f"cluster.memory_limit >= {math.ceil(need / kill_threshold() / 1e8) / 10:.1f}GB")
     if settings.threads > 1:
         one = _peak_of(sizes, replace(settings, threads=1), st.step)
-        if one <= cap:
+        if one <= aim:
             out.append(f"more workers with one thread each (cluster.threads_per_worker: 1 -> {gb(one)})")
     if st.driver == "chunk":
-        fits = _largest_fitting_chunk(sizes, settings, st.step, cap)
+        fits = _largest_fitting_chunk(sizes, settings, st.step, aim)
         if fits:
             out.append(f"smaller edge chunks (at most {fits:,} edges; the largest has {sizes.largest_chunk:,})")
     if st.driver == "partition":
-        parts = parts_that_fit(sizes, settings, st.step, cap)
+        parts = parts_that_fit(sizes, settings, st.step, aim)
         if parts:
             out.append(f"num_parts >= {parts}")
     if st.driver == "block" and st.step == "assign":
@@ -215,8 +237,10 @@ def parts_that_fit(sizes: GraphSizes, settings: Settings, step: str, cap: int) -
 
 
 def fitting_parts(sizes: GraphSizes, settings: Settings, cap: int) -> int | None:
-    """The smallest partition count, at least `settings.num_parts`, with every step's worker peak under `cap`
-    (None: a step whose peak does not shrink with the partition count stays above it)."""
+    """The smallest partition count, at least `settings.num_parts`, with every step's worker peak within the
+    `headroom` of the kill threshold `cap` (None: a step whose peak does not shrink with the partition count stays
+    above it)."""
+    cap = headroom(cap)
     k = settings.num_parts
     for st in plan_steps(sizes, settings):
         if st.worker_peak > cap:

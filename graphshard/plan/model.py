@@ -22,6 +22,7 @@ from graphshard.plan import coefficients
 from graphshard.plan.sizes import GraphSizes
 from graphshard.shuffle.plan import id_dtype_for
 from graphshard.validate import piecewise
+from graphshard.validate.remote_share import BATCHES
 
 PART = np.dtype(PART_DTYPE).itemsize
 FLOW_METHODS = ("metis", "kaminpar", "parmetis")  # the whole graph in one host's processes (flow process or MPI ranks)
@@ -50,6 +51,9 @@ class Settings:
     node_block_rows: int = 1 << 20
     validate: bool = True
     full: bool = False
+    remote_share: bool = True
+    fanouts: tuple[int, ...] = (10, 25)  # the assignment's sample_fanouts, input layer first
+    batch_size: int = 1000
     workers: int = 2
     threads: int = 1
     cores: int = 2  # cores the workers share (the local machine's for a local cluster)
@@ -179,10 +183,15 @@ def _report(g: GraphSizes, s: Settings) -> tuple[int, float, float]:
             g.edges * c["core_seconds"]["report_per_edge"])
 
 
-def _degrees(g: GraphSizes, s: Settings) -> int:
-    """With `balance_edges` the report's edge pass returns an int64 in-degree per node of the graph from every chunk,
-    all gathered in the flow process, then summed (R-MAT 100M, 20 chunks: the flow process at 1.27 GB, not 0.41)."""
-    return 8 * g.nodes * (g.edge_chunks + 1) if s.balance_edges else 0
+CLASS_COLUMN_BYTES = 40  # per node: class codes, type ids and np.unique's sort, permutation and inverse (int64 each)
+
+
+def _classes(g: GraphSizes, s: Settings) -> int:
+    """With `balance_ntypes` the report numbers every node's balance class in the flow process (`class_columns`), a
+    transient of `CLASS_COLUMN_BYTES` per node of the graph. The in-degrees of `balance_edges` are summed per (column,
+    partition) in the chunk tasks: nothing per node (before, every chunk's int64 array over the nodes was gathered in
+    the flow process: R-MAT 100M, 20 chunks, 1.27 GB)."""
+    return CLASS_COLUMN_BYTES * g.nodes if s.balance_columns > s.balance_edges else 0
 
 
 def assign(g: GraphSizes, s: Settings) -> StepPlan:
@@ -193,7 +202,7 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
     scratch = PART * g.nodes  # the report's binary parts
     cs = c["core_seconds"]
     if s.method in FLOW_METHODS:
-        flow = c["flow_base"] + c["flow_bytes_per_edge"][s.method] * g.edges + _degrees(g, s)
+        flow = c["flow_base"] + max(c["flow_bytes_per_edge"][s.method] * g.edges, _classes(g, s))  # one after the other
         secs = _seconds(cs[f"assign:{s.method}_per_edge"] * g.edges, s, 0, parallel=False)
         return StepPlan("assign", f"{s.method}: the whole graph in the flow host", _worker(r_task, s), int(flow),
                         scratch, text, r_tasks, (secs[0] + r_secs, secs[1] + r_secs),
@@ -205,7 +214,7 @@ def assign(g: GraphSizes, s: Settings) -> StepPlan:
     task = unit * c["random_bytes_per_node"]
     secs = _seconds(cs[f"assign:{s.method}_per_node"] * g.nodes + r_secs, s, tasks + r_tasks)
     peak = "report-cut (one edge chunk)" if r_task > task else f"{s.method} block of {unit:,} nodes"
-    return StepPlan("assign", s.method, _worker(max(task, r_task), s), _flow("assign", g) + _degrees(g, s), scratch,
+    return StepPlan("assign", s.method, _worker(max(task, r_task), s), _flow("assign", g) + _classes(g, s), scratch,
                     text, tasks + r_tasks, secs, peak, "chunk" if r_task > task else "fixed")
 
 
@@ -225,7 +234,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
-    flow = _flow("assign", g) + c["ml_flow_extra"] + _degrees(g, s)
+    flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
                     int(work), text, tasks, secs, peak, driver)
 
@@ -297,21 +306,50 @@ def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
                     secs, peak, driver)
 
 
+REMOTE_NODE_BYTES = 25  # per local node: `_ID` as int64, its position in the wanted set, the lookup's temporaries
+REMOTE_EDGE_BYTES = 48  # per kept in-edge: positions and sources, their concatenation, the in-CSR's sort and gather
+REMOTE_PAIR_BYTES = 48  # per drawn pair in the flow process: (batch, source), their keys, np.unique's sort
+
+
+def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, int]:
+    """(task bytes, flow-process bytes, tasks) of validation's remote-share estimate (validate/remote_share.py; on by
+    default): per layer, a task per partition reads its edges piece by piece and keeps the in-edges of the sampled
+    frontier nodes it owns (at most its owned edges: `remote_share_edge_share` of them); the flow process gathers each
+    layer's drawn (batch, source) pairs, at most per batch its frontier (batch size x (1 + earlier fanouts), at most
+    the graph's nodes) x fanout, at most the graph's edges, over up to `BATCHES` batches per partition
+    (`remote_share_pair_share` of that bound)."""
+    if not s.remote_share:
+        return 0.0, 0.0, 0
+    c = coefficients.load()
+    seeds = min(BATCHES * s.batch_size, g.nodes / s.num_parts)  # per partition
+    batches = s.num_parts * math.ceil(seeds / s.batch_size)
+    frontier, pairs = min(s.batch_size, seeds), 0.0  # per batch
+    for fanout in reversed(s.fanouts):  # DGL samples from the last fanout (the seeds' layer) to the first
+        pairs = max(pairs, batches * min(frontier * fanout, g.edges))
+        frontier = min(frontier * (1 + fanout), g.nodes)
+    task = p.local_nodes * REMOTE_NODE_BYTES + p.owned_edges * c["remote_share_edge_share"] * REMOTE_EDGE_BYTES
+    return task, pairs * c["remote_share_pair_share"] * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
+
+
 def validate(g: GraphSizes, s: Settings) -> StepPlan:
     """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + marks over
     the graph's IDs: a byte per edge of the graph for the original edge IDs, and one for the halo edges' IDs when
     partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input file; scratch maps of the
-    graph's nodes and edges."""
+    graph's nodes and edges; then the remote-share estimate (`remote_share`), one more pass over the edges per
+    layer."""
     c, p = coefficients.load(), shape(g, s)
     halo_edges = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
-    task = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
+    scan = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
             + p.local_nodes * c["validate_bytes_per_local_node"] + (s.orig_eids + halo_edges) * g.edges + 9 * g.nodes)
-    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files
-    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts
+    remote, remote_flow, remote_tasks = remote_share(g, s, p)
+    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files + remote_tasks
+    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts * (1 + len(s.fanouts) * s.remote_share)
     secs = _seconds(c["core_seconds"]["validate_per_edge"] * rows, s, tasks)
-    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(task, s),
-                    _flow("validate", g), 9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts, tasks, secs,
-                    "scan (one partition, piece by piece)", "partition")
+    peak = ("remote-share (one partition's sampled in-edges)" if remote > scan else
+            "scan (one partition, piece by piece)")
+    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(max(scan, remote), s),
+                    int(_flow("validate", g) + remote_flow), 9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts,
+                    tasks, secs, peak, "partition")
 
 
 def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
@@ -319,7 +357,7 @@ def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
     left in them."""
     first = [ingest(g, s), assign(g, s)]
     later = [shuffle(g, s)] + ([validate(g, s)] if s.validate else [])
-    if s.method == "multilevel":  # the flow process keeps its RSS too (not the gathered degrees' large arrays)
-        kept, flow = coefficients.load()["ml_worker_retained"], first[1].flow_peak - _degrees(g, s)
+    if s.method == "multilevel":  # the flow process keeps its RSS too (not the class numbering's transient)
+        kept, flow = coefficients.load()["ml_worker_retained"], first[1].flow_peak - _classes(g, s)
         later = [replace(st, worker_peak=st.worker_peak + kept, flow_peak=max(st.flow_peak, flow)) for st in later]
     return first + later

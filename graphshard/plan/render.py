@@ -32,5 +32,6 @@ def text(plan: RunPlan) -> str:
     lines += [f"disk: {loc.key} ({loc.path}): needs {gb(loc.need)}, {gb(loc.free)} free" for loc in lim.locations]
     lines += ["time: a range for this machine class (coefficients measured on a 2-core VM; graphshard/plan/"
               "coefficients.json)", ""]
-    lines += ["fits: yes"] if plan.fits else ["fits: NO"] + [f"  {m.line()}" for m in plan.misfits]
+    lines += ["fits: yes"] + [f"  close: {t}" for t in plan.tight] if plan.fits else (
+        ["fits: NO"] + [f"  {m.line()}" for m in plan.misfits])
     return "\n".join(lines)

@@ -10,6 +10,7 @@ every row with --full), reading the input rows from the chunk files. sampling.py
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,6 @@ from graphshard.formats.readers import (
     id_problems,
     read_chunk,
     read_edge_chunk,
-    read_rows,
     reader_for,
 )
 from graphshard.storage import Location
@@ -87,64 +87,114 @@ def _row(values: np.ndarray, limit: int = 6) -> str:
     return f"[{shown}{', ...' if values.shape[0] > limit else ''}]"
 
 
+@dataclass
+class Tally:
+    """What comparing rows one by one found: how many differ of how many, the first that differs (by its position
+    among the compared rows, so that tallies of parts of the rows merge into the tally of all of them), or the
+    problem that stopped the comparison (dtype or row width) as (check, message)."""
+
+    bad: int = 0
+    compared: int = 0
+    first_at: int = -1
+    first: str = ""
+    fatal: tuple[str, str] | None = None
+
+    def add(self, kind: str, key: str, orig: np.ndarray, rows: np.ndarray, want: np.ndarray,
+            at: np.ndarray) -> None:
+        """Rows against the input rows `want` of their original IDs `orig`; `at`: their positions."""
+        if self.fatal is not None:
+            return
+        want = hashing.canonical(want)
+        if want.dtype != rows.dtype:
+            self.fatal = ("features", f"'{key}' has dtype {rows.dtype}, the input has {want.dtype}")
+            return
+        got2 = rows.reshape(rows.shape[0], -1) if rows.size else rows.reshape(rows.shape[0], 0)
+        want2 = want.reshape(want.shape[0], -1) if want.size else want.reshape(want.shape[0], 0)
+        if got2.shape != want2.shape:
+            self.fatal = (_check(kind), f"'{key}' rows have {got2.shape[1]} values, input rows {want2.shape[1]}")
+            return
+        bad = np.flatnonzero((hashing.row_words(got2) != hashing.row_words(want2)).any(axis=1))
+        if bad.size and (self.first_at < 0 or int(at[bad[0]]) < self.first_at):
+            i = int(bad[0])
+            what = "new src, dst" if kind == "edges" else "row"
+            self.first_at = int(at[i])
+            self.first = f"original ID {int(orig[i])}: {what} {_row(got2[i])} here, {_row(want2[i])} from the input"
+        self.bad += int(bad.size)
+        self.compared += rows.shape[0]
+
+    def merged(self, other: Tally) -> Tally:
+        """Both tallies' rows (the earlier fatal problem and first differing row)."""
+        firsts = [t for t in (self, other) if t.first_at >= 0]
+        first = min(firsts, key=lambda t: t.first_at) if firsts else self
+        return Tally(self.bad + other.bad, self.compared + other.compared, first.first_at, first.first,
+                     self.fatal or other.fatal)
+
+    def problems(self, kind: str, key: str, part: int, file: str) -> list[Problem]:
+        if self.fatal is not None:
+            return [Problem(self.fatal[0], self.fatal[1], part, file)]
+        if not self.bad:
+            return []
+        return [Problem(_check(kind), f"'{key}': {self.bad} of {self.compared} compared rows differ from the input "
+                        f"(first: {self.first})", part, file)]
+
+
+def _check(kind: str) -> str:
+    return "edge-identity" if kind == "edges" else "feature-values"
+
+
+def missing_key(graph: ChunkedGraph, kind: str, key: str, part: int, file: str) -> Problem | None:
+    """A feature the partition holds that the input lacks (trainer_id is added by the assignment, §5.8)."""
+    if _spec(graph, kind, key) is None and kind != "edges" and key.rsplit("/", 1)[-1] != "trainer_id":
+        return Problem("features", f"'{key}' is not in the input graph", part, file)
+    return None
+
+
 class Comparison:
-    """Rows one by one against the input rows of their original IDs, piece by piece; names the first differing one."""
+    """--full: rows one by one against the input rows of their original IDs, piece by piece (each piece's input rows
+    gathered from the chunk files); names the first differing one."""
 
     def __init__(self, layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
                  file: str, index: RowIndex | None = None):
         self.layout, self.graph, self.scratch, self.part, self.kind, self.key, self.file = (
             layout, graph, scratch, part, kind, key, file)
         self.spec, self.index = _spec(graph, kind, key), index
-        self.check = "edge-identity" if kind == "edges" else "feature-values"
-        self.fatal: Problem | None = None
-        self.bad = self.compared = 0
-        self.first = ""
-        if self.spec is None and kind != "edges" and key.rsplit("/", 1)[-1] != "trainer_id":
-            # trainer_id is added by the assignment (§5.8), anything else must come from the input
-            self.fatal = Problem("features", f"'{key}' is not in the input graph", part, file)
+        self.fatal = missing_key(graph, kind, key, part, file)
+        self.tally = Tally()
 
     def add(self, orig: np.ndarray, rows: np.ndarray) -> None:
         if self.fatal is not None or self.spec is None or orig.shape[0] == 0:
             return
         self.index = self.index or RowIndex.of(self.graph, self.spec)
-        want = gather_rows(self.graph, self.spec, orig, self.index)
-        if self.kind == "edges":
-            want = new_ends(self.scratch, self.layout, self.key, want[:, 0].astype(np.int64),
-                            want[:, 1].astype(np.int64))
-        want = hashing.canonical(want)
-        if want.dtype != rows.dtype:
-            self.fatal = Problem("features", f"'{self.key}' has dtype {rows.dtype}, the input has {want.dtype}",
-                                 self.part, self.file)
-            return
-        got2 = rows.reshape(rows.shape[0], -1) if rows.size else rows.reshape(rows.shape[0], 0)
-        want2 = want.reshape(want.shape[0], -1) if want.size else want.reshape(want.shape[0], 0)
-        if got2.shape != want2.shape:
-            self.fatal = Problem(self.check, f"'{self.key}' rows have {got2.shape[1]} values, input rows "
-                                 f"{want2.shape[1]}", self.part, self.file)
-            return
-        bad = np.flatnonzero((hashing.row_words(got2) != hashing.row_words(want2)).any(axis=1))
-        if bad.size and not self.bad:
-            i = int(bad[0])
-            what = "new src, dst" if self.kind == "edges" else "row"
-            self.first = f"original ID {int(orig[i])}: {what} {_row(got2[i])} here, {_row(want2[i])} from the input"
-        self.bad += int(bad.size)
-        self.compared += rows.shape[0]
+        want = input_rows(self.scratch, self.layout, self.kind, self.key,
+                          gather_rows(self.graph, self.spec, orig, self.index))
+        at = np.arange(self.tally.compared, self.tally.compared + orig.shape[0])
+        self.tally.add(self.kind, self.key, orig, rows, want, at)
 
     def problems(self) -> list[Problem]:
         if self.fatal is not None:
             return [self.fatal]
-        if not self.bad:
-            return []
-        return [Problem(self.check, f"'{self.key}': {self.bad} of {self.compared} compared rows differ from the input "
-                        f"(first: {self.first})", self.part, self.file)]
+        return self.tally.problems(self.kind, self.key, self.part, self.file)
 
 
-def compare(layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, part: int, kind: str, key: str,
-            orig: np.ndarray, rows: np.ndarray, file: str, index: RowIndex | None = None) -> list[Problem]:
-    """Rows one by one against the input rows of their original IDs (one piece: the sampled rows)."""
-    comparison = Comparison(layout, graph, scratch, part, kind, key, file, index)
-    comparison.add(orig, rows)
-    return comparison.problems()
+def input_rows(scratch: SharedArrays, layout: Layout, kind: str, key: str, rows: np.ndarray) -> np.ndarray:
+    """Input rows as a partition holds them: an edge's ends in new IDs, a feature row as it is."""
+    if kind != "edges":
+        return rows
+    return new_ends(scratch, layout, key, rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64))
+
+
+def sampled_tallies(layout: Layout, scratch: SharedArrays, kind: str, key: str, table, start: int,
+                    samples: dict[int, tuple[np.ndarray, np.ndarray]]) -> dict[int, Tally]:
+    """Per partition, its sampled rows whose original IDs lie in this chunk (rows `start` on, `table`) against the
+    chunk's rows: every partition's samples of a chunk compared in the one read of it that the checksums make."""
+    found = {}
+    for part, (orig, rows) in sorted(samples.items()):
+        at = np.flatnonzero((orig >= start) & (orig < start + table.shape[0]))
+        if at.size:
+            want = input_rows(scratch, layout, kind, key, np.asarray(table[orig[at] - start]))
+            found[part] = Tally()
+            found[part].add(kind, key, orig[at], rows[at], want, at)
+    return found
 
 
 def row_indexes(graph: ChunkedGraph) -> dict[tuple[str, str], RowIndex]:
@@ -157,49 +207,57 @@ def row_indexes(graph: ChunkedGraph) -> dict[tuple[str, str], RowIndex]:
     return found
 
 
-def input_jobs(graph: ChunkedGraph) -> list[tuple[str, str, str, int]]:
-    """(kind, type, feature, chunk) of every input chunk file the checksums read."""
+def input_jobs(graph: ChunkedGraph, edge_features: bool = True) -> list[tuple[str, str, str, int]]:
+    """(kind, type, feature, chunk) of every input chunk file the checksums read; the edge features' only with
+    `edge_features` (without orig_eids.dgl the partitions key no edge feature rows and no edge owners exist)."""
     jobs = [("edges", et, "", i) for et in graph.edge_type for i in range(len(graph.edges[et].data))]
-    for kind, data in (("node_feat", graph.node_data), ("edge_feat", graph.edge_data)):
+    for kind, data in (("node_feat", graph.node_data), ("edge_feat", graph.edge_data if edge_features else {})):
         for typ, feats in data.items():
             jobs += [(kind, typ, f, i) for f, spec in feats.items() for i in range(len(spec.data))]
     return jobs
 
 
 def input_chunk_sums(layout: Layout, metadata: Path | Location | ChunkedGraph, scratch: SharedArrays,
-                     job: tuple[str, str, str, int], indexes: dict[tuple[str, str], RowIndex] | None = None) -> dict:
-    """Checksums of one input chunk file's rows, per owning partition: {(kind, key): [sum per partition]}, reading
-    the file piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader).
-    `indexes`: `row_indexes(graph)` when the caller has them (else the headers needed are read here)."""
+                     job: tuple[str, str, str, int], indexes: dict[tuple[str, str], RowIndex] | None = None,
+                     samples: dict[tuple[str, str], dict] | None = None) -> tuple[dict, dict]:
+    """One read of one input chunk file: its rows' checksums per owning partition, {(kind, key): [sum per
+    partition]}, piece by piece (numpy chunks are memory-mapped; other formats are read whole by their reader), and
+    every partition's sampled rows that lie in it compared one by one, {(part, kind, key): Tally}. `indexes`:
+    `row_indexes(graph)` when the caller has them (else the headers needed are read here); `samples`: per (kind,
+    key), the phase-one samples {part: (original IDs, rows)}. An edge feature row belongs to the partition that
+    claimed its edge ID (`edge_owner_<t>`, phase one): the edge files are not read again for their destinations."""
     graph = metadata if isinstance(metadata, ChunkedGraph) else load_metadata(metadata, layout.storage)
     kind, typ, feat, chunk = job
     if typ not in (layout.etypes if kind != "node_feat" else layout.ntypes):
-        return {}
-    spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, f"{typ}/{feat}")
-    indexes = indexes or {}
+        return {}, {}
+    key = typ if kind == "edges" else f"{typ}/{feat}"
+    owners = f"edge_owner_{layout.etypes.index(typ)}" if kind == "edge_feat" else ""
+    spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, key)
     offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else \
-        (indexes.get((kind, f"{typ}/{feat}")) or RowIndex.of(graph, spec)).offsets
+        ((indexes or {}).get((kind, key)) or RowIndex.of(graph, spec)).offsets
     start = int(offsets[chunk])
     table = edge_table(graph, typ, chunk) if kind == "edges" else read_chunk(graph, spec, chunk)
-    ends = (indexes.get(("edges", typ)) or RowIndex.of(graph, graph.edges[typ])) if kind == "edge_feat" else None
     sums = [0] * layout.num_parts
     for a, b in byte_pieces(table, scale=2):
         rows, ids = np.asarray(table[a:b]), np.arange(start + a, start + b, dtype=np.int64)
         if kind == "edges":
-            src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
-            if id_problems(graph, typ, chunk, src, dst):
-                read_edge_chunk(graph, typ, chunk)  # raises the InputError naming the chunk's first bad row
-            s, _, d = typ.split(":")
-            owner = owner_of(scratch, layout, d, dst)
-            found = hashing.pair_sums(ids, to_new(scratch, layout, s, src), to_new(scratch, layout, d, dst), owner,
-                                      layout.num_parts)  # the rows (new src, new dst), not stacked
+            found = _edge_sums(layout, graph, scratch, (typ, chunk), ids, rows)
         else:
-            if kind == "node_feat":
-                owner = owner_of(scratch, layout, typ, ids)
-            else:  # an edge row belongs to the owner of the edge's destination
-                dst = read_rows(graph, graph.edges[typ], start + a, start + b, ends)[:, 1]
-                owner = owner_of(scratch, layout, typ.split(":")[2], np.asarray(dst, dtype=np.int64))
+            owner = _lookup(scratch, owners, ids) if owners else owner_of(scratch, layout, typ, ids)
             found = hashing.row_sums(ids, rows, owner, layout.num_parts)
         sums = [hashing.add(x, y) for x, y in zip(sums, found)]
-    return {(kind, typ if kind == "edges" else f"{typ}/{feat}"): sums}
+    tallies = sampled_tallies(layout, scratch, kind, key, table, start, (samples or {}).get((kind, key), {}))
+    return {(kind, key): sums}, {(part, kind, key): t for part, t in tallies.items()}
 
+
+def _edge_sums(layout: Layout, graph: ChunkedGraph, scratch: SharedArrays, where: tuple[str, int], ids: np.ndarray,
+               rows: np.ndarray) -> list[int]:
+    """Checksums of a piece of input edges (new src, new dst) per partition owning the destination."""
+    typ, chunk = where
+    src, dst = rows[:, 0].astype(np.int64), rows[:, 1].astype(np.int64)
+    if id_problems(graph, typ, chunk, src, dst):
+        read_edge_chunk(graph, typ, chunk)  # raises the InputError naming the chunk's first bad row
+    s, _, d = typ.split(":")
+    owner = owner_of(scratch, layout, d, dst)
+    return hashing.pair_sums(ids, to_new(scratch, layout, s, src), to_new(scratch, layout, d, dst), owner,
+                             layout.num_parts)  # the rows (new src, new dst), not stacked

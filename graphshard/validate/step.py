@@ -34,26 +34,21 @@ def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
         return per_partition.scan_partition(layout, part, setup)
 
 
-def _cross(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
-           graph: ChunkedGraph | None, indexes: dict) -> list[Problem]:
-    """Phase two for one (partition, its sampled rows): orig-ID claims, halo completeness, row comparisons with the
-    input (the sampled rows of phase one, or with --full every row, read again from the partition's files piece by
-    piece)."""
-    with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, job[0]) as layout:
-        return _cross_checks(job, layout, setup, mode, broken, graph, indexes)
+def _cross(part: int, layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
+           graph: ChunkedGraph | None, indexes: dict) -> tuple[list[Problem], list[Problem]]:
+    """Phase two for one partition: orig-ID claims, then halo completeness and with --full every row compared with
+    the input, read again from the partition's files piece by piece (the sampled rows are compared by the input
+    checksum tasks). Returns (the claims' problems, the others')."""
+    with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, part) as layout:
+        piecewise.set_piece_rows(setup.piece_rows)
+        return check_claims(layout, part, setup), _cross_checks(part, layout, setup, mode, broken, graph, indexes)
 
 
-def _cross_checks(job: tuple[int, dict], layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
+def _cross_checks(part: int, layout: Layout, setup: ScanSetup, mode: str, broken: frozenset[int],
                   graph: ChunkedGraph | None, indexes: dict) -> list[Problem]:
-    part, samples = job
-    piecewise.set_piece_rows(setup.piece_rows)
-    problems = check_claims(layout, part, setup)
+    problems: list[Problem] = []
     levels = layout.halo_hops >= 1 and mode == "full" and part not in broken and setup.level_arrays
     compare = graph is not None and setup.with_input
-    if compare and not setup.full:
-        for (kind, key), (orig, values) in sorted(samples.items()):
-            problems += against_input.compare(layout, graph, setup.scratch, part, kind, key, orig, values,
-                                              _row_file(layout, part, kind), indexes.get((kind, key)))
     if not (levels or (compare and setup.full)):
         return problems
     data = load_part(layout, part, with_feats=compare and setup.full)
@@ -124,10 +119,29 @@ def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
         per_partition.node_maps(layout, part, setup)
 
 
-def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, graph: ChunkedGraph, indexes: dict) -> dict:
+def _input_sums(job: tuple, layout: Layout, setup: ScanSetup, graph: ChunkedGraph, indexes: dict,
+                samples: dict) -> tuple[dict, dict]:
     piecewise.set_piece_rows(setup.piece_rows)
     with setup.scratch.kept_open(), piecewise.heap_for_pieces():
-        return against_input.input_chunk_sums(layout, graph, setup.scratch, job, indexes)
+        return against_input.input_chunk_sums(layout, graph, setup.scratch, job, indexes, samples)
+
+
+def _sample_problems(layout: Layout, graph: ChunkedGraph, keys: dict[int, list], results: list[dict]) -> dict:
+    """Per partition, the problems of its sampled rows: every input chunk task's tallies of them merged, per
+    (kind, key) in order, and a feature the input lacks."""
+    tallies: dict[tuple, against_input.Tally] = {}
+    for found in results:
+        for k, t in found.items():
+            tallies[k] = tallies[k].merged(t) if k in tallies else t
+    problems: dict[int, list[Problem]] = {}
+    for part, wanted in keys.items():
+        mine = problems.setdefault(part, [])
+        for kind, key in sorted(wanted):
+            file = _row_file(layout, part, kind)
+            missing = against_input.missing_key(graph, kind, key, part, file)
+            mine += [missing] if missing else tallies.get((part, kind, key), against_input.Tally()).problems(
+                kind, key, part, file)
+    return problems
 
 
 def _global_checks(layout: Layout, summaries: list[dict], setup: ScanSetup) -> list[Problem]:
@@ -254,12 +268,23 @@ def _input_label(job: tuple) -> str:
     return "/".join(x for x in (job[0], job[1], job[2]) if x) + f"/chunk{job[3]}"
 
 
+def _by_key(summaries: list[dict]) -> dict[tuple[str, str], dict[int, tuple]]:
+    """The scans' sampled rows (taken out of the summaries) per (kind, key): {part: (original IDs, rows)}."""
+    found: dict[tuple[str, str], dict[int, tuple]] = {}
+    for s in summaries:
+        for k, rows in s.pop("samples").items():
+            found.setdefault(k, {})[s["part"]] = rows
+    return found
+
+
 def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Location | None,
-               problems: list[Problem]) -> tuple[list[dict], str, list[list[Problem]], list[dict]]:
-    """Every task of the run, the workers kept busy: the node maps first (small), then the scans beside the input
-    checksums (which read the maps), the client's global checks as the scans end, then the cross-checks (which read
-    what every scan wrote). Adds the scans' and global problems to `problems`; a failure settles every task in
-    flight before the scratch folder goes."""
+               problems: list[Problem]) -> tuple[list[dict], str, list[tuple], list[dict], dict]:
+    """Every task of the run, the workers kept busy: the node maps first (small), then the scans, the client's
+    global checks as the scans end, then the cross-checks (which read what every scan wrote) beside the input
+    tasks (one read of each input chunk: its checksums, which read the maps and the edge claims, and the scans'
+    sampled rows in it). Adds the scans' and global problems to `problems`; a failure settles every task in flight
+    before the scratch folder goes. Returns the summaries, the halo mode, the cross-checks' results, the input
+    checksums and the sampled rows' problems per partition."""
     groups: list[TaskGroup] = []
     parts, consts = list(range(layout.num_parts)), dict(layout=layout, setup=setup)
     try:
@@ -270,20 +295,22 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
         # the input's metadata and file headers, read once here and shipped to every task that compares with it
         graph = load_metadata(metadata, layout.storage) if metadata is not None else None
         indexes = against_input.row_indexes(graph) if setup.with_input else {}
-        input_jobs = against_input.input_jobs(graph) if setup.with_input else []
-        groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
-                                   label=_input_label, priority=-1, graph=graph, indexes=indexes, **consts))
         summaries = gather_tasks(client, groups[1])[0]
         mode, broken = _after_scans(layout, setup, graph, summaries, problems)
-        jobs = [(s["part"], s.pop("samples")) for s in summaries]
-        groups.append(submit_tasks(client, "validate", "cross-check", _cross, jobs, label=_part_label, mode=mode,
+        samples = _by_key(summaries)
+        input_jobs = against_input.input_jobs(graph, setup.orig_eids) if setup.with_input else []
+        groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
+                                   label=_input_label, graph=graph, indexes=indexes, samples=samples, **consts))
+        groups.append(submit_tasks(client, "validate", "cross-check", _cross, parts, label=_part_label, mode=mode,
                                    broken=broken, graph=graph, indexes=indexes, **consts))
-        crossed, input_sums = gather_tasks(client, groups[3], groups[2])
+        crossed, input_results = gather_tasks(client, groups[3], groups[2])
     except BaseException:
         if client is not None:
             settle(client, [f for g in groups for f in g.futures + g.shared])
         raise
-    return summaries, mode, crossed, input_sums
+    keys = {p: [k for k, rows in samples.items() if p in rows] for p in parts}
+    sampled = _sample_problems(layout, graph, keys, [r[1] for r in input_results]) if graph is not None else {}
+    return summaries, mode, crossed, [r[0] for r in input_results], sampled
 
 
 def _after_scans(layout: Layout, setup: ScanSetup, graph: ChunkedGraph | None, summaries: list[dict],
@@ -353,9 +380,9 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
         setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                               sample_size)
-        summaries, mode, crossed, input_sums = _run_tasks(client, layout, setup, metadata, problems)
-    for c in crossed:
-        problems += c
+        summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, metadata, problems)
+    for part, (claims, others) in enumerate(crossed):
+        problems += claims + sampled.get(part, []) + others
     problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
     skipped = _skips(layout, setup, metadata, summaries)
     elapsed = time.perf_counter() - started

@@ -7,6 +7,7 @@ record, so a hit survives a lost Prefect database and a miss happens whenever th
 
 from __future__ import annotations
 
+import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -18,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, State
 
 from graphshard.pipeline.cache import StepResult, StepStore
+from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.storage import Location
 
@@ -57,6 +59,18 @@ class ArtifactProgress:
         self._latest = (100.0, self._latest[1])
         if self._shown != self._latest:
             self._send()
+
+
+def scratch_dir(cfg: PipelineConfig, stage: Path | Location) -> Path | Location | None:
+    """Where a step's tasks hand each other buckets and arrays: `shuffle.scratch_dir` when set; else, with the work
+    folder on a store and the run's own local cluster (every worker on this host, so one local folder is shared),
+    this host's temporary folder (the steps make a fresh folder in it and delete it): the exchange then never goes
+    through the store, as in a local run; else None (the step's default, beside its output)."""
+    if cfg.shuffle.scratch_dir is not None:
+        return cfg.shuffle.scratch_dir
+    if isinstance(stage, Location) and cfg.cluster.address is None:
+        return Path(tempfile.gettempdir())
+    return None
 
 
 def step_progress(step: str, client: Client | None) -> StepProgress | nullcontext:

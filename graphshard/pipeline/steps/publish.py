@@ -12,7 +12,7 @@ from prefect.states import Completed, State
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
-from graphshard.pipeline.publish import artifact_digests, is_current, publish_output, publish_to_store
+from graphshard.pipeline.publish import artifact_digests, is_current, publish_output, publish_to_store, run_of
 from graphshard.pipeline.steps.common import TASK_OPTIONS
 from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
@@ -40,13 +40,13 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
         The output folder, or a Cached state when it was already up to date.
     """
     sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
-    digests = artifact_digests(shuffled, validated)
+    digests, run = artifact_digests(shuffled, validated), run_of(shuffled, validated)
     out, name = cfg.output.dir, Path(shuffled.summary["config"]).name
-    if is_current(store.root, out, digests, sources, REPORT_FILES, cfg.storage, name):
+    if is_current(store.root, out, digests, sources, REPORT_FILES, cfg.storage, name, run):
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
     if isinstance(out, Location):
         report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
-        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report)
+        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run)
     else:
         config = out / name  # the report names the published set, not the cache
         publish_output(store.root, out, sources, digests,

@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING
 from prefect import task
 
 from graphshard import shuffle
-from graphshard.formats.chunked import ChunkedGraph
+from graphshard.atomic import run_prefix
+from graphshard.formats.chunked import ChunkedGraph, load_metadata
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.publish import run_name
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, scratch_dir
 from graphshard.shuffle.graphbolt import to_graphbolt
+from graphshard.shuffle.step import write_set
 from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
@@ -30,10 +33,25 @@ OUTPUT = PRODUCT["shuffle"]
 
 
 def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path | Location, client: Client,
-          stage: Path | Location) -> dict:
-    """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact."""
-    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, cfg.shuffle, client, storage=cfg.storage)
-    if (graphbolt := cfg.output.graphbolt_options()) is not None:
+          stage: Path | Location, key: str) -> dict:
+    """Write the partition set into `stage/partitions`; summary = the partition config's name inside the artifact.
+
+    With the work folder and the output on stores (no GraphBolt conversion), the set is written straight under the
+    output's run prefix `<out>/.runs/<key[:16]>/` (summary `product`: the artifact lists those files as its
+    `partitions/`), which publishing then only names in the config it writes last: no copy of the set within the
+    store. Nothing there is readable as a set until then (a reader opens the config at `<out>`); a re-build of the
+    same key writes the same objects under the same names, never deleting first, so a set published from this
+    prefix stays whole while it is rebuilt."""
+    options = cfg.shuffle.model_copy(update={"scratch_dir": scratch_dir(cfg, stage)})
+    graphbolt = cfg.output.graphbolt_options()
+    out = cfg.output.dir
+    if isinstance(stage, Location) and isinstance(out, Location) and not out.is_local and graphbolt is None:
+        product = run_prefix(out, run_name(key))
+        written = load_metadata(graph.metadata_path, cfg.storage)  # read with the config's storage options
+        config, _ = write_set(written, location(assignment), product, options, client)
+        return {"config": f"{OUTPUT}/{location(config).name}", "num_parts": cfg.num_parts, "product": product.url}
+    config = shuffle.shuffle(graph.metadata_path, assignment, stage / OUTPUT, options, client, storage=cfg.storage)
+    if graphbolt is not None:
         to_graphbolt(config, graphbolt, client)
     return {"config": location(config).relative_to(location(stage)), "num_parts": cfg.num_parts}
 
@@ -69,5 +87,5 @@ def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ing
         section["graphbolt"] = graphbolt.model_dump()
     key = step_key("shuffle", inputs, section)
     assignment = assigned.path(PRODUCT["assign"])
-    return run_step(store, "shuffle", key, inputs, lambda stage, client: build(cfg, graph, assignment, client, stage),
-                    cluster, force)
+    return run_step(store, "shuffle", key, inputs,
+                    lambda stage, client: build(cfg, graph, assignment, client, stage, key), cluster, force)

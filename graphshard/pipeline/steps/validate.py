@@ -16,7 +16,7 @@ from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, scratch_dir
 from graphshard.storage import Location
 
 if TYPE_CHECKING:
@@ -30,8 +30,8 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
           stage: Path | Location) -> dict:
     """Validate against the input and write report.json / report.html into `stage/report`.
 
-    Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads), or the
-    library's own local scratch folder when the work folder is on a store.
+    Validation's scratch arrays go in this step's staging folder (not beside the shuffle artifact it reads), or with
+    the work folder on a store `common.scratch_dir` (a local folder for the run's own local cluster).
     A partition set that fails a check is not published: its report goes to `<work>/validate/failed/` instead.
     """
     from graphshard import validate  # imported here: a cached run skips the validator's imports
@@ -39,7 +39,8 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
     report = validate.validate(partition_config, input_metadata=cfg.input.metadata, full=cfg.validate_.full,
                                client=client, seed=cfg.validate_.seed, step_times=step_times,
                                assignment_report=assignment_report,
-                               scratch_dir=stage if isinstance(stage, Path) else None, storage=cfg.storage,
+                               scratch_dir=stage if isinstance(stage, Path) else scratch_dir(cfg, stage),
+                               storage=cfg.storage,
                                remote_share=cfg.validate_.remote_share)
     if not report["ok"]:
         html = write_report_to(store.root / "validate" / "failed", report, cfg.storage)
