@@ -30,11 +30,12 @@ DEGREE_BUCKET = 8
 # BENCHMARKS.md "Partition quality", the hub rule. Meshes, geometric and planted graphs (max / average <= 3) keep
 # the plain rule.
 # When hubs stall the coarsening (a level keeps over STALL of its nodes above the coarsest size or edge cap), their
-# cluster bound grows HUB_RELAX times for the next level (dropping the rule at once, R-MAT 50k coarsened to 150k
-# edges: k=4 cut 0.45x METIS -> 0.83x).
+# cluster bound grows HUB_RELAX times for the next level. R-MAT 50k coarsened to 150k edges, cut / METIS's at
+# k = 4, 8, 16, 32, 64: x2 0.41, 0.62, 0.92, 1.07, 1.03; x4 0.40, 0.73, 1.03, 1.14, 1.06; dropping the rule at once
+# 0.83, 1.26, 1.30, 1.22, 1.07.
 SKEW = 20
 HUB_CLUSTER = 16
-HUB_RELAX = 4
+HUB_RELAX = 2
 
 
 def mark_hubs(b: int, *, level: Level) -> int:
