@@ -102,11 +102,11 @@ def node_target(level: Level, opts: AssignOptions) -> int:
 
 
 def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
-                  ) -> tuple[Level, int]:
+                  ) -> tuple[Level, int, bool]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
     configured rounds; the last one also groups leftover singletons), then the contraction into the next level;
-    returns it and the rounds run. On a level with skewed degrees, hubs cluster only among themselves, at most
-    `hub_cluster` nodes per cluster (coarsen.py)."""
+    returns it, the rounds run and whether hubs clustered apart (on a level with skewed degrees, hubs cluster only
+    among themselves, at most `hub_cluster` nodes per cluster: coarsen.py)."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
@@ -127,7 +127,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
         if clusters <= target:
             break
-    return contract(level, plan, counts, done, client), done
+    return contract(level, plan, counts, done, client), done, bool(hubs)
 
 
 def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
