@@ -104,7 +104,8 @@ def child(args: argparse.Namespace) -> None:
             save_parts(graph_path(args.data, args.family), out, args.k, Path(args.parts_out))
     print(json.dumps({"cut": report["edge_cut"]["count"], "edges": report["num_edges"],
                       "imbalance": report["imbalance"], "step_s": step,
-                      "partitioner": {k: v for k, v in report["partitioner"].items() if k in ("seconds", "levels")}}))
+                      "partitioner": {k: v for k, v in report["partitioner"].items()
+                                      if k in ("seconds", "levels", "coarsest_cut")}}))
 
 
 def save_parts(meta: Path, folder: Path, k: int, path: Path) -> None:

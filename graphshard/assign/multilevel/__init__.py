@@ -15,7 +15,7 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
-from graphshard.assign.multilevel import hierarchy
+from graphshard.assign.multilevel import coarsen, hierarchy
 from graphshard.assign.multilevel.store import open_ro, remove
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
@@ -57,15 +57,18 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
 
     levels = [hierarchy.build_input(graph, plan, scratch, client)]
     rounds: list[int] = []
+    hub_cluster = coarsen.HUB_CLUSTER  # hubs' clusters grow (x HUB_RELAX) each time they stall the coarsening
     lap("build")
     while not hierarchy.coarse_enough(levels[-1], options) and len(levels) < hierarchy.MAX_LEVELS:
         fine = levels[-1]
-        coarse, done = hierarchy.coarsen_level(fine, plan, client)
+        coarse, done, apart = hierarchy.coarsen_level(fine, plan, client, hub_cluster)
         if coarse.nodes < fine.nodes:
             levels.append(coarse)
             rounds.append(done)
         if coarse.nodes > hierarchy.STALL * fine.nodes:
-            break
+            if not apart or hub_cluster >= int(plan.maxw[plan.balance].max()):
+                break
+            hub_cluster *= coarsen.HUB_RELAX
     lap("coarsen")
     cut, load = hierarchy.initial(levels[-1], plan, client)
     lap("initial")

@@ -21,6 +21,30 @@ from graphshard.formats.buckets import read_bucket, write_bucket
 # cut 81.9% -> 75.6% at k=16 (METIS 66.4%), 46.0% -> 39.3% at k=4 (METIS 44.6%); exact degree order: 76.3%, 43.4%,
 # and it cost 22% on the small grid test. Coarser levels keep the ID order (on a mesh their degrees pass 8).
 DEGREE_BUCKET = 8
+# Hubs cluster apart on a level with skewed degrees (its largest degree above SKEW x its average): a node of more than
+# the average degree is a hub, and joins only clusters of hubs, of at most HUB_CLUSTER nodes (nothing else joins
+# them). Gluing leaves to hubs makes hub clusters heavy, and a balanced partition then can no longer gather the hubs
+# in few parts, which is what METIS does on R-MAT (k=16: 57% of the hubs of degree >= 128 in one part, half of the
+# leaves' edges cut); hubs still merge among themselves, so the level's edges shrink (the edge cap). R-MAT 50k / 800k,
+# one level to 37k nodes, METIS on it, k=16: 81.1% of the edges cut -> 70.7% (METIS on the whole graph: 68.0%);
+# BENCHMARKS.md "Partition quality", the hub rule. Meshes, geometric and planted graphs (max / average <= 3) keep
+# the plain rule.
+# When hubs stall the coarsening (a level keeps over STALL of its nodes above the coarsest size or edge cap), their
+# cluster bound grows HUB_RELAX times for the next level. R-MAT 50k coarsened to 150k edges, cut / METIS's at
+# k = 4, 8, 16, 32, 64: x2 0.41, 0.62, 0.92, 1.07, 1.03; x4 0.40, 0.73, 1.03, 1.14, 1.06; dropping the rule at once
+# 0.83, 1.26, 1.30, 1.22, 1.07.
+SKEW = 20
+HUB_CLUSTER = 16
+HUB_RELAX = 2
+
+
+def mark_hubs(b: int, *, level: Level) -> int:
+    """The hub flags of block b (degree above the level's average); returns the block's largest degree."""
+    lo, _ = level.span(b)
+    indptr, _, _ = read_block(level, b)
+    degree = np.diff(indptr)
+    write_range(level.hubs, lo, (degree > level.entries // max(1, level.nodes)).astype(np.uint8))
+    return int(degree.max(initial=0))
 
 
 def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
@@ -30,9 +54,11 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
-def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray) -> int:
-    """One LP round over block b (grouping up to `quota` leftover singletons, none if negative): writes its labels for
-    round rnd+1 and its cluster weight changes; returns moves."""
+def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int
+                  ) -> int:
+    """One LP round over block b (grouping up to `quota` leftover singletons, none if negative; with `hub_cluster`
+    > 0, hubs cluster apart, at most that many nodes each): writes its labels for round rnd+1 and its cluster weight
+    changes; returns moves."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
@@ -42,8 +68,11 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     vw = np.array(open_ro(level.vwgt)[lo:hi])
     salt = salt_of(seed, level.index, rnd)
     order = np.arange(hi - lo) if level.index else np.argsort(np.diff(indptr) // DEGREE_BUCKET, kind="stable")
+    hubs = hub_cluster > 0
+    kind = gather(level.hubs, cand) if hubs else np.zeros(len(cand), dtype=np.uint8)
+    ukind = np.array(open_ro(level.hubs)[lo:hi]) if hubs else np.zeros(hi - lo, dtype=np.uint8)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, quota, cand, order)
+                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster)
     write_range(level.labels(rnd + 1), lo, cand[own_l])
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])

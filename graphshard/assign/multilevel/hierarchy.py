@@ -101,18 +101,24 @@ def node_target(level: Level, opts: AssignOptions) -> int:
     return max(1, level.nodes * cap // edges)
 
 
-def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Level, int]:
+def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
+                  ) -> tuple[Level, int, bool]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
     configured rounds; the last one also groups leftover singletons), then the contraction into the next level;
-    returns it and the rounds run."""
+    returns it, the rounds run and whether hubs clustered apart (on a level with skewed degrees, hubs cluster only
+    among themselves, at most `hub_cluster` nodes per cluster: coarsen.py)."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
+    create(level.hubs, (level.nodes,), np.uint8)
+    top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
+    hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
-                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw)
+                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
+                  hub_cluster=hub_cluster if hubs else 0)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
@@ -121,7 +127,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None) -> tuple[Leve
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
         if clusters <= target:
             break
-    return contract(level, plan, counts, done, client), done
+    return contract(level, plan, counts, done, client), done, bool(hubs)
 
 
 def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
@@ -147,7 +153,7 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
               rnd=rnd, coarse=coarse)
     entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
                         level=level, coarse=coarse)
-    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.root / "contract")
+    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.root / "contract")
     return Level(coarse.root, coarse.index, nodes, int(sum(entries)), coarse.bounds, coarse.columns, True)
 
 

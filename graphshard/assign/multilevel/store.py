@@ -63,6 +63,11 @@ class Level:
         return self.root / f"delta-{rnd}" / str(src) / f"{dst}.bkt"
 
     @property
+    def hubs(self) -> ScratchPath:
+        """1 for the level's hubs (coarsen.py: they neither join a cluster nor take members), else 0."""
+        return self.root / "hubs.npy"
+
+    @property
     def cmap(self) -> ScratchPath:
         return self.root / "cmap.npy"
 
