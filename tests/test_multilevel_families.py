@@ -72,3 +72,18 @@ def test_coarsened_rmat_at_k8_at_most_metis(make_graph, tmp_path, coarse_share):
     metis, ml = pair(make_graph, tmp_path, "rmat", 8, coarse_share=coarse_share)
     assert len(ml["partitioner"]["levels"]) >= 2
     assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
+
+
+@pytest.mark.parametrize("kind,kwargs,k", [("chunglu", {"nodes": 20000, "edges": 200000}, 4),
+                                          ("grid", {"nodes": 40000, "dims": 2}, 32)])
+def test_coarsened_one_block_at_most_metis(make_graph, tmp_path, kind, kwargs, k):
+    """One block per level (every node moves in refinement), coarsened to a quarter of the nodes and a fifth of the
+    edges (as the defaults do to a 20M-edge graph): at most METIS's cut. With FM passes of 100 stalled moves
+    (before issue 18's longer passes): 1.033x on Chung-Lu, 1.031x on the mesh."""
+    md = make_graph(kind, chunks=3, **kwargs)
+    metis = report(md, tmp_path / "metis", k, method="metis")
+    ml = report(md, tmp_path / "ml", k, method="multilevel", multilevel_coarse_nodes=metis["num_nodes"] // 4,
+                multilevel_coarse_edges=metis["num_edges"] * 19 // 100)
+    assert len(ml["partitioner"]["levels"]) >= 3
+    assert balanced_as_metis(ml, metis), (ml["imbalance"], metis["imbalance"])
+    assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
