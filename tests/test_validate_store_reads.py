@@ -1,6 +1,6 @@
-"""Validation of a partition set on a store reads each partition file whole, once per task that needs it (a
-task-local copy, validate/part_files.py `part_copies`), not by ranged GETs per pass, and still finds a damaged file,
-naming its URL. Requests counted where aiobotocore makes every S3 call."""
+"""Validation of a partition set on a store reads each partition file whole, once per worker (the step's copies,
+storage/copies.py, through validate/part_files.py `part_copies`), not by ranged GETs per pass nor once per task, and
+still finds a damaged file, naming its URL. Requests counted where aiobotocore makes every S3 call."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ def gets(monkeypatch) -> list[dict]:
         out = await real(self, operation, params)
         if operation == "GetObject":
             seen.append({"key": params["Key"], "range": params.get("Range"), "bytes": int(out["ContentLength"])})
+        elif operation == "HeadObject":
+            seen.append({"key": params["Key"], "range": "HEAD", "bytes": 0})
         return out
 
     monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", counted)
@@ -58,21 +60,20 @@ def _per_file(gets: list[dict], sizes: dict[str, int]) -> dict[str, list[dict]]:
     return found
 
 
-def test_each_partition_file_is_read_whole_once_per_task(stored_set, gets):
-    """In-process validation with the input (node maps, scans, input checksums, cross-checks): every GET of a
-    partition file is the whole object; graph.dgl and the feature files are read once (only the scan reads them),
-    the original-ID files once per phase that reads them (orig_nids: node maps, scan, cross-check; orig_eids: scan,
-    cross-check). Before the task-local copies a partition's files took dozens of ranged GETs each."""
+def test_each_partition_file_is_read_whole_once(stored_set, gets):
+    """In-process validation with the input and the remote-share estimate (node maps, scans, input checksums,
+    cross-checks, two estimate layers): every partition file is fetched once, whole, and kept for the step's later
+    tasks (storage/copies.py). Before: once per task that read it (orig_nids 3x, orig_eids 2x, graph.dgl 3x), and
+    before the task-local copies dozens of ranged GETs each. The copies are gone when validation returns."""
     storage, _, config, graph, sizes = stored_set
-    report = validate(config, graph, storage=storage, remote_share=False)
+    report = validate(config, graph, storage=storage)
     assert report["ok"], report["problems"]
+    assert report["quality"]["remote_share"] is not None
     per_file = _per_file(gets, sizes)
     assert set(per_file) == set(sizes)
-    limits = {"graph.dgl": 1, "node_feat.dgl": 1, "edge_feat.dgl": 1, "orig_nids.dgl": 3, "orig_eids.dgl": 2}
     for key, got in per_file.items():
-        assert all(g["range"] is None and g["bytes"] == sizes[key] for g in got), (key, got)
-        assert len(got) == limits[key.rsplit("/", 1)[-1]], (key, len(got))
-    assert not any(local_dir().glob("copies-*")), "task-local copies are deleted when the task ends"
+        assert [(g["range"], g["bytes"]) for g in got] == [(None, sizes[key])], (key, got)
+    assert not any(local_dir().glob("copies-*")), "the step's copies are deleted when it ends"
 
 
 def test_a_damaged_partition_file_is_found_and_named_by_its_url(stored_set, gets):
@@ -152,3 +153,42 @@ def load_tensor_dict_from(storage: Storage, where, tmp_path) -> dict:
     local = tmp_path / where.name
     local.write_bytes(storage.read_bytes(where))
     return load_tensor_dict(local)
+
+
+def test_each_partition_file_is_fetched_once_per_worker(stored_set, s3_server, tmp_path):
+    """On two Dask worker processes, each with its own local folder, every S3 request counted by bench/s3proxy.py
+    (the benchmark's proxy): each partition file is served whole at most once per worker for the whole step (node
+    maps, scans, cross-checks and both estimate layers share a worker's copy), the set's bytes at most twice in all,
+    the report equal to the in-process one's, and no worker keeps a copy afterwards. Before: each task fetched its
+    own copy (graph.dgl three times: the scan and two estimate layers, orig_nids.dgl three times)."""
+    import sys
+    from pathlib import Path
+
+    from distributed import Client, LocalCluster
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from s3proxy import CountingProxy
+
+    _, bucket, config, graph, sizes = stored_set
+    workers = 2
+    with CountingProxy(s3_server.endpoint) as proxy, \
+            LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=":0", processes=True,
+                         local_directory=str(tmp_path / "workers")) as cluster, Client(cluster) as client:
+        storage = Storage({"s3://": {**s3_server.options(), "endpoint_url": proxy.endpoint}})
+        report = validate(config, graph, client=client, storage=storage)
+        requests = proxy.taken()
+        assert not list((tmp_path / "workers").rglob("copies-*")), "every worker's copies go when the step ends"
+    assert report["ok"] and report["quality"]["remote_share"] is not None, report["problems"]
+    alone = validate(config, graph, storage=Storage({"s3://": s3_server.options()}))
+    assert {k: v for k, v in report.items() if k != "step_times"} == \
+        {k: v for k, v in alone.items() if k != "step_times"}
+    prefix = "/" + bucket.removeprefix("s3://") + "/"
+    served = defaultdict(list)
+    for r in requests:
+        key = r.path.split("?")[0].removeprefix(prefix)
+        if r.method in ("GET", "HEAD") and key in sizes:
+            served[key].append((r.method, r.served))
+    assert set(served) == set(sizes)
+    for key, got in served.items():
+        assert 1 <= len(got) <= workers and set(got) == {("GET", sizes[key])}, (key, got)
+    assert sum(n for got in served.values() for _, n in got) <= workers * sum(sizes.values())

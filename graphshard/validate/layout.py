@@ -15,7 +15,7 @@ import numpy as np
 from graphshard.errors import InputError
 from graphshard.formats.jsonfile import parse_json_object, read_json_object
 from graphshard.storage import Location, Storage, StoredFile, location
-from graphshard.storage.copies import LocalCopies
+from graphshard.storage.copies import CopyCache, LocalCopies
 from graphshard.validate.problems import Problem
 
 _PART_KEY = re.compile(r"^part-(\d+)$")
@@ -41,6 +41,7 @@ class Layout:
     part_files: tuple[dict[str, str], ...]  # per partition: key -> path relative to the config
     raw: dict
     storage: Storage = field(default_factory=Storage, compare=False, repr=False)
+    cache: CopyCache | None = field(default=None, compare=False, repr=False)  # a set on a store: the step's copies
     copies: LocalCopies | None = field(default=None, compare=False, repr=False)  # within a task: part_copies
 
     @property

@@ -59,12 +59,13 @@ def dir_bytes(folder: Path | Location, storage: Storage | None = None) -> dict[s
 @contextmanager
 def part_copies(layout: Layout, part: int) -> Iterator[Layout]:
     """The layout a task reads partition `part` through: the layout itself for a local set; for a set on a store, one
-    whose files in the partition's folder are read from task-local copies (each object copied whole, once, when first
-    read; deleted when the block ends), so that the task's passes over a file cost one GET, not one per piece."""
+    whose files in the partition's folder are read from this worker's copies (each object copied whole when a task
+    first reads it; kept for the step's later tasks on this worker when the layout carries the step's `cache`, else
+    deleted when the block ends), so that a file costs one GET per worker, not one per piece or per task."""
     if layout.is_local:
         yield layout
         return
-    with local_copies(layout.part_dir(part), layout.storage) as copies:
+    with local_copies(layout.part_dir(part), layout.storage, layout.cache) as copies:
         yield dataclasses.replace(layout, copies=copies)
 
 

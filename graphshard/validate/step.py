@@ -6,15 +6,19 @@ this process one after the other.
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from distributed import Client
 
-from graphshard.daskrun import TaskGroup, gather_tasks, settle, submit_tasks
+from graphshard.daskrun import TaskGroup, everywhere, gather_tasks, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, load_metadata, metadata_location
 from graphshard.storage import Location, Storage
+from graphshard.storage.copies import CopyCache, drop_copies
 from graphshard.validate import against_input, checks, hashing, per_partition, piecewise
 from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
@@ -377,13 +381,16 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     layout.storage.prime(layout.base_dir)  # a set on a store: which files exist, from one listing
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
-    with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
-        setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
-                              sample_size)
-        summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, metadata, problems)
-    for part, (claims, others) in enumerate(crossed):
-        problems += claims + sampled.get(part, []) + others
-    problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
+    with step_copies(layout, client) as layout:
+        with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
+            setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
+                                  sample_size)
+            summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, metadata, problems)
+        for part, (claims, others) in enumerate(crossed):
+            problems += claims + sampled.get(part, []) + others
+        problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
+        share = (None if problems or not remote_share
+                 else remote_share_estimate(layout, assignment_report, seed, client))
     skipped = _skips(layout, setup, metadata, summaries)
     elapsed = time.perf_counter() - started
     times = dict(step_times or {})
@@ -398,11 +405,24 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         "checks": _status(problems, skipped),
         "sampling": {"full": full, "seed": seed, "sample_size": sample_size, "rule": rule_text(full, sample_size)},
         "halo_mode": mode if layout.halo_hops >= 1 else "none",
-        "quality": {**quality(layout, summaries, assignment_report),
-                    "remote_share": None if problems or not remote_share
-                    else remote_share_estimate(layout, assignment_report, seed, client)},
+        "quality": {**quality(layout, summaries, assignment_report), "remote_share": share},
         "step_times": times,
     }
+
+
+@contextmanager
+def step_copies(layout: Layout, client: Client | None) -> Iterator[Layout]:
+    """The layout the step's tasks read: for a set on a store, one naming the step's copies of partition files (each
+    object fetched once per worker and kept there for the step's later tasks, under a byte budget:
+    storage/copies.py), deleted on every worker when the step ends; a local set as it is."""
+    if layout.is_local:
+        yield layout
+        return
+    cache = CopyCache.fresh()
+    try:
+        yield dataclasses.replace(layout, cache=cache)
+    finally:
+        everywhere(client, drop_copies, cache.name)
 
 
 def remote_share_estimate(layout: Layout, assignment_report: str | Path | None, seed: int,
