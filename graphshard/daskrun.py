@@ -78,7 +78,8 @@ def _star(item: tuple, *, _fn: Callable, **constants) -> Any:
 
 def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
                  label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
-                 star: bool = False, priority: int = 0, **constants) -> TaskGroup:
+                 star: bool = False, priority: int = 0, place: Callable[[Any], str | None] | None = None,
+                 **constants) -> TaskGroup:
     """Submit fn(item, **constants) (fn(*item, ...) with `star`) per item as named Dask tasks; `gather_tasks` collects.
 
     With several groups in flight, a worker runs the ready task of the highest `priority` first (Dask's own order,
@@ -101,6 +102,10 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
         Call fn(*item) instead of fn(item).
     priority : int
         Higher runs first on a worker.
+    place : callable, optional
+        `place(item)`: the address of the worker that should run the item's task (`homes`: where its data was
+        copied before), None: any. A preference only (Dask's loose restrictions): another worker may still run it,
+        or steal it when idle.
     **constants
         Passed to every call (sent to the cluster once).
 
@@ -126,8 +131,23 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
     token = uuid.uuid4().hex[:8]
     keys = [task_key(step, what, lb, token) for lb in labels]
     constants = _scatter_large(client, constants, group)
-    group.futures = client.map(fn, items, key=keys, priority=priority, **constants) if items else []
+    if place is None:
+        group.futures = client.map(fn, items, key=keys, priority=priority, **constants) if items else []
+    else:
+        group.futures = []
+        for item, key in zip(items, keys):
+            at = place(item)
+            group.futures.append(client.submit(fn, item, key=key, priority=priority, workers=at,
+                                               allow_other_workers=at is not None, **constants))
     return group
+
+
+def homes(client: Client | None, count: int) -> list[str | None]:
+    """A worker address for each of `count` items, round robin over the workers sorted by address (None without a
+    cluster): every task of one item preferring one worker (`submit_tasks(place=)`), which then holds what the
+    item's first task copied, and the items spread evenly."""
+    workers = sorted(client.scheduler_info()["workers"]) if client is not None else []
+    return [workers[i % len(workers)] if workers else None for i in range(count)]
 
 
 def _scatter_large(client: Client, constants: dict, group: TaskGroup) -> dict:
@@ -184,12 +204,12 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
 
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
               label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
-              star: bool = False, **constants) -> list:
+              star: bool = False, place: Callable[[Any], str | None] | None = None, **constants) -> list:
     """fn(item, **constants) for every item as Dask tasks (here when `client` is None); results in item order.
 
     Parameters
     ----------
-    client, step, what, fn, items, label, detail, star, **constants
+    client, step, what, fn, items, label, detail, star, place, **constants
         As for `submit_tasks`.
 
     Returns
@@ -198,7 +218,7 @@ def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: 
         One result per item, in item order.
     """
     return gather_tasks(client, submit_tasks(client, step, what, fn, items, label=label, detail=detail, star=star,
-                                             **constants))[0]
+                                             place=place, **constants))[0]
 
 
 def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup, int] | None:

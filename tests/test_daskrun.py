@@ -10,7 +10,7 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 
-from graphshard.daskrun import gather_tasks, run_tasks, submit_tasks, task_key
+from graphshard.daskrun import gather_tasks, homes, run_tasks, submit_tasks, task_key
 from graphshard.errors import GraphshardError, InputError
 
 
@@ -43,6 +43,24 @@ def test_results_in_item_order_with_readable_keys(dask_cluster_client):
     assert gather_tasks(dask_cluster_client, group) == [[i * i + 1 for i in range(5)]]
     assert keys[2].startswith("assign-count-blocks-paper:cites:paper/chunk2-")
     assert run_tasks(dask_cluster_client, "shuffle", "add", _add, [(1, 2), (3, 4)], star=True) == [3, 7]
+
+
+def _where(i: int) -> str:
+    from distributed import get_worker
+
+    return get_worker().address
+
+
+def test_placed_tasks_prefer_their_home_worker(dask_cluster_client):
+    """`place` names a worker per item (`homes`: round robin over the sorted addresses); a placed task runs there
+    unless another worker takes it, and an item placed nowhere (None) runs anywhere."""
+    at = homes(dask_cluster_client, 6)
+    workers = sorted(dask_cluster_client.scheduler_info()["workers"])
+    assert at == [workers[i % len(workers)] for i in range(6)] and homes(None, 2) == [None, None]
+    ran = run_tasks(dask_cluster_client, "validate", "where", _where, range(8), place=lambda i: workers[-1])
+    assert sum(r == workers[-1] for r in ran) >= 6  # a preference: an idle worker may steal one now and then
+    assert set(run_tasks(dask_cluster_client, "validate", "where", _where, range(2), place=lambda i: None)) <= \
+        set(workers)
 
 
 def test_local_mode_runs_here_with_the_same_wording():

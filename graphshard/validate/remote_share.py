@@ -191,8 +191,9 @@ def sample_part(item: tuple[int, np.ndarray, np.ndarray], *, layout: Layout, fan
     return batch[seg], src
 
 
-def estimate(layout: Layout, sampling: Sampling, client=None) -> dict:
-    """Remote / input nodes per partition and overall over the drawn mini-batches of the written partition set."""
+def estimate(layout: Layout, sampling: Sampling, client=None, place=None) -> dict:
+    """Remote / input nodes per partition and overall over the drawn mini-batches of the written partition set;
+    `place`: where each partition's tasks prefer to run (`daskrun.submit_tasks`), None: anywhere."""
     batch, nodes = first_seeds(layout, sampling)
     batch_parts = owners(layout.node_ranges, nodes[np.searchsorted(batch, np.unique(batch))])[0]  # first seeds'
     span = max(layout.num_nodes, 1)
@@ -200,8 +201,8 @@ def estimate(layout: Layout, sampling: Sampling, client=None) -> dict:
         owner = owners(layout.node_ranges, nodes)[0]
         items = [(q, batch[owner == q], nodes[owner == q]) for q in range(layout.num_parts) if (owner == q).any()]
         found = run_tasks(client, "validate", f"remote-share-L{layer}", sample_part, items,
-                          label=lambda item: f"part {item[0]}", layout=layout, fanout=fanout, layer=layer,
-                          seed=sampling.seed)
+                          label=lambda item: f"part {item[0]}", place=place, layout=layout, fanout=fanout,
+                          layer=layer, seed=sampling.seed)
         keys = np.unique(np.concatenate([batch * span + nodes, *[b * span + s for b, s in found]]))
         batch, nodes = keys // span, keys % span
     part_of_batch = batch_parts[batch]

@@ -10,11 +10,11 @@ import dataclasses
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from distributed import Client
 
-from graphshard.daskrun import TaskGroup, everywhere, gather_tasks, settle, submit_tasks
+from graphshard.daskrun import TaskGroup, everywhere, gather_tasks, homes, settle, submit_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, load_metadata, metadata_location
 from graphshard.storage import Location, Storage
@@ -290,7 +290,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     before the scratch folder goes. Returns the summaries, the halo mode, the cross-checks' results, the input
     checksums and the sampled rows' problems per partition."""
     groups: list[TaskGroup] = []
-    parts, consts = list(range(layout.num_parts)), dict(layout=layout, setup=setup)
+    parts, consts = list(range(layout.num_parts)), dict(layout=layout, setup=setup, place=part_homes(layout, client))
     try:
         groups.append(submit_tasks(client, "validate", "node-maps", _node_maps, parts if setup.orig_nids else [],
                                    label=_part_label, priority=1, **consts))
@@ -304,7 +304,8 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
         samples = _by_key(summaries)
         input_jobs = against_input.input_jobs(graph, setup.orig_eids) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
-                                   label=_input_label, graph=graph, indexes=indexes, samples=samples, **consts))
+                                   label=_input_label, graph=graph, indexes=indexes, samples=samples,
+                                   layout=layout, setup=setup))
         groups.append(submit_tasks(client, "validate", "cross-check", _cross, parts, label=_part_label, mode=mode,
                                    broken=broken, graph=graph, indexes=indexes, **consts))
         crossed, input_results = gather_tasks(client, groups[3], groups[2])
@@ -425,12 +426,22 @@ def step_copies(layout: Layout, client: Client | None) -> Iterator[Layout]:
         everywhere(client, drop_copies, cache.name)
 
 
+def part_homes(layout: Layout, client: Client | None) -> Callable[[int | tuple], str | None] | None:
+    """For a set on a store, where a partition's tasks prefer to run (`daskrun.homes`: one worker per partition for
+    the whole step, which then holds its copies; items are partitions or tuples led by one); None for a local set
+    (scheduled as before)."""
+    if layout.cache is None or client is None:
+        return None
+    at = homes(client, layout.num_parts)
+    return lambda item: at[item[0] if isinstance(item, tuple) else item]
+
+
 def remote_share_estimate(layout: Layout, assignment_report: str | Path | None, seed: int,
                           client: Client | None) -> dict:
     """The estimated remote share of mini-batch input nodes (validate/remote_share.py), for the fanouts and batch size
     the assignment was run with (`objtype: fetch`), else DGL's GraphSAGE example's."""
     data, _ = assignment_report_data(layout, assignment_report)
-    return estimate(layout, Sampling.from_assignment(data, seed), client)
+    return estimate(layout, Sampling.from_assignment(data, seed), client, part_homes(layout, client))
 
 
 def raise_on_problems(report: dict) -> None:
