@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import dask
@@ -61,6 +62,25 @@ def test_placed_tasks_prefer_their_home_worker(dask_cluster_client):
     assert sum(r == workers[-1] for r in ran) >= 6  # a preference: an idle worker may steal one now and then
     assert set(run_tasks(dask_cluster_client, "validate", "where", _where, range(2), place=lambda i: None)) <= \
         set(workers)
+
+
+@dataclass(frozen=True)
+class _Thing:
+    small: int
+
+
+def _copy_of(i: int, *, thing: _Thing) -> tuple[int, int]:
+    return os.getpid(), id(thing)
+
+
+def test_a_shared_constant_is_one_copy_per_worker(dask_cluster_client):
+    """`share` scatters a small constant: every task on a worker gets that worker's one copy (a Storage in it sets
+    up its S3 client once per worker, not once per task); unshared, each task unpickles its own."""
+    thing = _Thing(1)
+    shared = run_tasks(dask_cluster_client, "validate", "copy", _copy_of, range(8), share=("thing",), thing=thing)
+    assert len(set(shared)) == len({pid for pid, _ in shared}) <= 2
+    own = run_tasks(dask_cluster_client, "validate", "copy", _copy_of, range(8), thing=thing)
+    assert len(set(own)) > len({pid for pid, _ in own})
 
 
 def test_local_mode_runs_here_with_the_same_wording():

@@ -201,8 +201,8 @@ def estimate(layout: Layout, sampling: Sampling, client=None, place=None) -> dic
         owner = owners(layout.node_ranges, nodes)[0]
         items = [(q, batch[owner == q], nodes[owner == q]) for q in range(layout.num_parts) if (owner == q).any()]
         found = run_tasks(client, "validate", f"remote-share-L{layer}", sample_part, items,
-                          label=lambda item: f"part {item[0]}", place=place, layout=layout, fanout=fanout,
-                          layer=layer, seed=sampling.seed)
+                          label=lambda item: f"part {item[0]}", place=place, share=("layout",), layout=layout,
+                          fanout=fanout, layer=layer, seed=sampling.seed)
         keys = np.unique(np.concatenate([batch * span + nodes, *[b * span + s for b, s in found]]))
         batch, nodes = keys // span, keys % span
     part_of_batch = batch_parts[batch]

@@ -32,6 +32,9 @@ from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.scratch import scratch_beside
 
+# the constants that carry a Storage: one copy per worker (and so one S3 client), not one per task
+SHARED = ("layout", "graph")
+
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, part) as layout:
@@ -290,7 +293,8 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     before the scratch folder goes. Returns the summaries, the halo mode, the cross-checks' results, the input
     checksums and the sampled rows' problems per partition."""
     groups: list[TaskGroup] = []
-    parts, consts = list(range(layout.num_parts)), dict(layout=layout, setup=setup, place=part_homes(layout, client))
+    parts = list(range(layout.num_parts))
+    consts = dict(layout=layout, setup=setup, place=part_homes(layout, client), share=SHARED)
     try:
         groups.append(submit_tasks(client, "validate", "node-maps", _node_maps, parts if setup.orig_nids else [],
                                    label=_part_label, priority=1, **consts))
@@ -305,7 +309,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
         input_jobs = against_input.input_jobs(graph, setup.orig_eids) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
                                    label=_input_label, graph=graph, indexes=indexes, samples=samples,
-                                   layout=layout, setup=setup))
+                                   layout=layout, setup=setup, share=SHARED))
         groups.append(submit_tasks(client, "validate", "cross-check", _cross, parts, label=_part_label, mode=mode,
                                    broken=broken, graph=graph, indexes=indexes, **consts))
         crossed, input_results = gather_tasks(client, groups[3], groups[2])
