@@ -107,9 +107,10 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
         copied before), None: any. A preference only (Dask's loose restrictions): another worker may still run it,
         or steal it when idle.
     share : sequence of str
-        Constants scattered whatever their size: each worker then holds one copy that all its tasks get, instead of
-        one per task (for objects whose copies each set themselves up again: a `Storage` makes a new S3 client per
-        copy, 0.1-0.4 s on the first request).
+        Constants sent to every worker whatever their size (scattered with broadcast, so the scheduler sees them on
+        every worker and places the tasks as before): each worker then holds one copy that all its tasks get,
+        instead of one per task (for objects whose copies each set themselves up again: a `Storage` makes a new S3
+        client per copy, 0.1-0.4 s on the first request).
     **constants
         Passed to every call (sent to the cluster once).
 
@@ -163,7 +164,7 @@ def _scatter_large(client: Client, constants: dict, group: TaskGroup, share: Seq
     out = dict(constants)
     for name, value in constants.items():
         if not isinstance(value, Future) and (name in share or sizeof(value) > LARGE):
-            out[name] = client.scatter(value, hash=False)
+            out[name] = client.scatter(value, hash=False, broadcast=name in share)
             group.shared.append(out[name])
     return out
 

@@ -191,9 +191,10 @@ def sample_part(item: tuple[int, np.ndarray, np.ndarray], *, layout: Layout, fan
     return batch[seg], src
 
 
-def estimate(layout: Layout, sampling: Sampling, client=None, place=None) -> dict:
+def estimate(layout: Layout, sampling: Sampling, client=None, place=None, share: tuple[str, ...] = ()) -> dict:
     """Remote / input nodes per partition and overall over the drawn mini-batches of the written partition set;
-    `place`: where each partition's tasks prefer to run (`daskrun.submit_tasks`), None: anywhere."""
+    `place`, `share`: where each partition's tasks prefer to run and whether the layout goes once per worker
+    (`daskrun.submit_tasks`)."""
     batch, nodes = first_seeds(layout, sampling)
     batch_parts = owners(layout.node_ranges, nodes[np.searchsorted(batch, np.unique(batch))])[0]  # first seeds'
     span = max(layout.num_nodes, 1)
@@ -201,7 +202,7 @@ def estimate(layout: Layout, sampling: Sampling, client=None, place=None) -> dic
         owner = owners(layout.node_ranges, nodes)[0]
         items = [(q, batch[owner == q], nodes[owner == q]) for q in range(layout.num_parts) if (owner == q).any()]
         found = run_tasks(client, "validate", f"remote-share-L{layer}", sample_part, items,
-                          label=lambda item: f"part {item[0]}", place=place, share=("layout",), layout=layout,
+                          label=lambda item: f"part {item[0]}", place=place, share=share, layout=layout,
                           fanout=fanout, layer=layer, seed=sampling.seed)
         keys = np.unique(np.concatenate([batch * span + nodes, *[b * span + s for b, s in found]]))
         batch, nodes = keys // span, keys % span

@@ -32,9 +32,6 @@ from graphshard.validate.rows import EdgeRows, feature_rows, stacked
 from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.scratch import scratch_beside
 
-# the constants that carry a Storage: one copy per worker (and so one S3 client), not one per task
-SHARED = ("layout", "graph")
-
 
 def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
     with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, part) as layout:
@@ -294,11 +291,12 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     checksums and the sampled rows' problems per partition."""
     groups: list[TaskGroup] = []
     parts = list(range(layout.num_parts))
-    consts = dict(layout=layout, setup=setup, place=part_homes(layout, client), share=SHARED)
+    consts = dict(layout=layout, setup=setup, place=part_homes(layout, client))
     try:
         groups.append(submit_tasks(client, "validate", "node-maps", _node_maps, parts if setup.orig_nids else [],
-                                   label=_part_label, priority=1, **consts))
-        groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label, **consts))
+                                   label=_part_label, priority=1, share=on_store(layout), **consts))
+        groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label,
+                                   share=on_store(layout), **consts))
         gather_tasks(client, groups[0])
         # the input's metadata and file headers, read once here and shipped to every task that compares with it
         graph = load_metadata(metadata, layout.storage) if metadata is not None else None
@@ -309,9 +307,10 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
         input_jobs = against_input.input_jobs(graph, setup.orig_eids) if setup.with_input else []
         groups.append(submit_tasks(client, "validate", "input-checksums", _input_sums, input_jobs,
                                    label=_input_label, graph=graph, indexes=indexes, samples=samples,
-                                   layout=layout, setup=setup, share=SHARED))
+                                   layout=layout, setup=setup, share=on_store(layout, graph)))
         groups.append(submit_tasks(client, "validate", "cross-check", _cross, parts, label=_part_label, mode=mode,
-                                   broken=broken, graph=graph, indexes=indexes, **consts))
+                                   broken=broken, graph=graph, indexes=indexes, share=on_store(layout, graph),
+                                   **consts))
         crossed, input_results = gather_tasks(client, groups[3], groups[2])
     except BaseException:
         if client is not None:
@@ -430,6 +429,14 @@ def step_copies(layout: Layout, client: Client | None) -> Iterator[Layout]:
         everywhere(client, drop_copies, cache.name)
 
 
+def on_store(layout: Layout, graph: ChunkedGraph | None = None) -> tuple[str, ...]:
+    """The task constants that read a store through their `Storage` (the layout of a set on a store, an input graph
+    on a store): sent once per worker (`submit_tasks(share=)`), so that each worker makes one S3 client for them,
+    not one per task. Local ones go with the tasks as before."""
+    return tuple(name for name, local in (("layout", layout.is_local), ("graph", graph is None or graph.base.is_local))
+                 if not local)
+
+
 def part_homes(layout: Layout, client: Client | None) -> Callable[[int | tuple], str | None] | None:
     """For a set on a store, where a partition's tasks prefer to run (`daskrun.homes`: one worker per partition for
     the whole step, which then holds its copies; items are partitions or tuples led by one); None for a local set
@@ -445,7 +452,8 @@ def remote_share_estimate(layout: Layout, assignment_report: str | Path | None, 
     """The estimated remote share of mini-batch input nodes (validate/remote_share.py), for the fanouts and batch size
     the assignment was run with (`objtype: fetch`), else DGL's GraphSAGE example's."""
     data, _ = assignment_report_data(layout, assignment_report)
-    return estimate(layout, Sampling.from_assignment(data, seed), client, part_homes(layout, client))
+    return estimate(layout, Sampling.from_assignment(data, seed), client, part_homes(layout, client),
+                    on_store(layout))
 
 
 def raise_on_problems(report: dict) -> None:
