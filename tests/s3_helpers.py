@@ -123,3 +123,41 @@ def read_only_bucket() -> Iterator[tuple[S3Server, str]]:
         iam.put_user_policy(UserName="reader", PolicyName="read-only", PolicyDocument=json.dumps(READ_ONLY))
         key = iam.create_access_key(UserName="reader")["AccessKey"]
         yield S3Server(server.endpoint, key["AccessKeyId"], key["SecretAccessKey"]), "s3://read-only-bucket"
+
+
+def _count_filesystems() -> None:
+    """In a worker: count the fsspec filesystems (each its own S3 client) made per task group from now on."""
+    from collections import Counter
+
+    from dask.utils import key_split
+    from distributed.worker import thread_state
+
+    from graphshard.storage import options
+
+    made: Counter = Counter()
+    original = getattr(options.make_filesystem, "__wrapped__", options.make_filesystem)
+
+    def counted(loc, opts):
+        made[key_split(str(getattr(thread_state, "key", "")))] += 1
+        return original(loc, opts)
+
+    counted.__wrapped__, counted.made = original, made
+    options.make_filesystem = counted
+
+
+def _filesystems_made() -> dict[str, int]:
+    from graphshard.storage import options
+
+    return dict(getattr(options.make_filesystem, "made", {}))
+
+
+def filesystems_per_group(client, run) -> dict[str, int]:
+    """The filesystems the workers made while `run()` ran, per task group (`<step>-<what>`), the most any one
+    worker made: what a task constant carrying a `Storage` costs (each copy makes its own S3 client)."""
+    client.run(_count_filesystems)
+    run()
+    out: dict[str, int] = {}
+    for made in client.run(_filesystems_made).values():
+        for group, n in made.items():
+            out[group] = max(out.get(group, 0), n)
+    return dict(sorted(out.items()))

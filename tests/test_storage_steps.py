@@ -248,3 +248,28 @@ def test_numpy_take_reads_runs_of_rows_not_the_object(store, s3_ops):
     assert s3_ops == ["GetObject"] * 3, s3_ops  # header, two runs
     with pytest.raises(IndexError):
         NumpyReader().take(StoredFile.of(f"{bucket}/t.npy", storage), None, np.array([1_000_000]))
+
+
+def test_shuffle_and_random_assign_on_s3_make_one_client_per_worker_per_group(make_graph, store, tmp_path,
+                                                                             dask_cluster_client):
+    """Task constants that read the store (the shuffle's plan, the input graph, the assignment report's edge pass)
+    go once to each worker (`share`), so a worker makes one S3 client per task group and Storage, not one per task
+    (each unpickled copy of a Storage makes its own). The files are the local run's, byte for byte."""
+    from s3_helpers import filesystems_per_group
+
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=3000, edges=24000, chunks=6)
+    graph_url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    options = AssignOptions(method="random", seed=3)
+    made = filesystems_per_group(dask_cluster_client, lambda: assign(graph_url, f"{bucket}/asg", 4, options,
+                                                                     dask_cluster_client, storage=storage))
+    local_set = shuffle(metadata, assign(metadata, tmp_path / "asg", 4, options, dask_cluster_client),
+                        tmp_path / "set", ShuffleOptions(**ALL_ORIG), dask_cluster_client)
+    made.update(filesystems_per_group(dask_cluster_client, lambda: shuffle(
+        graph_url, f"{bucket}/asg", f"{bucket}/set", ShuffleOptions(**ALL_ORIG), dask_cluster_client,
+        storage=storage)))
+    assert {"assign-report-cut", "shuffle-route-edge-chunks", "shuffle-write-partitions"} <= set(made)
+    # one per worker for each Storage object the group's constants hold (the report's scratch has its own)
+    assert all(n == 1 for group, n in made.items() if group.startswith("shuffle-")), made
+    assert made["assign-report-cut"] <= 2, made
+    assert stored_files(storage, f"{bucket}/set") == local_files(local_set.parent)

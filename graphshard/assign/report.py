@@ -75,6 +75,12 @@ def degree_columns(column: np.ndarray | None, ncols: int, part_files: dict[str, 
 VOL_MARK_BYTES = 1 << 28  # node x part marks (a byte each) that one task, or the driver's bitmaps, may hold
 
 
+def _chunk_task(etype: str, chunk: int, *, args: tuple) -> dict:
+    """One report-cut task: `chunk_stats` of one edge chunk, the graph and the rest as one task constant."""
+    graph, *rest = args
+    return chunk_stats(graph, etype, chunk, *rest)
+
+
 def chunk_stats(graph: ChunkedGraph, etype: str, chunk: int, part_files: dict[str, ScratchPath], nparts: int,
                 degrees: tuple[int, ScratchPath | None] | None, volume: bool, vol_dir: ScratchPath | None,
                 vol_span: int) -> dict:
@@ -218,9 +224,10 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
     shared = shared_parts(part_files, scratch / "parts") if jobs else part_files
     column, labels = class_columns(graph, options.balance_ntypes) if options.has_constraints else (None, [])
     degrees = degree_columns(column, len(labels), part_files, scratch) if options.balance_edges and jobs else None
-    args = (shared, nparts, degrees, edges, vol_dir, vol_budget)
-    stats = run_tasks(client, "assign", "report-cut", chunk_stats, [(graph, et, i, *args) for et, i in jobs],
-                      label=lambda job: f"{job[1]}/chunk{job[2]}", star=True) if jobs else []
+    args = (graph, shared, nparts, degrees, edges, vol_dir, vol_budget)  # one constant: its Storage pickled once
+    on_store = not graph.is_local or is_store(scratch)  # then it carries a Storage: one copy per worker
+    stats = run_tasks(client, "assign", "report-cut", _chunk_task, jobs, label=lambda job: f"{job[0]}/chunk{job[1]}",
+                      star=True, share=("args",) if on_store else (), args=args) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)
     balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
     if options.has_constraints:

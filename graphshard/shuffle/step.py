@@ -25,16 +25,28 @@ from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
 from graphshard.storage import Location, Storage, location
-from graphshard.storage.scratch import create_array, scratch_space
+from graphshard.storage.scratch import create_array, is_store, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client
 
 
 def _run(client: Client, what: str, fn: Callable, items: list[tuple], label: Callable[[tuple], str],
-         detail: Callable[[tuple], str] | None = None, **constants) -> list:
-    """fn(*item, **constants) per item as named Dask tasks of the shuffle step."""
-    return run_tasks(client, "shuffle", what, fn, items, label=label, detail=detail, star=True, **constants)
+         detail: Callable[[tuple], str] | None = None, *, remote: bool = False, **constants) -> list:
+    """fn(*item, **constants) per item as named Dask tasks of the shuffle step. `remote`: the step reads or writes a
+    store, so the constants that carry its `Storage` (`_CARRIERS`) go once to each worker (`daskrun.submit_tasks`
+    `share`: one S3 client per worker and task group, not one per task); a local step's tasks are sent as before."""
+    share = tuple(name for name in _CARRIERS if name in constants) if remote else ()
+    return run_tasks(client, "shuffle", what, fn, items, label=label, detail=detail, star=True, share=share,
+                     **constants)
+
+
+_CARRIERS = ("plan", "graph")  # task constants holding the graph's Storage (the plan holds the graph and scratch)
+
+
+def _on_store(graph: ChunkedGraph, scratch: ShuffleScratch, *where: Location) -> bool:
+    """Whether any location the shuffle's tasks read or write is on a store (not a local or shared folder)."""
+    return not graph.is_local or is_store(scratch.root) or any(not loc.is_local for loc in where)
 
 
 @contextmanager
@@ -124,10 +136,13 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
                        client: Client, scratch: ShuffleScratch, stage: Location
                        ) -> tuple[Path | Location, list[list[FileDigest]]]:
     base = make_plan(graph, scratch, num_parts, options, None)
+    remote = _on_store(graph, scratch, assignment_dir, stage)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
-                  lambda it: graph.node_type[it[0]], plan=base, assignment_dir=assignment_dir)
+                  lambda it: graph.node_type[it[0]], remote=remote, plan=base,
+                  assignment_dir=assignment_dir)
     keys = feature_keys(graph)
-    found = _run(client, "index-feature-rows", feature_index, keys, lambda k: f"{k[1]}/{k[2]}", graph=graph)
+    found = _run(client, "index-feature-rows", feature_index, keys, lambda k: f"{k[1]}/{k[2]}", remote=remote,
+                 graph=graph)
     plan = make_plan(graph, scratch, num_parts, options, dict(zip([k[:3] for k in keys], found)))
     nodes = IdSpace.of(counts)
 
@@ -135,11 +150,11 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
         create_array(scratch.idmap(t), (graph.num_nodes(ntype),), plan.id_dtype)
     blocks = [(t, b) for t in range(plan.num_ntypes) for b in range(plan.num_blocks(t))]
     _run(client, "route-node-blocks", route_node_block, [(t, b, nodes.block_bases(t)[b]) for t, b in blocks],
-         lambda it: f"{graph.node_type[it[0]]}/block{it[1]}", plan=plan)
+         lambda it: f"{graph.node_type[it[0]]}/block{it[1]}", remote=remote, plan=plan)
 
     chunks = [(et, c) for et in range(plan.num_etypes) for c in range(plan.num_chunks(et))]
     sent = _run(client, "route-edge-chunks", route_edge_chunk, chunks,
-                lambda it: f"{graph.edge_type[it[0]]}/chunk{it[1]}", plan=plan)
+                lambda it: f"{graph.edge_type[it[0]]}/chunk{it[1]}", remote=remote, plan=plan)
     edges = IdSpace.of([np.stack([sent[i] for i, (e, _) in enumerate(chunks) if e == et]).reshape(-1, num_parts)
                         for et in range(plan.num_etypes)])
 
@@ -147,7 +162,7 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
     written = _run(client, "write-partitions", write_partition, [(p,) for p in range(num_parts)],
                    lambda it: f"part{it[0]}",
                    lambda it: f"{owned[0][it[0]]:,} owned nodes, {owned[1][it[0]]:,} owned edges",
-                   plan=plan, nodes=nodes, edges=edges, out_dir=stage)
+                   remote=remote, plan=plan, nodes=nodes, edges=edges, out_dir=stage)
     digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
     # <graph_name>.digests.json: what `graphshard fetch` checks
     write_set_digests(stage, graph.graph_name, written, graph.storage)
