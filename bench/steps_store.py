@@ -1,0 +1,84 @@
+"""The assignment (random, with its report's edge pass) and the shuffle on a 2-worker local cluster, input and
+outputs on a local S3 server (moto, its own process) against the same steps on local disk, in one process: wall
+seconds per step, the workers' compute seconds per task group (Dask's task stream), and the S3 clients (fsspec
+filesystems) the busiest worker made per task group. Run it from two checkouts one after the other for a
+before/after pair (same graph, same sitting).
+
+    nice -n 19 .venv/bin/python bench/steps_store.py --graph <chunked graph>/metadata.json --reps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "bench"))
+from s3_helpers import S3Server, _wait_up, filesystems_per_group, free_port  # noqa: E402
+from test_storage_steps import upload_tree  # noqa: E402
+from validate_store import group_seconds  # noqa: E402
+
+
+def timed_steps(client, graph: str, out: str, parts: int, storage) -> dict:
+    """Assign then shuffle into `out` (a folder or a URL prefix): wall seconds of each, worker seconds per group."""
+    from distributed import get_task_stream
+
+    from graphshard.assign import AssignOptions, assign
+    from graphshard.shuffle import ShuffleOptions, shuffle
+
+    walls, made = {}, {}
+    with get_task_stream(client) as stream:
+        def run() -> None:
+            start = time.perf_counter()
+            asg = assign(graph, f"{out}/asg", parts, AssignOptions(method="random", seed=1), client, storage=storage)
+            walls["assign"] = round(time.perf_counter() - start, 2)
+            start = time.perf_counter()
+            shuffle(graph, asg, f"{out}/set", ShuffleOptions(save_orig_nids=True, save_orig_eids=True), client,
+                    storage=storage)
+            walls["shuffle"] = round(time.perf_counter() - start, 2)
+        made = filesystems_per_group(client, run)
+    return {"wall_s": walls, "worker_s": group_seconds(stream.data), "clients_per_worker": made}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--graph", type=Path, required=True, help="an existing chunked graph's metadata.json")
+    ap.add_argument("--parts", type=int, default=4)
+    ap.add_argument("--reps", type=int, default=2, help="S3 runs (one local run first)")
+    args = ap.parse_args()
+    from distributed import Client, LocalCluster
+
+    import graphshard
+    from graphshard.storage import Storage
+
+    work = Path(tempfile.mkdtemp(prefix="graphshard-bench-steps-"))
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_up(f"http://127.0.0.1:{port}")
+        s3 = S3Server(f"http://127.0.0.1:{port}")
+        storage, bucket = Storage({"s3://": s3.options()}), s3.new_bucket()
+        graph_url = upload_tree(storage, args.graph.parent, f"{bucket}/in")
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+                Client(cluster) as client:
+            for i, where in enumerate(["local"] + ["s3"] * args.reps):
+                graph, out = ((str(args.graph), str(work / f"run{i}")) if where == "local" else
+                              (f"{graph_url}/metadata.json", f"{bucket}/run{i}"))
+                print(json.dumps({"code": str(Path(graphshard.__file__).parents[1]), "where": where,
+                                  **timed_steps(client, graph, out, args.parts, storage)}), flush=True)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
