@@ -139,10 +139,10 @@ def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object,
 
 
 def _run(graph: ChunkedGraph, jobs: list[tuple], client, hash_files: bool) -> list:
-    """Every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each named by its file (graph sent once)."""
-    shared = client.scatter(graph, broadcast=True) if client is not None else graph
+    """Every job `(fn, *args)` as fn(graph, *args): here, or one Dask task each named by its file (the graph sent once
+    to each worker, under a key of this task group's own, released when it ends: no cached listing outlives it)."""
     return run_tasks(client, "ingest", "check-file", _call, jobs, label=lambda job: _job_file(graph, job),
-                     graph=shared, hash_files=hash_files)
+                     share=("graph",), graph=graph, hash_files=hash_files)
 
 
 def _job_file(graph: ChunkedGraph, job: tuple) -> str:
