@@ -40,6 +40,7 @@ class Plan:
 
     nparts: int
     options: AssignOptions
+    nodes: int = 0  # input nodes (column 0's total: every level's node weights sum to it)
     balance: list[int] = field(default_factory=list)  # weight columns that are balanced
     maxw: np.ndarray | None = None  # largest cluster weight per column
     bound: np.ndarray | None = None  # largest part weight per balanced column
@@ -47,6 +48,7 @@ class Plan:
     def limits(self, sums: np.ndarray, largest: np.ndarray) -> None:
         """Cluster and part bounds from the column totals and the heaviest node of each column."""
         eps, k = self.options.ufactor / 1000.0, self.nparts
+        self.nodes = int(sums[0])
         self.balance = list(range(1, len(sums))) if len(sums) > 1 else [0]
         self.maxw = np.full(len(sums), UNLIMITED, dtype=np.int64)
         for c in self.balance:
@@ -104,21 +106,23 @@ def node_target(level: Level, opts: AssignOptions) -> int:
 def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
                   ) -> tuple[Level, int, bool]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
-    configured rounds; the last one also groups leftover singletons), then the contraction into the next level;
-    returns it, the rounds run and whether hubs clustered apart (on a level with skewed degrees, hubs cluster only
-    among themselves, at most `hub_cluster` nodes per cluster: coarsen.py)."""
+    configured rounds; the last one also groups leftover singletons: `lone_weight`), then the contraction
+    into the next level; returns it, the rounds run and whether hubs clustered apart (on a level with skewed
+    degrees, hubs cluster only among themselves: coarsen.py, `hub_bound`)."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
     top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
     hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
+    far = level.nodes > opts.multilevel_coarse_nodes
+    bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=hub_cluster if hubs else 0)
+                  hub_cluster=bound, lone=coarsen.lone_weight(far))
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
