@@ -168,17 +168,19 @@ def _sum_deltas(results: list[tuple[np.ndarray, int]], load: np.ndarray) -> tupl
 def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client: Client | None
                    ) -> tuple[np.ndarray, int, int]:
     """Rounds moving the cheapest nodes out of parts above their bound (candidates per block, chosen together so
-    that a heavy node may use a target's whole room); returns (load, last round, moves)."""
+    that a heavy node may use a target's whole room; when no node fits anywhere, one may take a target past its
+    bound by less than the largest excess, so the largest excess still shrinks); returns (load, last round,
+    moves)."""
     moves = 0
     for _ in range(FIX_ROUNDS):
         excess = np.clip(load - plan.bound, 0, None)
         if not excess.any():
             break
         room = np.clip(plan.bound - load, 0, None)
-        found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
-                          list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
-                          balance=plan.balance, excess=excess, room=room, load=load)
-        chosen, delta = refine.choose_moves(found, excess, room)
+        chosen, delta = _overweight_moves(level, plan, load, excess, room, rnd, client)
+        if not len(chosen):  # nothing fits: let a target pass its bound by less than the largest excess
+            over = room + np.maximum(excess.max(axis=0) - 1, 0)
+            chosen, delta = _overweight_moves(level, plan, load, excess, over, rnd, client)
         if not len(chosen):
             break
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
@@ -190,6 +192,16 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         remove(level.parts(rnd))
         rnd, moves = rnd + 1, moves + len(chosen)
     return load, rnd, moves
+
+
+def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.ndarray, room: np.ndarray, rnd: int,
+                      client: Client | None) -> tuple[np.ndarray, np.ndarray]:
+    """The cheapest moves out of overweight parts into parts with `room` (refine.py: candidates per block, chosen
+    together); ((node, target) rows, net weight change per part)."""
+    found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
+                      list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
+                      balance=plan.balance, excess=excess, room=room, load=load)
+    return refine.choose_moves(found, excess, room)
 
 
 def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | None) -> tuple[np.ndarray, int, dict]:
