@@ -37,7 +37,7 @@ DEGREE_BUCKET = 8
 # hubs' bound counts this level's average nodes, not input nodes (`hub_bound`), and leaves left alone are grouped by
 # their favourite cluster whatever their weight (`lone_weight`). Without both, coarse hubs of 16 input nodes merged
 # with nothing and a hub's leaves never with it: R-MAT 500M kept 72%, 93%, 98% of its nodes on levels 1-3; R-MAT
-# 50k with that run's ratios took 17 levels to 4,762 nodes (target 500), now 6 to 497 (BENCHMARKS.md, "the hub
+# 50k with that run's ratios took 17 levels to 4,762 nodes (target 500), now 7 to 487 (BENCHMARKS.md, "the hub
 # rule's stall").
 SKEW = 20
 HUB_CLUSTER = 16
