@@ -32,11 +32,30 @@ DEGREE_BUCKET = 8
 # When hubs stall the coarsening (a level keeps over STALL of its nodes above the coarsest size or edge cap), their
 # cluster bound grows HUB_RELAX times for the next level. R-MAT 50k coarsened to 150k edges, cut / METIS's at
 # k = 4, 8, 16, 32, 64: x2 0.41, 0.62, 0.92, 1.07, 1.03; x4 0.40, 0.73, 1.03, 1.14, 1.06; dropping the rule at once
-# 0.83, 1.26, 1.30, 1.22, 1.07. Known limit: nodes below the average never join a hub's cluster, so a large skewed
-# graph's levels shrink slowly (R-MAT 500M: levels kept 72%, 93%, 98%; DESIGN.md "Coarsening").
+# 0.83, 1.26, 1.30, 1.22, 1.07.
+# Far above the coarsest size (more nodes than `multilevel_coarse_nodes`), a level must shrink geometrically: the
+# hubs' bound counts this level's average nodes, not input nodes (`hub_bound`), and leaves left alone are grouped by
+# their favourite cluster whatever their weight (`lone_weight`). Without both, coarse hubs of 16 input nodes merged
+# with nothing and a hub's leaves never with it: R-MAT 500M kept 72%, 93%, 98% of its nodes on levels 1-3; R-MAT
+# 50k with that run's ratios took 17 levels to 4,762 nodes (target 500), now 7 to 487 (BENCHMARKS.md, "the hub
+# rule's stall").
 SKEW = 20
 HUB_CLUSTER = 16
 HUB_RELAX = 2
+
+
+def hub_bound(hub_cluster: int, input_nodes: int, level_nodes: int, far: bool) -> int:
+    """The largest hub cluster, in input nodes: `hub_cluster` of the level's average nodes while the level is far
+    above the coarsest size, else `hub_cluster` input nodes."""
+    return hub_cluster * max(1, input_nodes // max(1, level_nodes)) if far else hub_cluster
+
+
+def lone_weight(far: bool) -> int:
+    """The heaviest node (in input nodes) that a level's last round groups when it is left alone: any while the level
+    is far above the coarsest size; near it (only the edge cap left), input nodes only, as merging hubs is what
+    shrinks the edges there. R-MAT 50k coarsened to 150k edges, k = 8: grouping any node there cut 50.7% of the
+    edges, input nodes only 34.3%."""
+    return np.iinfo(np.int64).max if far else 1
 
 
 def mark_hubs(b: int, *, level: Level) -> int:
@@ -55,11 +74,11 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
-def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int
-                  ) -> int:
-    """One LP round over block b (grouping up to `quota` leftover singletons, none if negative; with `hub_cluster`
-    > 0, hubs cluster apart, at most that many nodes each): writes its labels for round rnd+1 and its cluster weight
-    changes; returns moves."""
+def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int,
+                  lone: int) -> int:
+    """One LP round over block b (grouping up to `quota` leftover singletons of at most `lone` input nodes, none if
+    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each): writes its
+    labels for round rnd+1 and its cluster weight changes; returns moves."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
@@ -73,7 +92,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     kind = gather(level.hubs, cand) if hubs else np.zeros(len(cand), dtype=np.uint8)
     ukind = np.array(open_ro(level.hubs)[lo:hi]) if hubs else np.zeros(hi - lo, dtype=np.uint8)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster)
+                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster, lone)
     write_range(level.labels(rnd + 1), lo, cand[own_l])
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])

@@ -40,6 +40,7 @@ class Plan:
 
     nparts: int
     options: AssignOptions
+    nodes: int = 0  # input nodes (column 0's total: every level's node weights sum to it)
     balance: list[int] = field(default_factory=list)  # weight columns that are balanced
     maxw: np.ndarray | None = None  # largest cluster weight per column
     bound: np.ndarray | None = None  # largest part weight per balanced column
@@ -47,6 +48,7 @@ class Plan:
     def limits(self, sums: np.ndarray, largest: np.ndarray) -> None:
         """Cluster and part bounds from the column totals and the heaviest node of each column."""
         eps, k = self.options.ufactor / 1000.0, self.nparts
+        self.nodes = int(sums[0])
         self.balance = list(range(1, len(sums))) if len(sums) > 1 else [0]
         self.maxw = np.full(len(sums), UNLIMITED, dtype=np.int64)
         for c in self.balance:
@@ -104,21 +106,23 @@ def node_target(level: Level, opts: AssignOptions) -> int:
 def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
                   ) -> tuple[Level, int, bool]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
-    configured rounds; the last one also groups leftover singletons), then the contraction into the next level;
-    returns it, the rounds run and whether hubs clustered apart (on a level with skewed degrees, hubs cluster only
-    among themselves, at most `hub_cluster` nodes per cluster: coarsen.py)."""
+    configured rounds; the last one also groups leftover singletons: `lone_weight`), then the contraction
+    into the next level; returns it, the rounds run and whether hubs clustered apart (on a level with skewed
+    degrees, hubs cluster only among themselves: coarsen.py, `hub_bound`)."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
     top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
     hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
+    far = level.nodes > opts.multilevel_coarse_nodes
+    bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=hub_cluster if hubs else 0)
+                  hub_cluster=bound, lone=coarsen.lone_weight(far))
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
@@ -164,17 +168,19 @@ def _sum_deltas(results: list[tuple[np.ndarray, int]], load: np.ndarray) -> tupl
 def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client: Client | None
                    ) -> tuple[np.ndarray, int, int]:
     """Rounds moving the cheapest nodes out of parts above their bound (candidates per block, chosen together so
-    that a heavy node may use a target's whole room); returns (load, last round, moves)."""
+    that a heavy node may use a target's whole room; when no node fits anywhere, one may take a target past its
+    bound by less than the largest excess, so the largest excess still shrinks); returns (load, last round,
+    moves)."""
     moves = 0
     for _ in range(FIX_ROUNDS):
         excess = np.clip(load - plan.bound, 0, None)
         if not excess.any():
             break
         room = np.clip(plan.bound - load, 0, None)
-        found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
-                          list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
-                          balance=plan.balance, excess=excess, room=room, load=load)
-        chosen, delta = refine.choose_moves(found, excess, room)
+        chosen, delta = _overweight_moves(level, plan, load, excess, room, rnd, client)
+        if not len(chosen):  # nothing fits: let a target pass its bound by less than the largest excess
+            over = room + np.maximum(excess.max(axis=0) - 1, 0)
+            chosen, delta = _overweight_moves(level, plan, load, excess, over, rnd, client)
         if not len(chosen):
             break
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
@@ -186,6 +192,16 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         remove(level.parts(rnd))
         rnd, moves = rnd + 1, moves + len(chosen)
     return load, rnd, moves
+
+
+def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.ndarray, room: np.ndarray, rnd: int,
+                      client: Client | None) -> tuple[np.ndarray, np.ndarray]:
+    """The cheapest moves out of overweight parts into parts with `room` (refine.py: candidates per block, chosen
+    together); ((node, target) rows, net weight change per part)."""
+    found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
+                      list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
+                      balance=plan.balance, excess=excess, room=room, load=load)
+    return refine.choose_moves(found, excess, room)
 
 
 def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | None) -> tuple[np.ndarray, int, dict]:

@@ -74,7 +74,8 @@ def compact_labels(own, nbr):
 
 
 @njit(cache=True)
-def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order, kind, ukind, hubw):
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order, kind, ukind, hubw,
+                  lone):
     """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
     so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
 
@@ -82,10 +83,10 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
     `names` are the clusters' global labels (ties are broken on them). A node
     joins the neighbouring cluster of highest connection that stays within `maxw` in every column (staying on
     ties). A node joins only clusters of its own kind (`kind` per candidate cluster, `ukind` per row: 1 = hub), a
-    hub's cluster at most `hubw` nodes (coarsen.py's hub rule). With `quota` >= 0, up to `quota` non-hub nodes left
-    alone afterwards are grouped: by their favourite neighbouring cluster, and isolated nodes in runs (clusters must
-    form on graphs with leaves and edgeless node types); the quota keeps the level from shrinking far below the
-    coarsest level's size. Returns moves.
+    hub's cluster at most `hubw` nodes (coarsen.py's hub rule). With `quota` >= 0, up to `quota` non-hub nodes of
+    at most `lone` input nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
+    isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types); the quota keeps the
+    level from shrinking far below the coarsest level's size. Returns moves.
     """
     n = len(own)
     rating = np.zeros(cw.shape[0], dtype=np.int64)
@@ -120,20 +121,20 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
             own[u] = best
             moves += 1
     if quota >= 0:
-        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind)
+        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone)
     return moves
 
 
 @njit(cache=True)
-def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind):
-    """Nodes still alone in their cluster join the first such node with the same favourite cluster (isolated
-    nodes: the previous isolated one), while it fits, `quota` moves at most."""
+def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone):
+    """Nodes of at most `lone` input nodes still alone in their cluster join the first such node with the same
+    favourite cluster (isolated nodes: the previous isolated one), while it fits, `quota` moves at most."""
     leader = np.full(cw.shape[0] + 1, -1, dtype=np.int64)  # last slot: isolated nodes
     moves = 0
     for u in range(len(own)):
         if moves >= quota:
             break
-        if cw[own[u], 0] != 1 or ukind[u]:
+        if cw[own[u], 0] != vw[u, 0] or vw[u, 0] > lone or ukind[u]:  # alone: column 0 counts input nodes
             continue
         key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0]
         if key < 0:
