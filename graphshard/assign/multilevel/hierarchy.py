@@ -179,7 +179,7 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         room = np.clip(plan.bound - load, 0, None)
         chosen, delta = _overweight_moves(level, plan, load, excess, room, rnd, client)
         if not len(chosen):  # nothing fits: let a target pass its bound by less than the largest excess
-            over = room + np.maximum(excess.max(axis=0) - 1, 0)
+            over = np.clip(plan.bound + np.maximum(excess.max(axis=0) - 1, 0) - load, 0, None)
             chosen, delta = _overweight_moves(level, plan, load, excess, over, rnd, client)
         if not len(chosen):
             break
