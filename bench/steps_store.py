@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
-from s3_helpers import S3Server, _wait_up, filesystems_per_group, free_port  # noqa: E402
+from s3_helpers import filesystems_per_group, process_server  # noqa: E402
 from test_storage_steps import upload_tree  # noqa: E402
 from validate_store import group_seconds  # noqa: E402
 
@@ -59,24 +58,18 @@ def main() -> None:
     from graphshard.storage import Storage
 
     work = Path(tempfile.mkdtemp(prefix="graphshard-bench-steps-"))
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_up(f"http://127.0.0.1:{port}")
-        s3 = S3Server(f"http://127.0.0.1:{port}")
-        storage, bucket = Storage({"s3://": s3.options()}), s3.new_bucket()
-        graph_url = upload_tree(storage, args.graph.parent, f"{bucket}/in")
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
-                Client(cluster) as client:
-            for i, where in enumerate(["local"] + ["s3"] * args.reps):
-                graph, out = ((str(args.graph), str(work / f"run{i}")) if where == "local" else
-                              (f"{graph_url}/metadata.json", f"{bucket}/run{i}"))
-                print(json.dumps({"code": str(Path(graphshard.__file__).parents[1]), "where": where,
-                                  **timed_steps(client, graph, out, args.parts, storage)}), flush=True)
+        with process_server() as s3:
+            storage, bucket = Storage({"s3://": s3.options()}), s3.new_bucket()
+            graph_url = upload_tree(storage, args.graph.parent, f"{bucket}/in")
+            with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+                    Client(cluster) as client:
+                for i, where in enumerate(["local"] + ["s3"] * args.reps):
+                    graph, out = ((str(args.graph), str(work / f"run{i}")) if where == "local" else
+                                  (f"{graph_url}/metadata.json", f"{bucket}/run{i}"))
+                    print(json.dumps({"code": str(Path(graphshard.__file__).parents[1]), "where": where,
+                                      **timed_steps(client, graph, out, args.parts, storage)}), flush=True)
     finally:
-        server.terminate()
-        server.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-from s3_helpers import S3Server, _wait_up, free_port  # noqa: E402
+from s3_helpers import process_server  # noqa: E402
 from test_storage_steps import random_assignment, upload_tree  # noqa: E402
 
 
@@ -49,30 +48,24 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="graphshard-bench-validate-"))
     out = shuffle(args.graph, random_assignment(args.graph, work / "asg", args.parts), work / "out",
                   ShuffleOptions(save_orig_nids=True, save_orig_eids=True), None)
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_up(f"http://127.0.0.1:{port}")
-        s3 = S3Server(f"http://127.0.0.1:{port}")
-        storage, bucket = Storage({"s3://": s3.options()}), s3.new_bucket()
-        set_url, graph_url = upload_tree(storage, out.parent, f"{bucket}/set"), upload_tree(storage, args.graph.parent,
-                                                                                          f"{bucket}/in")
-        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
-                Client(cluster) as client:
-            for where in ["local"] + ["s3"] * args.reps:
-                with get_task_stream(client) as stream:
-                    start = time.perf_counter()
-                    report = (validate(out, args.graph, client=client) if where == "local" else
-                              validate(f"{set_url}/{out.name}", f"{graph_url}/metadata.json", client=client,
-                                       storage=storage, scratch_dir=tempfile.mkdtemp(dir=work)))
-                    wall = time.perf_counter() - start
-                print(json.dumps({"code": str(Path(graphshard.__file__).parents[1]), "where": where,
-                                  "wall_s": round(wall, 2), "ok": report["ok"],
-                                  "worker_s": group_seconds(stream.data)}))
+        with process_server() as s3:
+            storage, bucket = Storage({"s3://": s3.options()}), s3.new_bucket()
+            set_url = upload_tree(storage, out.parent, f"{bucket}/set")
+            graph_url = upload_tree(storage, args.graph.parent, f"{bucket}/in")
+            with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+                    Client(cluster) as client:
+                for where in ["local"] + ["s3"] * args.reps:
+                    with get_task_stream(client) as stream:
+                        start = time.perf_counter()
+                        report = (validate(out, args.graph, client=client) if where == "local" else
+                                  validate(f"{set_url}/{out.name}", f"{graph_url}/metadata.json", client=client,
+                                           storage=storage, scratch_dir=tempfile.mkdtemp(dir=work)))
+                        wall = time.perf_counter() - start
+                    print(json.dumps({"code": str(Path(graphshard.__file__).parents[1]), "where": where,
+                                      "wall_s": round(wall, 2), "ok": report["ok"],
+                                      "worker_s": group_seconds(stream.data)}))
     finally:
-        server.terminate()
-        server.wait(timeout=60)
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -87,12 +87,9 @@ def threaded_server() -> Iterator[S3Server]:
 
 
 @contextmanager
-def authenticating_server(setup_actions: int = 0) -> Iterator[S3Server]:
-    """A moto server in its own process that checks credentials after its first `setup_actions` requests
-    (INITIAL_NO_AUTH_ACTION_COUNT): with 0, every key is unknown to it, so any request is refused as wrong
-    credentials."""
+def process_server(env: dict | None = None) -> Iterator[S3Server]:
+    """A moto server in its own process (the benchmarks' S3 side then does not share the client's interpreter)."""
     port = free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(setup_actions)}
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
@@ -102,6 +99,15 @@ def authenticating_server(setup_actions: int = 0) -> Iterator[S3Server]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@contextmanager
+def authenticating_server(setup_actions: int = 0) -> Iterator[S3Server]:
+    """A moto server in its own process that checks credentials after its first `setup_actions` requests
+    (INITIAL_NO_AUTH_ACTION_COUNT): with 0, every key is unknown to it, so any request is refused as wrong
+    credentials."""
+    with process_server({**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(setup_actions)}) as server:
+        yield server
 
 
 READ_ONLY = {"Version": "2012-10-17",
