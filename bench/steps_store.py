@@ -9,7 +9,6 @@ before/after pair (same graph, same sitting).
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -22,7 +21,7 @@ sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "bench"))
 from s3_helpers import filesystems_per_group, process_server  # noqa: E402
 from test_storage_steps import upload_tree  # noqa: E402
-from validate_store import group_seconds  # noqa: E402
+from validate_store import group_seconds, store_args  # noqa: E402
 
 
 def timed_steps(client, graph: str, out: str, parts: int, storage) -> dict:
@@ -47,11 +46,7 @@ def timed_steps(client, graph: str, out: str, parts: int, storage) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--graph", type=Path, required=True, help="an existing chunked graph's metadata.json")
-    ap.add_argument("--parts", type=int, default=4)
-    ap.add_argument("--reps", type=int, default=2, help="S3 runs (one local run first)")
-    args = ap.parse_args()
+    args = store_args(__doc__.splitlines()[0])
     from distributed import Client, LocalCluster
 
     import graphshard

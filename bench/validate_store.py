@@ -32,12 +32,17 @@ def group_seconds(stream: list[dict]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def store_args(description: str) -> argparse.Namespace:
+    """The arguments of a local-against-S3 bench: an existing graph, the parts, the S3 runs after one local run."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--graph", type=Path, required=True, help="an existing chunked graph's metadata.json")
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--reps", type=int, default=2, help="S3 runs (one local run first)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = store_args(__doc__.splitlines()[0])
     from distributed import Client, LocalCluster, get_task_stream
 
     import graphshard
