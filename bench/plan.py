@@ -323,7 +323,7 @@ def run_method(edges: int, method: str, graph: Path, args, client, env: dict, li
         keep = Path(args.logs) / f"{edges // 1_000_000}m-{method}"
         keep.mkdir(parents=True, exist_ok=True)
         for src in [Path(got["log"]), run_dir / "out" / "report.json",
-                    *(run_dir / "work" / "assign").glob("*/assignment_report.json")]:
+                    *(run_dir / "work" / "assign").rglob("assignment_report.json")]:
             if src.exists():
                 shutil.copy(src, keep / src.name)
     note = f"k={parts}, {load:.1f}-{os.getloadavg()[0]:.1f}"
