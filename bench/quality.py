@@ -49,6 +49,10 @@ FAMILIES = {
     # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
     "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),
     "mag-15k": ("mag", {"papers": 15_000}, MAG_BALANCE),
+    # the same edges with 10% of the nodes in `train_mask` (seeds a subset, as ogbn-products' 8%)
+    "rmat-50k-t10": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1, "train_share": 0.1}, {}),
+    "rmat-200k-sparse-t10": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3, "train_share": 0.1}, {}),
+    "rmat-300k-s2-t10": ("rmat", {"nodes": 300_000, "edges": 6_000_000, "seed": 2, "train_share": 0.1}, {}),
 }
 # row name -> assignment options (method and its own options)
 METHODS = {
