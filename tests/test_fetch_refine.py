@@ -10,7 +10,7 @@ import pytest
 
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
-from graphshard.assign.fetch_refine import Sampler, forward, move_gains, rebalance, seed_visits
+from graphshard.assign.fetch_refine import Sampler, forward, move_gains, rebalance, refine, seed_visits
 from graphshard.assign.options import AssignOptions, resolve
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
@@ -48,6 +48,17 @@ def test_move_gains_match_a_recount():
     assert np.abs(got - want).mean() < 0.2 * np.abs(want).mean()
     plain = ~sampler.seeds[movers]  # a node that seeds nothing: its gain is exact
     np.testing.assert_allclose(got[plain], want[plain], atol=1e-9)
+
+
+def test_refine_stops_at_the_first_round_gaining_under_min_gain():
+    rng = np.random.default_rng(1)
+    n, k = 600, 4
+    src, dst = rng.integers(0, n, 5000), (rng.pareto(1.2, 5000) * 20).astype(np.int64) % n
+    sampler = Sampler.build(src, dst, n, rng.random(n) < 0.3, [4, 6])
+    start = rng.integers(0, k, n)
+    _, full = refine(sampler, start, k, None, 30, 20, 30, min_gain=0.0)
+    _, short = refine(sampler, start, k, None, 30, 20, 30, min_gain=1.0)
+    assert len(short) == 2 and len(full) > 2 and full[:2] == short and min(full) < short[-1]
 
 
 def test_rebalance_drains_over_cap_partitions_when_their_cheapest_targets_fill():

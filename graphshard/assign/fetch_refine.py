@@ -196,10 +196,10 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 
 
 def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray | None, ufactor: int,
-           batch_size: int, rounds: int) -> tuple[np.ndarray, list[float]]:
+           batch_size: int, rounds: int, min_gain: float = MIN_ROUND_GAIN) -> tuple[np.ndarray, list[float]]:
     """(new parts, expected remote share after rebalancing and after each round): first moves nodes out of any
     partition above a cap, then up to `rounds` rounds of moves and swaps, stopping when a round lowers the expected
-    share by less than MIN_ROUND_GAIN (the best partition seen is kept)."""
+    share by less than `min_gain` (the best partition seen is kept)."""
     parts = np.array(parts, dtype=np.int64)
     weights = np.ones((len(parts), 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(
         len(parts), -1)
@@ -219,7 +219,7 @@ def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray
         if r >= best[0]:
             break
         gained, best = best[0] - r, (r, parts.copy())
-        if gained < MIN_ROUND_GAIN:
+        if gained < min_gain:
             break
     return best[1], trace
 
