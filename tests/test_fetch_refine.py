@@ -10,7 +10,8 @@ import pytest
 
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
-from graphshard.assign.fetch_refine import Sampler, forward, move_gains, rebalance, refine, seed_visits
+from graphshard.assign.fetch_refine import (Sampler, apply_swaps, forward, move_gains, rebalance, refine,
+                                            seed_visits)
 from graphshard.assign.options import AssignOptions, resolve
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
@@ -59,6 +60,16 @@ def test_refine_stops_at_the_first_round_gaining_under_min_gain():
     _, full = refine(sampler, start, k, None, 30, 20, 30, min_gain=0.0)
     _, short = refine(sampler, start, k, None, 30, 20, 30, min_gain=1.0)
     assert len(short) == 2 and len(full) > 2 and full[:2] == short and min(full) < short[-1]
+
+
+def test_swaps_pair_nodes_of_the_same_balance_class():
+    # part 0: seeds u=0, 1 and non-seeds 2, 3; part 1: seeds v=4, 5 and non-seeds w=6, 7; every class at its cap
+    parts = np.repeat([0, 1], 4)
+    weights = np.array([[1, 0], [1, 0], [0, 1], [0, 1]] * 2, dtype=np.float64)
+    gain = np.zeros((8, 2))
+    gain[0, 1], gain[4, 0], gain[6, 0] = -5.0, -1.0, -3.0  # w would pair best with u, but a seed must swap a seed
+    assert apply_swaps(gain, parts, weights, np.array([2.0, 2.0]), np.array([0])) == 1
+    assert parts.tolist() == [1, 0, 0, 0, 0, 1, 1, 1]
 
 
 def test_rebalance_drains_over_cap_partitions_when_their_cheapest_targets_fill():

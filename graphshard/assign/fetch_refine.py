@@ -171,17 +171,19 @@ def apply_moves(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 
 def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray,
                 blocked: np.ndarray) -> int:
-    """Pairs a blocked move a -> b with the cheapest move b -> a of a node that has not moved yet, while the pair
-    lowers the objective and every constraint stays within `caps`; returns the number of swaps."""
+    """Pairs a blocked move a -> b with the cheapest move b -> a of a node of the same balance class (the same
+    constraint columns non-zero: a pair then keeps every class count) that has not moved yet, while the pair lowers
+    the objective and every constraint stays within `caps`; returns the number of swaps."""
     best = gain[blocked].argmin(axis=1)
     load = part_loads(parts, weights, gain.shape[1])
     free = np.ones(len(parts), dtype=bool)
     free[blocked] = False
+    kind = np.unique(weights > 0, axis=0, return_inverse=True)[1].reshape(-1)
     swaps = 0
-    for a, b in sorted({(int(parts[u]), int(t)) for u, t in zip(blocked, best)}):
-        here = blocked[(parts[blocked] == a) & (best == b)]
+    for a, b, c in sorted({(int(parts[u]), int(t), int(kind[u])) for u, t in zip(blocked, best)}):
+        here = blocked[(parts[blocked] == a) & (best == b) & (kind[blocked] == c)]
         here = here[np.lexsort((here, gain[here, b]))]
-        there = np.flatnonzero((parts == b) & free)
+        there = np.flatnonzero((parts == b) & free & (kind == c))
         there = there[np.lexsort((there, gain[there, a]))][:len(here)]
         for u, v in zip(here.tolist(), there.tolist()):
             if gain[u, b] + gain[v, a] >= -TOLERANCE:
