@@ -11,6 +11,8 @@ Levers (each against `base`, the post-pass as `metis` + `objtype: fetch` runs it
   fill whichever partition has room, and the others' balance counts what matters.
 - `fetched`: a non-seed node weighs its expected presence over all partitions' batches (how often it is fetched),
   seeds weigh 1 in their own column: balance of the fetch load, not of node counts (node counts unconstrained).
+- `ceiling`: no post-pass; every non-seed node goes where the start's batches fetch it most, no balance for them
+  (seeds stay): what placing the non-seeds could give at most if their balance did not bind.
 Prints one JSON line per lever: expected share after each round, the estimate's share, imbalance per column.
 """
 
@@ -48,6 +50,13 @@ def columns(lever: str, sampler: fetch_refine.Sampler, parts: np.ndarray, k: int
     return np.stack([seeds, rest], axis=1) if classes or lever == "fetched" else rest[:, None]
 
 
+def ceiling(sampler: fetch_refine.Sampler, parts: np.ndarray, k: int) -> np.ndarray:
+    """Every non-seed node in the partition whose one batch holds it with the highest probability (seeds stay)."""
+    v0, _ = fetch_refine.seed_visits(sampler, parts, k, BATCH)
+    best = fetch_refine.forward(sampler, v0)[-1].argmax(axis=1)
+    return np.where(sampler.seeds, parts, best)
+
+
 def imbalance(parts: np.ndarray, weights: np.ndarray, k: int) -> list[float]:
     """Largest partition load over the mean, per column."""
     load = fetch_refine.part_loads(parts, weights, k)
@@ -62,7 +71,8 @@ def main() -> None:
     parser.add_argument("--seeds", default=None, help="<ntype>/<feat>: the training seeds (default every node)")
     parser.add_argument("--balance", choices=["nodes", "classes"], default="nodes",
                         help="nodes: node count only; classes: seeds and non-seeds each (balance_ntypes: [seeds])")
-    parser.add_argument("--levers", nargs="+", default=["base"], choices=["base", "rounds60", "free", "fetched"])
+    parser.add_argument("--levers", nargs="+", default=["base"],
+                        choices=["base", "rounds60", "free", "fetched", "ceiling"])
     parser.add_argument("--ufactor", type=int, default=30)
     args = parser.parse_args()
     g = load_metadata(args.graph)
@@ -77,8 +87,11 @@ def main() -> None:
         weights = columns(lever, sampler, start, args.k, args.balance == "classes")
         t0 = time.perf_counter()
         longer = lever == "rounds60"
-        parts, trace = fetch_refine.refine(sampler, start, args.k, weights, args.ufactor, BATCH, 60 if longer else 20,
-                                           0.0 if longer else fetch_refine.MIN_ROUND_GAIN)
+        if lever == "ceiling":
+            parts, trace = ceiling(sampler, start, args.k), []
+        else:
+            parts, trace = fetch_refine.refine(sampler, start, args.k, weights, args.ufactor, BATCH,
+                                               60 if longer else 20, 0.0 if longer else fetch_refine.MIN_ROUND_GAIN)
         seconds = time.perf_counter() - t0
         est = remote_share(indptr, sources, parts, seeds, FANOUTS, seed=0, batch_size=BATCH)["overall"]
         print(json.dumps({"lever": lever, "balance": args.balance, "k": args.k, "start": args.start.name,
