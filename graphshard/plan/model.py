@@ -231,7 +231,8 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s) + r_tasks
-    work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
+    work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
+                         for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
@@ -240,42 +241,44 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
 
 
 def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
-    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first. A level above
-    `multilevel_coarse_nodes` shrinks by up to `ml_shrink` (the last LP round's grouping lands near the cap); a
-    coarse level's mean degree grows with the input nodes each of its nodes holds (`ml_coarse_degree`: a x
-    (input nodes / nodes)^b, never more edges than the input); a level within the node cap but over
-    `multilevel_coarse_edges` is coarsened on, its edges shrinking by `ml_edge_level_shrink` per level. A coarse
-    level has as many blocks as its finer level's edges need, never more (`hierarchy.contract`)."""
+    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first, in the hub rule's
+    three phases (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes
+    `ml_shrink` times (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
+    `multilevel_coarse_edges`, the hubs stall the coarsening (their cluster bound, HUB_CLUSTER input nodes, doubles
+    per stalled level) for log2(`ml_stall_weight` x the input nodes per coarse node / HUB_CLUSTER) levels that keep
+    their edges, and each later level keeps `ml_near_edge_keep` of them. A coarse level has as many blocks as its
+    finer level's edges need, never more (`hierarchy.contract`)."""
     c = coefficients.load()
-    a, b = c["ml_coarse_degree"]
     nodes, edges = float(g.nodes), float(g.edges)
     out = [(nodes, edges, max(1, math.ceil(edges / s.block_edges)))]
-    while (nodes > s.coarse_nodes or edges > s.coarse_edges) and len(out) < ML_MAX_LEVELS:
-        blocks = max(1, min(out[-1][2], math.ceil(edges / s.block_edges)))
-        if nodes > s.coarse_nodes:
-            nodes = max(float(s.coarse_nodes), nodes / c["ml_shrink"])
-            edges = min(edges, nodes * a * (g.nodes / nodes) ** b / 2)
-        else:
-            nodes, edges = nodes * s.coarse_edges / edges, edges / c["ml_edge_level_shrink"]
-        out.append((nodes, edges, blocks))
+
+    def level(n: float, e: float) -> None:
+        out.append((n, e, max(1, min(out[-1][2], math.ceil(out[-1][1] / s.block_edges)))))
+
+    while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
+        nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]
+        level(nodes, edges)
+    stall = max(0, math.ceil(math.log2(c["ml_stall_weight"] * g.nodes / max(nodes, 1.0) / HUB_CLUSTER)))
+    while edges > s.coarse_edges and len(out) < ML_MAX_LEVELS:
+        keep = 1.0 if stall > 0 else c["ml_near_edge_keep"]
+        nodes, edges, stall = nodes * math.sqrt(keep), edges * keep, stall - 1
+        level(nodes, edges)
     return out
 
 
 ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
+HUB_CLUSTER = 16  # coarsen.HUB_CLUSTER (not imported: that module compiles numba kernels)
 
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     """Level 0 (a task per chunk, a classes task per block with `balance_ntypes`, a task per block), each
-    coarsening level (LP rounds of two task groups per block: `multilevel_lp_rounds` on the input level,
-    `ml_later_lp_rounds` on coarser ones, which stop at their node target; numbering and contraction per block, the
-    coarse blocks), METIS on the coarsest, and per level an overweight check, the refinement rounds and (but the
-    coarsest) the projection, a task per block each (`ml_levels`)."""
-    levels = ml_levels(g, s)
-    sizes = [b for _, _, b in levels]
-    later = min(s.lp_rounds, coefficients.load()["ml_later_lp_rounds"])
-    coarsen = sum((2 * (s.lp_rounds if i == 0 else later) + 2) * b + nxt
-                  for i, (b, nxt) in enumerate(zip(sizes, sizes[1:])))
-    refine = sum((1 + s.refine_rounds) * b for b in sizes) + sum(sizes[:-1])
+    coarsening level (per block: the hub marks, `multilevel_lp_rounds` LP rounds of two task groups, as a level
+    meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
+    blocks), METIS on the coarsest, and per level the refinement rounds (R-MAT 20M and 500M: 7.7 of the 8 on average
+    before the early stop) and (but the coarsest) the projection, a task per block each (`ml_levels`)."""
+    sizes = [b for _, _, b in ml_levels(g, s)]
+    coarsen = sum((2 * s.lp_rounds + 3) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
+    refine = sum(s.refine_rounds * b for b in sizes) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
     return g.edge_chunks + sizes[0] * (1 + classes) + coarsen + 1 + refine
 
