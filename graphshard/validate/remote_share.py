@@ -13,7 +13,7 @@ only: memory bound by the partition's nodes and the sample, not its edges).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from graphshard.validate.part_files import load_part, part_copies
 
 BATCH_SIZE = 1000  # seeds per mini-batch, as in DGL's DistDGL GraphSAGE example
 BATCHES = 8  # mini-batches drawn per partition
+EdgePass = Callable[[], Iterator[tuple[np.ndarray, np.ndarray]]]  # (wanted position, local source) per piece
 
 
 def in_csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -168,7 +169,7 @@ def first_seeds(layout: Layout, sampling: Sampling) -> tuple[np.ndarray, np.ndar
     return (np.concatenate(batch), np.concatenate(nodes)) if batch else (np.zeros(0, np.int64),) * 2
 
 
-def _wanted_edges(graph, wanted: np.ndarray) -> tuple[np.ndarray, Iterator[tuple[np.ndarray, np.ndarray]]]:
+def _wanted_edges(graph, wanted: np.ndarray) -> tuple[np.ndarray, EdgePass]:
     """(local -> global node IDs, a fresh pass over the partition's edges, piece by piece, as (position in the sorted
     `wanted` IDs of each in-edge's destination, local source) for the in-edges of wanted nodes only)."""
     nid = graph.ndata["_ID"].read().astype(np.int64, copy=False)
@@ -187,7 +188,7 @@ def _wanted_edges(graph, wanted: np.ndarray) -> tuple[np.ndarray, Iterator[tuple
     return nid, edges
 
 
-def wanted_in_degrees(edges, n: int) -> np.ndarray:
+def wanted_in_degrees(edges: EdgePass, n: int) -> np.ndarray:
     """indptr of the in-CSR over the wanted nodes (first pass: the in-degrees only)."""
     indptr = np.zeros(n + 1, dtype=np.int64)
     for pos, _ in edges():
@@ -196,7 +197,7 @@ def wanted_in_degrees(edges, n: int) -> np.ndarray:
     return indptr
 
 
-def sources_at(edges, nid: np.ndarray, indptr: np.ndarray, positions: np.ndarray) -> np.ndarray:
+def sources_at(edges: EdgePass, nid: np.ndarray, indptr: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """Global sources at in-CSR `positions` (second pass): an in-edge's position is its node's start plus how many of
     the node's in-edges came before it in piece order, as `in_csr` orders them, so only the drawn edges are kept."""
     want = np.unique(positions)
