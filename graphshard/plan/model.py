@@ -22,6 +22,7 @@ from graphshard.plan import coefficients
 from graphshard.plan.sizes import GraphSizes
 from graphshard.shuffle.plan import id_dtype_for
 from graphshard.validate import piecewise
+from graphshard.validate.per_partition import owner_dtype
 from graphshard.validate.remote_share import BATCHES
 
 PART = np.dtype(PART_DTYPE).itemsize
@@ -339,17 +340,18 @@ def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
 
 
 REMOTE_NODE_BYTES = 25  # per local node: `_ID` as int64, its position in the wanted set, the lookup's temporaries
-REMOTE_EDGE_BYTES = 48  # per kept in-edge: positions and sources, their concatenation, the in-CSR's sort and gather
+REMOTE_DRAW_BYTES = 64  # per drawn in-edge in a task: frontier position, in-CSR position, its unique sort, source, batch
 REMOTE_PAIR_BYTES = 48  # per drawn pair in the flow process: (batch, source), their keys, np.unique's sort
 
 
 def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, int]:
     """(task bytes, flow-process bytes, tasks) of validation's remote-share estimate (validate/remote_share.py; on by
-    default): per layer, a task per partition reads its edges piece by piece and keeps the in-edges of the sampled
-    frontier nodes it owns (at most its owned edges: `remote_share_edge_share` of them); the flow process gathers each
-    layer's drawn (batch, source) pairs, at most per batch its frontier (batch size x (1 + earlier fanouts), at most
-    the graph's nodes) x fanout, at most the graph's edges, over up to `BATCHES` batches per partition
-    (`remote_share_pair_share` of that bound)."""
+    default): per layer, a task per partition reads its edges piece by piece twice and holds its local nodes' IDs and
+    the draws for the frontier nodes it owns; the flow process gathers each layer's drawn (batch, source) pairs, at
+    most per batch its frontier (batch size x (1 + earlier fanouts), at most the graph's nodes) x fanout, at most the
+    graph's edges, over up to `BATCHES` batches per partition (`remote_share_pair_share` of that bound). The largest
+    task draws `remote_share_part_skew` times the mean partition's share (a partition that gathers the hubs is the
+    frontier's owner more often)."""
     if not s.remote_share:
         return 0.0, 0.0, 0
     c = coefficients.load()
@@ -359,29 +361,43 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
     for fanout in reversed(s.fanouts):  # DGL samples from the last fanout (the seeds' layer) to the first
         pairs = max(pairs, batches * min(frontier * fanout, g.edges))
         frontier = min(frontier * (1 + fanout), g.nodes)
-    task = p.local_nodes * REMOTE_NODE_BYTES + p.owned_edges * c["remote_share_edge_share"] * REMOTE_EDGE_BYTES
-    return task, pairs * c["remote_share_pair_share"] * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
+    drawn = pairs * c["remote_share_pair_share"]
+    skew = c["remote_share_part_skew"].get(s.method, c["remote_share_part_skew"]["other"])
+    task = p.local_nodes * REMOTE_NODE_BYTES + drawn * min(1.0, skew / s.num_parts) * REMOTE_DRAW_BYTES
+    return task, drawn * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
 
 
 def validate(g: GraphSizes, s: Settings) -> StepPlan:
     """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + marks over
     the graph's IDs: a byte per edge of the graph for the original edge IDs, and one for the halo edges' IDs when
-    partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input file; scratch maps of the
-    graph's nodes and edges; then the remote-share estimate (`remote_share`), one more pass over the edges per
+    partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input edge chunk (its rows, their
+    new IDs; the nodes' maps it reads) and node feature file (edge features too with original edge IDs); scratch maps
+    (`_validate_scratch`); then the remote-share estimate (`remote_share`), two more passes over the edges per
     layer."""
     c, p = coefficients.load(), shape(g, s)
     halo_edges = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
     scan = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
             + p.local_nodes * c["validate_bytes_per_local_node"] + (s.orig_eids + halo_edges) * g.edges + 9 * g.nodes)
+    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + (8 + 1) * s.orig_nids * g.nodes
     remote, remote_flow, remote_tasks = remote_share(g, s, p)
-    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files + remote_tasks
-    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts * (1 + len(s.fanouts) * s.remote_share)
+    checked = g.feature_files - (not s.orig_eids) * g.edge_feature_files  # edge features: by their edge IDs
+    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + checked + remote_tasks
+    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts * (1 + 2 * len(s.fanouts) * s.remote_share)
     secs = _seconds(c["core_seconds"]["validate_per_edge"] * rows, s, tasks)
-    peak = ("remote-share (one partition's sampled in-edges)" if remote > scan else
-            "scan (one partition, piece by piece)")
-    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(max(scan, remote), s),
-                    int(_flow("validate", g) + remote_flow), 9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts,
+    candidates = {"scan (one partition, piece by piece)": scan, "input-checksums (one input edge chunk)": checksums,
+                  "remote-share (one partition's nodes and draws)": remote}
+    peak = max(candidates, key=candidates.get)
+    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(candidates[peak], s),
+                    int(_flow("validate", g) + remote_flow), _validate_scratch(g, s), 100_000 + 2_000 * s.num_parts,
                     tasks, secs, peak, "partition")
+
+
+def _validate_scratch(g: GraphSizes, s: Settings) -> int:
+    """Validation's maps over the graph (per_partition.create_arrays): new IDs and owners of the nodes with original
+    node IDs, owners of the edges with original edge IDs, in-degrees and edge ends with two halo hops."""
+    owner = np.dtype(owner_dtype(s.num_parts)).itemsize
+    return int(s.orig_nids * (8 + owner) * g.nodes + s.orig_eids * owner * g.edges
+               + (s.halo_hops >= 2) * (8 * g.nodes + 16 * g.edges))
 
 
 def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:
