@@ -316,7 +316,7 @@ def test_validation_models_the_remote_share_estimate(tmp_path, example_graph):
     assert v_on.peak_task.startswith("input-checksums") and v_on.tasks == 105 and v_on.tasks - v_off.tasks == 5 * 2
     assert 0.9 < v_on.worker_peak / 0.51e9 < 1.1 and 0.85 < v_on.flow_peak / 0.55e9 < 1.15
     assert v_on.flow_peak > v_off.flow_peak and v_on.seconds > v_off.seconds
-    rnd = plan_steps(g, Settings(num_parts=4, method="random", orig_nids=True, orig_eids=False, halo_mode="in_edges"))[3]
+    rnd = plan_steps(g, Settings(**{**on.__dict__, "num_parts": 4, "method": "random", "balance_edges": False}))[3]
     assert 0.8 < rnd.worker_peak / 0.37e9 < 1.2 and rnd.tasks == 100
     longer = Settings(**{**on.__dict__, "fanouts": (10, 25, 25)})  # one more layer: 26x the frontier's pairs
     assert plan_steps(g, longer)[3].flow_peak > v_on.flow_peak + 1e9

@@ -340,7 +340,7 @@ def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
 
 
 REMOTE_NODE_BYTES = 25  # per local node: `_ID` as int64, its position in the wanted set, the lookup's temporaries
-REMOTE_DRAW_BYTES = 64  # per drawn in-edge in a task: frontier position, in-CSR position, its unique sort, source, batch
+REMOTE_DRAW_BYTES = 64  # per drawn in-edge in a task: frontier and in-CSR positions, their unique sort, source, batch
 REMOTE_PAIR_BYTES = 48  # per drawn pair in the flow process: (batch, source), their keys, np.unique's sort
 
 
