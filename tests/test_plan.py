@@ -62,7 +62,7 @@ def test_example_plan_shape_and_figures(tmp_path, capsys, example_graph):
     base, flow = coefficients.load()["worker_base"], coefficients.load()["flow_base"]
     per_node = coefficients.load()["flow_bytes_per_node"]  # the flow process's per-node share: small at 5,000 nodes
     # the remote share's pairs: 8 batches x at most the graph's edges per layer, the bound's measured share
-    pairs = 8 * 50000 * coefficients.load()["remote_share_pair_share"] * 48
+    pairs = 8 * 50000 * coefficients.load()["remote_share_pair_share"]["random"] * 48
     assert all(base < s["worker_peak"] < 0.5e9 and s["flow_peak"] == int(
         flow + per_node.get(s["step"], 0) * 5000 + (pairs if s["step"] == "validate" else 0)) for s in plan["steps"])
     assert plan["limits"]["worker_memory"] == 2_000_000_000 and not plan["limits"]["external"]

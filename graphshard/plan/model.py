@@ -344,12 +344,18 @@ REMOTE_DRAW_BYTES = 64  # per drawn in-edge in a task: frontier and in-CSR posit
 REMOTE_PAIR_BYTES = 48  # per drawn pair in the flow process: (batch, source), their keys, np.unique's sort
 
 
+def _by_method(table: dict[str, float], method: str) -> float:
+    """A coefficient measured per method: the method's own, else the one for the other methods."""
+    return table.get(method, table["other"])
+
+
 def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, int]:
     """(task bytes, flow-process bytes, tasks) of validation's remote-share estimate (validate/remote_share.py; on by
     default): per layer, a task per partition reads its edges piece by piece twice and holds its local nodes' IDs and
     the draws for the frontier nodes it owns; the flow process gathers each layer's drawn (batch, source) pairs, at
     most per batch its frontier (batch size x (1 + earlier fanouts), at most the graph's nodes) x fanout, at most the
-    graph's edges, over up to `BATCHES` batches per partition (`remote_share_pair_share` of that bound). The largest
+    graph's edges, over up to `BATCHES` batches per partition (`remote_share_pair_share` of that bound: more where a
+    partition gathers the hubs, as its seeds have more in-edges to draw). The largest
     task draws `remote_share_part_skew` times the mean partition's share (a partition that gathers the hubs is the
     frontier's owner more often)."""
     if not s.remote_share:
@@ -361,8 +367,8 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
     for fanout in reversed(s.fanouts):  # DGL samples from the last fanout (the seeds' layer) to the first
         pairs = max(pairs, batches * min(frontier * fanout, g.edges))
         frontier = min(frontier * (1 + fanout), g.nodes)
-    drawn = pairs * c["remote_share_pair_share"]
-    skew = c["remote_share_part_skew"].get(s.method, c["remote_share_part_skew"]["other"])
+    drawn = pairs * _by_method(c["remote_share_pair_share"], s.method)
+    skew = _by_method(c["remote_share_part_skew"], s.method)
     task = p.local_nodes * REMOTE_NODE_BYTES + drawn * min(1.0, skew / s.num_parts) * REMOTE_DRAW_BYTES
     return task, drawn * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
 
