@@ -184,7 +184,8 @@ def measure_run(config: Path, work: Path, client, env: dict) -> dict:
     for step, (lo, hi) in steps.items():
         lo, hi = min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1])
         measured[step] = {**measured_step(step, lo, hi, line, pids, work, tasks),
-                          "peak_task": peak_task(line, names, stream.data, lo, hi)}
+                          "peak_task": peak_task(line, names, stream.data, lo, hi),
+                          "task_peaks": task_peaks(line, names, stream.data, STEP_PREFIX[step])}
     return {"steps": measured, "failed": failed, "log": str(log)}
 
 
@@ -199,6 +200,23 @@ def peak_task(line: Timeline, names: dict[str, str], records: list[dict], lo: fl
         if rec.get("worker") == names[worker] and any(ss["start"] <= when <= ss["stop"] for ss in spans):
             return str(rec["key"]).rsplit("-", 1)[0]
     return "(no task running: memory kept from an earlier task)"
+
+
+def task_peaks(line: Timeline, names: dict[str, str], records: list[dict], prefix: str, top: int = 8) -> dict:
+    """The step's tasks whose worker reached the highest RSS while they computed (key without the token: GB), for
+    attributing a peak when the largest one alone does not say enough."""
+    workers = {addr: name for name, addr in names.items()}
+    peaks: dict[str, float] = {}
+    for rec in records:
+        key, name = str(rec["key"]), workers.get(rec.get("worker"))
+        if not key.startswith(prefix + "-") or name is None:
+            continue
+        for ss in rec.get("startstops", ()):
+            if ss.get("action") == "compute":
+                rss = line.peak(name, ss["start"], ss["stop"])
+                label = key.rsplit("-", 1)[0]
+                peaks[label] = max(peaks.get(label, 0.0), rss / 1e9)
+    return dict(sorted(peaks.items(), key=lambda kv: -kv[1])[:top])
 
 
 def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
