@@ -10,6 +10,7 @@ import pytest
 
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
+from graphshard.assign.fetch import seed_mask
 from graphshard.assign.fetch_refine import (Sampler, apply_swaps, forward, move_gains, rebalance, refine,
                                             seed_visits)
 from graphshard.assign.options import AssignOptions, resolve
@@ -124,3 +125,19 @@ def test_refine_keeps_every_balance_constraint_on_a_heterograph(make_graph, tmp_
     # within 1.03 of the mean, or the smallest integer count above the mean where 1.03 allows no integer
     # (METIS alone leaves this graph's train-mask class at 1.11: the post-pass rebalances it)
     assert np.all(loads <= np.maximum(1.03 * total / 4, np.ceil(total / 4))), loads
+
+
+def test_refine_keeps_the_training_seeds_balanced_when_only_node_counts_are(tmp_path):
+    # DistDGL splits the training nodes evenly over the trainers: seeds piled into one partition would train elsewhere
+    meta = GENERATORS["rmat"](tmp_path / "g", nodes=6000, edges=60000, chunks=2, seed=5, train_share=0.2)
+    opts = AssignOptions(method="metis", objtype="fetch", sample_seeds="_N/train_mask", sample_batch_size=200)
+    assign(meta, tmp_path / "a", 4, opts)
+    report = json.loads((tmp_path / "a" / REPORT_FILE).read_text())
+    refined = report["partitioner"]["fetch_refine"]
+    assert refined["expected_remote_share"][-1] < refined["expected_remote_share"][0]
+    g = load_metadata(meta)
+    seeds = seed_mask(g, "_N/train_mask", 0, g.total_nodes) > 0
+    per_part = np.bincount(read_parts(tmp_path / "a", "_N", g.total_nodes, 4)[seeds], minlength=4)
+    assert per_part.max() <= 1.03 * seeds.sum() / 4, per_part
+    assert refined["seed_imbalance"] == round(per_part.max() * 4 / seeds.sum(), 4)
+    assert max(report["imbalance"].values()) <= 1.03 + 1e-9

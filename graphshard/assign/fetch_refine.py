@@ -226,16 +226,29 @@ def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray
     return best[1], trace
 
 
+def with_seed_column(weights: np.ndarray | None, seeds: np.ndarray) -> np.ndarray:
+    """The post-pass's balance columns: the method's (node counts when None) and, when the seeds are a strict subset
+    of the nodes, the seeds themselves. DistDGL splits the training nodes evenly over the trainers
+    (`node_split(force_even=True)`), so a partition holding more than its share of seeds hands them to other
+    partitions' trainers, whose batches the share this pass lowers does not model."""
+    n = len(seeds)
+    cols = np.ones((n, 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(n, -1)
+    return cols if seeds.all() or not seeds.any() else np.hstack([cols, seeds[:, None].astype(np.float64)])
+
+
 def refine_assignment(graph: ChunkedGraph, options: AssignOptions, parts: np.ndarray, nparts: int,
                       weights: np.ndarray | None) -> tuple[np.ndarray, dict]:
     """`options.fetch_refine_rounds` rounds over a whole-graph assignment (`weights`: its balance columns, None for
-    node counts); returns the new parts and what the report records (expected remote share per round, seconds)."""
+    node counts; the seeds are balanced too: `with_seed_column`); returns the new parts and what the report records
+    (expected remote share per round, the seeds' imbalance, seconds)."""
     t0 = time.perf_counter()
     src, dst = input_edges(graph)
     seeds = seed_mask(graph, seed_entry(options), 0, graph.total_nodes) > 0
     sampler = Sampler.build(src, dst, graph.total_nodes, seeds, options.sample_fanouts)
     del src, dst
-    parts, trace = refine(sampler, parts, nparts, weights, options.ufactor, options.sample_batch_size,
-                          options.fetch_refine_rounds)
+    parts, trace = refine(sampler, parts, nparts, with_seed_column(weights, seeds), options.ufactor,
+                          options.sample_batch_size, options.fetch_refine_rounds)
+    per_part = np.bincount(parts[seeds], minlength=nparts)
     return parts, {"rounds": len(trace) - 1, "expected_remote_share": [round(r, 4) for r in trace],
+                   "seed_imbalance": round(float(per_part.max() * nparts / max(per_part.sum(), 1)), 4),
                    "seconds": round(time.perf_counter() - t0, 3)}
