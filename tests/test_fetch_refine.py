@@ -11,8 +11,7 @@ import pytest
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
 from graphshard.assign.fetch import seed_mask
-from graphshard.assign.fetch_refine import (Sampler, apply_swaps, forward, move_gains, rebalance, refine,
-                                            seed_visits)
+from graphshard.assign.fetch_refine import Sampler, apply_swaps, forward, move_gains, rebalance, refine, seed_visits
 from graphshard.assign.options import AssignOptions, resolve
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
