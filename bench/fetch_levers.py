@@ -74,6 +74,8 @@ def main() -> None:
     parser.add_argument("--levers", nargs="+", default=["base"],
                         choices=["base", "rounds60", "free", "fetched", "ceiling"])
     parser.add_argument("--ufactor", type=int, default=30)
+    parser.add_argument("--save-dir", type=Path, default=None,
+                        help="keep each lever's parts as <start stem>-<lever>.npy here (for bench/dgl_share.py)")
     args = parser.parse_args()
     g = load_metadata(args.graph)
     src, dst = input_edges(g)
@@ -93,6 +95,8 @@ def main() -> None:
             parts, trace = fetch_refine.refine(sampler, start, args.k, weights, args.ufactor, BATCH,
                                                60 if longer else 20, 0.0 if longer else fetch_refine.MIN_ROUND_GAIN)
         seconds = time.perf_counter() - t0
+        if args.save_dir:
+            np.save(args.save_dir / f"{args.start.stem}-{lever}.npy", parts)
         est = remote_share(indptr, sources, parts, seeds, FANOUTS, seed=0, batch_size=BATCH)["overall"]
         print(json.dumps({"lever": lever, "balance": args.balance, "k": args.k, "start": args.start.name,
                           "remote_share": round(est, 4), "expected": [round(r, 4) for r in trace],
