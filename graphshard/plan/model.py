@@ -387,8 +387,8 @@ def validate(g: GraphSizes, s: Settings) -> StepPlan:
     ids = min(KEPT_BYTES * p.owned_edges, g.edges) * (s.orig_eids + halo_edges)  # checks.Marks: values or marks
     scan = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
             + p.local_nodes * c["validate_bytes_per_local_node"] + ids + min(KEPT_BYTES * p.local_nodes, g.nodes)
-            + 2 * windowed.WINDOW_BYTES)
-    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + 2 * s.orig_nids * windowed.WINDOW_BYTES
+            + _windows(8 * g.nodes * s.orig_nids, g.edges * s.orig_eids))
+    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + _windows(8 * g.nodes, g.nodes) * s.orig_nids
     remote, remote_flow, remote_tasks = remote_share(g, s, p)
     checked = g.feature_files - (not s.orig_eids) * g.edge_feature_files  # edge features: by their edge IDs
     tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + checked + remote_tasks
@@ -400,6 +400,11 @@ def validate(g: GraphSizes, s: Settings) -> StepPlan:
     return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(candidates[peak], s),
                     int(_flow("validate", g) + remote_flow), _validate_scratch(g, s), 100_000 + 2_000 * s.num_parts,
                     tasks, secs, peak, "partition")
+
+
+def _windows(*maps: float) -> float:
+    """What a task holds of the scratch maps it reads: each whole, or one window of it (`storage.windowed`)."""
+    return sum(min(m, windowed.WINDOW_BYTES) for m in maps)
 
 
 def _validate_scratch(g: GraphSizes, s: Settings) -> int:
