@@ -42,18 +42,19 @@ def _windowed(arr: np.ndarray) -> bool:
 
 
 def _windows(arr: np.ndarray, rows: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """(positions in `rows`, their rows) per window of the map, in row order (stable: repeats keep their order);
-    the window's pages are released once the caller is done with it."""
+    """(positions in `rows`, their rows) per window of the map, windows in order, each window's rows in their order
+    in `rows` (so repeats keep their order); the window's pages are released once the caller is done with it.
+    Grouping by window is a stable sort of small integers (numpy's radix sort), not a sort of the rows."""
     span = max(1, WINDOW_BYTES // max(1, arr.itemsize * int(np.prod(arr.shape[1:], dtype=np.int64))))
-    order = np.argsort(rows, kind="stable")
-    ordered = rows[order]
-    cuts = np.flatnonzero(np.diff(ordered // span)) + 1
-    for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ordered)]):
-        if a == b:
-            continue
-        yield order[a:b], ordered[a:b]
-        lo = int(ordered[a]) // span * span
-        release(arr, lo, lo + span)
+    window = rows // span
+    if len(window) and int(window.max()) < 1 << 16:
+        window = window.astype(np.uint16)
+    order = np.argsort(window, kind="stable")
+    ends = np.cumsum(np.bincount(window, minlength=1))
+    for w in np.flatnonzero(np.diff(np.r_[0, ends])):
+        pick = order[(ends[w - 1] if w else 0):ends[w]]
+        yield pick, rows[pick]
+        release(arr, int(w) * span, (int(w) + 1) * span)
 
 
 def release(arr: np.ndarray, lo: int = 0, hi: int | None = None) -> None:
