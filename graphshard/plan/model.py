@@ -21,7 +21,9 @@ from graphshard.formats.assignment import PART_DTYPE
 from graphshard.plan import coefficients
 from graphshard.plan.sizes import GraphSizes
 from graphshard.shuffle.plan import id_dtype_for
+from graphshard.storage import windowed
 from graphshard.validate import piecewise
+from graphshard.validate.checks import KEPT_BYTES
 from graphshard.validate.per_partition import owner_dtype
 from graphshard.validate.remote_share import BATCHES
 
@@ -374,17 +376,19 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
 
 
 def validate(g: GraphSizes, s: Settings) -> StepPlan:
-    """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + marks over
-    the graph's IDs: a byte per edge of the graph for the original edge IDs, and one for the halo edges' IDs when
-    partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input edge chunk (its rows, their
-    new IDs; the nodes' maps it reads) and node feature file (edge features too with original edge IDs); scratch maps
+    """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + its
+    original and halo edge IDs, kept or marked, whichever is smaller: `checks.Marks` + a window of the maps it reads,
+    `storage.windowed`); checksum tasks per input edge chunk (its rows, their new IDs through windows of the node
+    maps) and node feature file (edge features too with original edge IDs); scratch maps
     (`_validate_scratch`); then the remote-share estimate (`remote_share`), two more passes over the edges per
     layer."""
     c, p = coefficients.load(), shape(g, s)
     halo_edges = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
+    ids = min(KEPT_BYTES * p.owned_edges, g.edges) * (s.orig_eids + halo_edges)  # checks.Marks: values or marks
     scan = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
-            + p.local_nodes * c["validate_bytes_per_local_node"] + (s.orig_eids + halo_edges) * g.edges + 9 * g.nodes)
-    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + (8 + 1) * s.orig_nids * g.nodes
+            + p.local_nodes * c["validate_bytes_per_local_node"] + ids + min(KEPT_BYTES * p.local_nodes, g.nodes)
+            + _windows(8 * g.nodes * s.orig_nids, g.edges * s.orig_eids))
+    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + _windows(8 * g.nodes, g.nodes) * s.orig_nids
     remote, remote_flow, remote_tasks = remote_share(g, s, p)
     checked = g.feature_files - (not s.orig_eids) * g.edge_feature_files  # edge features: by their edge IDs
     tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + checked + remote_tasks
@@ -396,6 +400,11 @@ def validate(g: GraphSizes, s: Settings) -> StepPlan:
     return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(candidates[peak], s),
                     int(_flow("validate", g) + remote_flow), _validate_scratch(g, s), 100_000 + 2_000 * s.num_parts,
                     tasks, secs, peak, "partition")
+
+
+def _windows(*maps: float) -> float:
+    """What a task holds of the scratch maps it reads: each whole, or one window of it (`storage.windowed`)."""
+    return sum(min(m, windowed.WINDOW_BYTES) for m in maps)
 
 
 def _validate_scratch(g: GraphSizes, s: Settings) -> int:
