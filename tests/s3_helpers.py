@@ -136,15 +136,23 @@ def _count_filesystems() -> None:
     from collections import Counter
 
     from dask.utils import key_split
-    from distributed.worker import thread_state
+    from distributed.worker import get_worker, thread_state
 
     from graphshard.storage import options
 
     made: Counter = Counter()
     original = getattr(options.make_filesystem, "__wrapped__", options.make_filesystem)
 
+    def task_key() -> str:
+        """The task this thread runs; in a thread a task started (storage.overlap), the worker's one running task."""
+        key = getattr(thread_state, "key", None)
+        if key is None:
+            running = [ts.key for ts in get_worker().state.executing]
+            key = running[0] if len(running) == 1 else ""
+        return str(key)
+
     def counted(loc, opts):
-        made[key_split(str(getattr(thread_state, "key", "")))] += 1
+        made[key_split(task_key())] += 1
         return original(loc, opts)
 
     counted.__wrapped__, counted.made = original, made
