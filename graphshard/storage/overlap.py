@@ -12,6 +12,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 AT_ONCE = 16  # requests in flight at a time from one task
+THREAD_PREFIX = "graphshard-overlap"  # the threads' names (a test tells a task's threads from its driver's by it)
 
 
 def each(fn: Callable[[T], R], items: Iterable[T], remote: bool, at_once: int = AT_ONCE) -> list[R]:
@@ -20,5 +21,5 @@ def each(fn: Callable[[T], R], items: Iterable[T], remote: bool, at_once: int = 
     items = list(items)
     if not remote or len(items) < 2:
         return [fn(it) for it in items]
-    with ThreadPoolExecutor(min(at_once, len(items))) as pool:
+    with ThreadPoolExecutor(min(at_once, len(items)), thread_name_prefix=THREAD_PREFIX) as pool:
         return list(pool.map(fn, items))
