@@ -141,9 +141,10 @@ def parts_of(config: Path, asked: str) -> int:
     return fitting_parts(GraphSizes.of(check_config(cfg)), settings_of(cfg), cap) or 4
 
 
-def disk_before_generating(edges: int, args) -> tuple[int, int]:
-    """(bytes the size needs at its fullest: its input plus the largest method's work folder, free bytes) from the
-    plan of the graph before it exists (`GraphSizes.synthetic`), at the partition count each method will use."""
+def disk_before_generating(edges: int, args, generated: bool) -> tuple[int, int]:
+    """(bytes the size needs at its fullest: its input unless `generated` already, plus the largest method's work
+    folder, free bytes) from the plan of the graph before it exists (`GraphSizes.synthetic`), at the partition count
+    each method will use."""
     from graphshard.plan.build import work_bytes
     from graphshard.plan.fit import fitting_parts, kill_threshold, worker_limit
     from graphshard.plan.model import Settings, plan_steps
@@ -159,7 +160,7 @@ def disk_before_generating(edges: int, args) -> tuple[int, int]:
         k = int(args.parts) if args.parts != "auto" else fitting_parts(g, s, cap) or 4
         need = max(need, work_bytes(plan_steps(g, replace(s, num_parts=k))))
     free = shutil.disk_usage(next(p for p in Path(args.tmp).parents if p.exists())).free
-    return g.input_bytes + need, free
+    return (0 if generated else g.input_bytes) + need, free
 
 
 def measure_run(config: Path, work: Path, client, env: dict) -> dict:
@@ -184,7 +185,8 @@ def measure_run(config: Path, work: Path, client, env: dict) -> dict:
     for step, (lo, hi) in steps.items():
         lo, hi = min(lo, spans.get(step, (lo, hi))[0]), max(hi, spans.get(step, (lo, hi))[1])
         measured[step] = {**measured_step(step, lo, hi, line, pids, work, tasks),
-                          "peak_task": peak_task(line, names, stream.data, lo, hi)}
+                          "peak_task": peak_task(line, names, stream.data, lo, hi),
+                          "task_peaks": task_peaks(line, names, stream.data, STEP_PREFIX[step])}
     return {"steps": measured, "failed": failed, "log": str(log)}
 
 
@@ -199,6 +201,23 @@ def peak_task(line: Timeline, names: dict[str, str], records: list[dict], lo: fl
         if rec.get("worker") == names[worker] and any(ss["start"] <= when <= ss["stop"] for ss in spans):
             return str(rec["key"]).rsplit("-", 1)[0]
     return "(no task running: memory kept from an earlier task)"
+
+
+def task_peaks(line: Timeline, names: dict[str, str], records: list[dict], prefix: str, top: int = 8) -> dict:
+    """The step's tasks whose worker reached the highest RSS while they computed (key without the token: GB), for
+    attributing a peak when the largest one alone does not say enough."""
+    workers = {addr: name for name, addr in names.items()}
+    peaks: dict[str, float] = {}
+    for rec in records:
+        key, name = str(rec["key"]), workers.get(rec.get("worker"))
+        if not key.startswith(prefix + "-") or name is None:
+            continue
+        for ss in rec.get("startstops", ()):
+            if ss.get("action") == "compute":
+                rss = line.peak(name, ss["start"], ss["stop"])
+                label = key.rsplit("-", 1)[0]
+                peaks[label] = max(peaks.get(label, 0.0), rss / 1e9)
+    return dict(sorted(peaks.items(), key=lambda kv: -kv[1])[:top])
 
 
 def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
@@ -286,13 +305,13 @@ def update_coefficients(method: str, parts: int, shape: dict, plan: dict, measur
 
 
 def run_size(edges: int, args, client, env: dict, lines: list[str]) -> None:
-    need, free = disk_before_generating(edges, args)
-    if need > free:
-        print(f"skipped {edges:,}: the plan needs {need / 1e9:.1f} GB of disk (input + the largest run), "
-              f"{free / 1e9:.1f} GB free under {args.tmp}", file=sys.stderr)
-        return
     data = Path(args.tmp) / f"rmat{edges // 1_000_000}m"
     graph = data / "metadata.json"
+    need, free = disk_before_generating(edges, args, graph.exists())
+    if need > free:
+        print(f"skipped {edges:,}: the plan needs {need / 1e9:.1f} GB of disk (input if not generated yet + the "
+              f"largest run), {free / 1e9:.1f} GB free under {args.tmp}", file=sys.stderr)
+        return
     if not graph.exists():
         subprocess.run([sys.executable, "-m", "graphshard.cli", "generate", "rmat", "--out", str(data), "--nodes",
                         str(edges // 20), "--edges", str(edges), "--chunks", str(-(-edges // CHUNK_EDGES))],

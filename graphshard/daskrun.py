@@ -193,7 +193,7 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
         return [g.results for g in groups]
     futures = [f for g in groups for f in g.futures]
     try:
-        results = [client.gather(g.futures) for g in groups]
+        results = _collect(client, groups)
     except BaseException as err:
         failed = _failed(groups, err)
         settle(client, futures)
@@ -205,6 +205,25 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
     return results
+
+
+def _collect(client: Client, groups: Sequence[TaskGroup]) -> list[list]:
+    """Per group, its results in item order, fetched as their tasks end (in batches) and then released: a worker holds a
+    result until the flow has it, not until every task of the step is done (`client.gather` waits for all first, so
+    a worker held its share of every result: validation's sampled pairs at k=39, R-MAT 500M, about 0.3 GB)."""
+    from distributed import as_completed
+
+    where: dict[Any, list[tuple[int, int]]] = {}
+    for gi, g in enumerate(groups):
+        for i, f in enumerate(g.futures):
+            where.setdefault(f.key, []).append((gi, i))
+    out: list[list] = [[None] * len(g.futures) for g in groups]
+    for batch in as_completed(list({f.key: f for g in groups for f in g.futures}.values())).batches():
+        for future, result in zip(batch, client.gather(batch)):
+            for gi, i in where[future.key]:
+                out[gi][i] = result
+            future.release()
+    return out
 
 
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,

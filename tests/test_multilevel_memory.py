@@ -45,13 +45,14 @@ def test_coarsest_level_within_the_edge_cap_balanced_and_deterministic(make_grap
 
 
 def test_windowed_gathers_give_the_same_parts(rmat_small, tmp_path, monkeypatch):
-    """Neighbour lookups in a level's maps read a window of rows at a time (store.gather, so that a task's RSS holds
-    a window of each map, not every page of it): tiny windows give the same bytes as one window."""
+    """Neighbour lookups in a level's maps read a window of rows at a time (store.gather over storage.windowed, so
+    that a task's RSS holds a window of each map, not every page of it): tiny windows give the same bytes."""
     from graphshard.assign.multilevel import store
+    from graphshard.storage import windowed
 
     small = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
     assign(rmat_small, tmp_path / "one", 4, AssignOptions(method="multilevel", **small))
-    monkeypatch.setattr(store, "GATHER_ROWS", 97)
+    monkeypatch.setattr(windowed, "WINDOW_BYTES", 97 * 8)
     assign(rmat_small, tmp_path / "windows", 4, AssignOptions(method="multilevel", **small))
     first = _parts(tmp_path / "one")
     assert first and first == _parts(tmp_path / "windows")

@@ -62,7 +62,7 @@ def test_example_plan_shape_and_figures(tmp_path, capsys, example_graph):
     base, flow = coefficients.load()["worker_base"], coefficients.load()["flow_base"]
     per_node = coefficients.load()["flow_bytes_per_node"]  # the flow process's per-node share: small at 5,000 nodes
     # the remote share's pairs: 8 batches x at most the graph's edges per layer, the bound's measured share
-    pairs = 8 * 50000 * coefficients.load()["remote_share_pair_share"] * 48
+    pairs = 8 * 50000 * coefficients.load()["remote_share_pair_share"]["random"] * 48
     assert all(base < s["worker_peak"] < 0.5e9 and s["flow_peak"] == int(
         flow + per_node.get(s["step"], 0) * 5000 + (pairs if s["step"] == "validate" else 0)) for s in plan["steps"])
     assert plan["limits"]["worker_memory"] == 2_000_000_000 and not plan["limits"]["external"]
@@ -188,20 +188,22 @@ def test_methods_that_pack_edge_keys_need_fewer_than_2_31_nodes():
     assert "3,000,000,000" in fit.width_misfits(g, Settings(num_parts=64, method="metis"))[0].line()
 
 
-def test_validation_marks_follow_what_the_partitions_hold():
-    """The scan marks a byte per edge of the graph for original edge IDs and one for halo edges (halo_mode full);
-    neither without them: bench/plan.py's 500M-edge run (in_edges, no edge-ID files, k=19) measured 0.45 GB."""
-    g = GraphSizes.synthetic(25_000_000, 500_000_000, 5_000_000, 73, 4)
+def test_validation_scan_follows_the_partition_not_the_graph():
+    """The scan keeps a partition's original and halo edge IDs (or marks them, whichever is smaller) and reads the
+    graph-sized maps a window at a time: at a fixed partition size its memory does not grow with the graph (before:
+    a byte per edge of the graph per kind of ID and 9 per node, 25 GB per worker predicted at 10B edges)."""
+    from graphshard.validate.checks import KEPT_BYTES
 
-    def scan(**changes) -> int:
-        base = Settings(num_parts=19, orig_nids=True, orig_eids=True, remote_share=False)  # the scan alone
+    def scan(nodes: int, parts: int, **changes) -> int:
+        g = GraphSizes.synthetic(nodes, 20 * nodes, 5_000_000, 73, 4)
+        base = Settings(num_parts=parts, orig_nids=True, orig_eids=True, remote_share=False)  # the scan alone
         s = Settings(**{**base.__dict__, **changes})
         return next(st for st in plan_steps(g, s) if st.step == "validate").worker_peak
 
-    assert scan() - scan(orig_eids=False) == g.edges
-    lean = scan(orig_eids=False, halo_mode="in_edges")
-    assert 0.75 < lean / 451_866_624 < 1.25
-    assert scan(orig_eids=False) - lean > 0.95 * g.edges  # + the halo nodes of the cut out-edges
+    edges = scan(25_000_000, 19) - scan(25_000_000, 19, orig_eids=False)
+    assert 0.9 < edges / (KEPT_BYTES * 500_000_000 / 19) < 1.2  # the partition's edge IDs, kept
+    assert scan(25_000_000, 19, halo_mode="in_edges") < scan(25_000_000, 19)  # halo edges' IDs: none to keep
+    assert scan(2_500_000_000, 1_900) < 1.05 * scan(25_000_000, 19)  # 100x the graph, same partitions
 
 
 def test_node_balanced_partitions_hold_more_of_a_power_law_graphs_edges_as_k_grows():
@@ -303,17 +305,21 @@ def test_auto_parts_and_advice_keep_the_run_to_run_margin():
 
 
 def test_validation_models_the_remote_share_estimate(tmp_path, example_graph):
-    """validate.remote_share (on by default) adds, per layer, a task per partition that keeps its sampled frontier's
-    in-edges, and gathers the drawn pairs in the flow process: R-MAT 100M multilevel k=8 balance_edges measured 1.01
-    GB in `remote-share-L1` (the scan task: 0.65) and 0.64 GB in the flow process, 140 tasks against 124 without."""
+    """validate.remote_share (on by default) adds, per layer, a task per partition that holds its nodes' IDs and its
+    draws, and gathers the drawn pairs in the flow process; the input checksums read a chunk each. R-MAT 100M
+    multilevel k=5 balance_edges, no edge-ID files (2026-11-25): the largest task 0.51 GB (an input chunk's
+    checksums), the flow process 0.55 GB, 105 tasks; 100M random k=4: 0.37 GB, 100 tasks."""
     g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
-    on = Settings(num_parts=8, method="multilevel", balance_edges=True, balance_columns=1, orig_nids=True,
-                  orig_eids=True)
+    g = replace(g, features=4, feature_files=80, edge_feature_files=20)
+    on = Settings(num_parts=5, method="multilevel", balance_edges=True, balance_columns=1, orig_nids=True,
+                  orig_eids=False, halo_mode="in_edges")
     off = Settings(**{**on.__dict__, "remote_share": False})
     v_on, v_off = plan_steps(g, on)[3], plan_steps(g, off)[3]
-    assert v_on.peak_task.startswith("remote-share") and v_off.peak_task.startswith("scan")
-    assert 0.95 < v_on.worker_peak / 1.01e9 < 1.05 and 0.95 < v_on.flow_peak / 0.64e9 < 1.05
-    assert v_on.tasks - v_off.tasks == 8 * 2 and v_on.seconds > v_off.seconds
+    assert v_on.peak_task.startswith("input-checksums") and v_on.tasks == 105 and v_on.tasks - v_off.tasks == 5 * 2
+    assert 0.9 < v_on.worker_peak / 0.51e9 < 1.1 and 0.85 < v_on.flow_peak / 0.55e9 < 1.15
+    assert v_on.flow_peak > v_off.flow_peak and v_on.seconds > v_off.seconds
+    rnd = plan_steps(g, Settings(**{**on.__dict__, "num_parts": 4, "method": "random", "balance_edges": False}))[3]
+    assert 0.8 < rnd.worker_peak / 0.37e9 < 1.2 and rnd.tasks == 100
     longer = Settings(**{**on.__dict__, "fanouts": (10, 25, 25)})  # one more layer: 26x the frontier's pairs
     assert plan_steps(g, longer)[3].flow_peak > v_on.flow_peak + 1e9
     cfg = load_config(REPO / "configs" / "example.yaml",
@@ -321,19 +327,21 @@ def test_validation_models_the_remote_share_estimate(tmp_path, example_graph):
     assert plan_run(cfg, check_config(cfg)).settings.remote_share is False
 
 
-def test_multilevel_task_count_follows_the_levels_blocks():
-    """A coarse level gets as many blocks as its finer level's edges need (24 at R-MAT 100M's level 1, not 25 / 15),
-    and edge-capped levels follow the node-capped ones: 100M measured 5M -> 255k -> 152k -> 77k nodes in 25, 24, 5
-    and 2 blocks, 1,170 assign tasks with balance_edges (k=8) and 1,205 without (k=19, three levels)."""
+def test_multilevel_levels_follow_the_hub_rules_phases():
+    """The level model against measured runs (R-MAT, 20 edges per node, `balance_edges`, 2026-11-25): far levels
+    shrink about 4x and keep about half their edges, then hubs stall the edge-capped levels for log2 of the input
+    nodes per coarse node, then each level keeps about 0.72 of its edges. 20M: 8 levels, 544 assign tasks, 1.86 GB
+    of scratch; 100M (held out): 13 levels, 2,499 tasks, 7.92 GB; 500M: 19 levels, 10,431 tasks, 29.16 GB."""
     from graphshard.plan.model import ml_levels
 
-    g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)
-    on = Settings(num_parts=8, method="multilevel", balance_edges=True, balance_columns=1)
-    off = Settings(num_parts=19, method="multilevel")
-    levels = ml_levels(g, on)
-    assert [b for _, _, b in levels][:2] == [25, 25] and levels[1][0] == 250_000
-    assert all(e <= on.coarse_edges for _, e, _ in levels[-1:]) and len(levels) >= 3  # edge-capped levels follow
-    assert 0.9 < plan_steps(g, on)[1].tasks / 1_170 < 1.1
-    assert 0.9 < plan_steps(g, off)[1].tasks / 1_205 < 1.1  # validation on: no report pass without degrees
+    for nodes, parts, levels, tasks, scratch in [(1_000_000, 4, 8, 544, 1.86e9), (5_000_000, 5, 13, 2_499, 7.92e9),
+                                                  (25_000_000, 39, 19, 10_431, 29.16e9)]:
+        g = GraphSizes.synthetic(nodes, 20 * nodes, 5_000_000, 73, 4)
+        s = Settings(num_parts=parts, method="multilevel", balance_edges=True, balance_columns=1)
+        made = ml_levels(g, s)
+        assert abs(len(made) - levels) <= 1 and made[-1][1] <= s.coarse_edges
+        assert [b for _, _, b in made][:2] == [-(-20 * nodes // s.block_edges)] * 2  # level 1: as many blocks
+        step = plan_steps(g, s)[1]
+        assert 0.8 < step.tasks / tasks < 1.25 and 0.8 < step.scratch / scratch < 1.25
     small = GraphSizes.synthetic(1_000, 20_000, 5_000, 73, 4)  # its own coarsest level: no coarsening
-    assert len(ml_levels(small, off)) == 1
+    assert len(ml_levels(small, Settings(num_parts=4, method="multilevel"))) == 1

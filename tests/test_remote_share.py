@@ -21,7 +21,9 @@ from graphshard.validate.remote_share import (
     part_seeds,
     remote_share,
     sample_pairs,
+    sources_at,
     stable_order,
+    wanted_in_degrees,
 )
 from graphshard.validate.report_html import render_html
 
@@ -121,3 +123,21 @@ def test_stable_order_is_numpys_stable_argsort():
     for keys in (rng.integers(0, 50, 10_000), rng.integers(0, 2**40, 1000), np.zeros(0, np.int64),
                  np.array([2**62, 0, 2**62, 1]), rng.integers(0, 7, 5).astype(np.int32)):
         assert np.array_equal(stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+def test_two_passes_draw_the_in_csr_sources():
+    """The partition task's two passes (in-degrees, then only the drawn positions' sources) give what the in-CSR
+    of the wanted nodes' in-edges gives, piece order kept (so the estimate is the same draw, in less memory)."""
+    rng = np.random.default_rng(3)
+    n, pieces = 50, [(rng.integers(0, 50, size), rng.integers(0, 400, size)) for size in (0, 7, 300, 1, 120)]
+    nid = rng.permutation(1000)[:400]
+
+    def edges():
+        yield from pieces
+
+    indptr, sources = in_csr(nid[np.concatenate([s for _, s in pieces])], np.concatenate([p for p, _ in pieces]), n)
+    assert np.array_equal(wanted_in_degrees(edges, n), indptr)
+    at = rng.integers(0, len(sources), 200)
+    assert np.array_equal(sources_at(edges, nid, indptr, at), sources[at])
+    assert len(sources_at(edges, nid, indptr, at[:0])) == 0
+

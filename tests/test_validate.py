@@ -346,6 +346,26 @@ def test_mark_array_duplicate_and_range_checks_agree_with_sorting():
     assert is_exactly(np.array([], dtype=np.int64), np.array([[3, 3]]), 8)
 
 
+def test_marks_over_a_graph_sized_range_keep_the_values_not_a_mark_array():
+    """A partition's few IDs in a huge ID range are kept and sorted (memory follows the values: a mark array over
+    10^12 IDs could not even be made); many IDs in a small range switch to a mark array. Same answers either way."""
+    from graphshard.validate.checks import Marks, repeats
+
+    huge = 10**12
+    marks = Marks(huge)
+    for piece in (np.array([7, huge - 1]), np.array([3])):
+        marks.add(piece)
+    assert marks.mark is None and marks.clean()
+    marks.add(np.array([7]))
+    assert not marks.clean() and repeats(np.array([7, huge - 1, 7]), huge).tolist() == [7]
+    dense = Marks(64)
+    for piece in np.array_split(np.random.default_rng(0).permutation(64), 8):
+        dense.add(piece)
+    assert dense.mark is not None and not dense.kept and dense.clean()
+    dense.add(np.array([64]))  # out of range
+    assert not dense.clean()
+
+
 @pytest.mark.parametrize("formats", [("coo",), ("coo", "csc"), ("csc",)])
 def test_indexed_graph_reads_like_the_loader(tmp_path, formats):
     """formats/dgl_columns.py reads graph.dgl piece by piece (COO in edge-ID order) or whole (CSC only): same arrays."""

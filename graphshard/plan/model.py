@@ -21,7 +21,10 @@ from graphshard.formats.assignment import PART_DTYPE
 from graphshard.plan import coefficients
 from graphshard.plan.sizes import GraphSizes
 from graphshard.shuffle.plan import id_dtype_for
+from graphshard.storage import windowed
 from graphshard.validate import piecewise
+from graphshard.validate.checks import KEPT_BYTES
+from graphshard.validate.per_partition import owner_dtype
 from graphshard.validate.remote_share import BATCHES
 
 PART = np.dtype(PART_DTYPE).itemsize
@@ -231,7 +234,8 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s) + r_tasks
-    work = scratch + c["ml_scratch_bytes_per_edge"] * g.edges + c["ml_scratch_bytes_per_node"] * g.nodes
+    work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
+                         for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
@@ -240,42 +244,44 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
 
 
 def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
-    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first. A level above
-    `multilevel_coarse_nodes` shrinks by up to `ml_shrink` (the last LP round's grouping lands near the cap); a
-    coarse level's mean degree grows with the input nodes each of its nodes holds (`ml_coarse_degree`: a x
-    (input nodes / nodes)^b, never more edges than the input); a level within the node cap but over
-    `multilevel_coarse_edges` is coarsened on, its edges shrinking by `ml_edge_level_shrink` per level. A coarse
-    level has as many blocks as its finer level's edges need, never more (`hierarchy.contract`)."""
+    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first, in the hub rule's
+    three phases (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes
+    `ml_shrink` times (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
+    `multilevel_coarse_edges`, the hubs stall the coarsening (their cluster bound, HUB_CLUSTER input nodes, doubles
+    per stalled level) for log2(`ml_stall_weight` x the input nodes per coarse node / HUB_CLUSTER) levels that keep
+    their edges, and each later level keeps `ml_near_edge_keep` of them. A coarse level has as many blocks as its
+    finer level's edges need, never more (`hierarchy.contract`)."""
     c = coefficients.load()
-    a, b = c["ml_coarse_degree"]
     nodes, edges = float(g.nodes), float(g.edges)
     out = [(nodes, edges, max(1, math.ceil(edges / s.block_edges)))]
-    while (nodes > s.coarse_nodes or edges > s.coarse_edges) and len(out) < ML_MAX_LEVELS:
-        blocks = max(1, min(out[-1][2], math.ceil(edges / s.block_edges)))
-        if nodes > s.coarse_nodes:
-            nodes = max(float(s.coarse_nodes), nodes / c["ml_shrink"])
-            edges = min(edges, nodes * a * (g.nodes / nodes) ** b / 2)
-        else:
-            nodes, edges = nodes * s.coarse_edges / edges, edges / c["ml_edge_level_shrink"]
-        out.append((nodes, edges, blocks))
+
+    def level(n: float, e: float) -> None:
+        out.append((n, e, max(1, min(out[-1][2], math.ceil(out[-1][1] / s.block_edges)))))
+
+    while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
+        nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]
+        level(nodes, edges)
+    stall = max(0, math.ceil(math.log2(c["ml_stall_weight"] * g.nodes / max(nodes, 1.0) / HUB_CLUSTER)))
+    while edges > s.coarse_edges and len(out) < ML_MAX_LEVELS:
+        keep = 1.0 if stall > 0 else c["ml_near_edge_keep"]
+        nodes, edges, stall = nodes * math.sqrt(keep), edges * keep, stall - 1
+        level(nodes, edges)
     return out
 
 
 ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
+HUB_CLUSTER = 16  # coarsen.HUB_CLUSTER (not imported: that module compiles numba kernels)
 
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     """Level 0 (a task per chunk, a classes task per block with `balance_ntypes`, a task per block), each
-    coarsening level (LP rounds of two task groups per block: `multilevel_lp_rounds` on the input level,
-    `ml_later_lp_rounds` on coarser ones, which stop at their node target; numbering and contraction per block, the
-    coarse blocks), METIS on the coarsest, and per level an overweight check, the refinement rounds and (but the
-    coarsest) the projection, a task per block each (`ml_levels`)."""
-    levels = ml_levels(g, s)
-    sizes = [b for _, _, b in levels]
-    later = min(s.lp_rounds, coefficients.load()["ml_later_lp_rounds"])
-    coarsen = sum((2 * (s.lp_rounds if i == 0 else later) + 2) * b + nxt
-                  for i, (b, nxt) in enumerate(zip(sizes, sizes[1:])))
-    refine = sum((1 + s.refine_rounds) * b for b in sizes) + sum(sizes[:-1])
+    coarsening level (per block: the hub marks, `multilevel_lp_rounds` LP rounds of two task groups, as a level
+    meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
+    blocks), METIS on the coarsest, and per level the refinement rounds (R-MAT 20M and 500M: 7.7 of the 8 on average
+    before the early stop) and (but the coarsest) the projection, a task per block each (`ml_levels`)."""
+    sizes = [b for _, _, b in ml_levels(g, s)]
+    coarsen = sum((2 * s.lp_rounds + 3) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
+    refine = sum(s.refine_rounds * b for b in sizes) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
     return g.edge_chunks + sizes[0] * (1 + classes) + coarsen + 1 + refine
 
@@ -336,17 +342,24 @@ def shuffle(g: GraphSizes, s: Settings) -> StepPlan:
 
 
 REMOTE_NODE_BYTES = 25  # per local node: `_ID` as int64, its position in the wanted set, the lookup's temporaries
-REMOTE_EDGE_BYTES = 48  # per kept in-edge: positions and sources, their concatenation, the in-CSR's sort and gather
+REMOTE_DRAW_BYTES = 64  # per drawn in-edge in a task: frontier and in-CSR positions, their unique sort, source, batch
 REMOTE_PAIR_BYTES = 48  # per drawn pair in the flow process: (batch, source), their keys, np.unique's sort
+
+
+def _by_method(table: dict[str, float], method: str) -> float:
+    """A coefficient measured per method: the method's own, else the one for the other methods."""
+    return table.get(method, table["other"])
 
 
 def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, int]:
     """(task bytes, flow-process bytes, tasks) of validation's remote-share estimate (validate/remote_share.py; on by
-    default): per layer, a task per partition reads its edges piece by piece and keeps the in-edges of the sampled
-    frontier nodes it owns (at most its owned edges: `remote_share_edge_share` of them); the flow process gathers each
-    layer's drawn (batch, source) pairs, at most per batch its frontier (batch size x (1 + earlier fanouts), at most
-    the graph's nodes) x fanout, at most the graph's edges, over up to `BATCHES` batches per partition
-    (`remote_share_pair_share` of that bound)."""
+    default): per layer, a task per partition reads its edges piece by piece twice and holds its local nodes' IDs and
+    the draws for the frontier nodes it owns; the flow process gathers each layer's drawn (batch, source) pairs, at
+    most per batch its frontier (batch size x (1 + earlier fanouts), at most the graph's nodes) x fanout, at most the
+    graph's edges, over up to `BATCHES` batches per partition (`remote_share_pair_share` of that bound: more where a
+    partition gathers the hubs, as its seeds have more in-edges to draw). The largest
+    task draws `remote_share_part_skew` times the mean partition's share (a partition that gathers the hubs is the
+    frontier's owner more often)."""
     if not s.remote_share:
         return 0.0, 0.0, 0
     c = coefficients.load()
@@ -356,29 +369,50 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
     for fanout in reversed(s.fanouts):  # DGL samples from the last fanout (the seeds' layer) to the first
         pairs = max(pairs, batches * min(frontier * fanout, g.edges))
         frontier = min(frontier * (1 + fanout), g.nodes)
-    task = p.local_nodes * REMOTE_NODE_BYTES + p.owned_edges * c["remote_share_edge_share"] * REMOTE_EDGE_BYTES
-    return task, pairs * c["remote_share_pair_share"] * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
+    drawn = pairs * _by_method(c["remote_share_pair_share"], s.method)
+    skew = _by_method(c["remote_share_part_skew"], s.method)
+    task = p.local_nodes * REMOTE_NODE_BYTES + drawn * min(1.0, skew / s.num_parts) * REMOTE_DRAW_BYTES
+    return task, drawn * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
 
 
 def validate(g: GraphSizes, s: Settings) -> StepPlan:
-    """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + marks over
-    the graph's IDs: a byte per edge of the graph for the original edge IDs, and one for the halo edges' IDs when
-    partitions hold halo edges (`halo_mode: full`); 9 per node); checksum tasks per input file; scratch maps of the
-    graph's nodes and edges; then the remote-share estimate (`remote_share`), one more pass over the edges per
+    """A scan task per partition (one piece of `piecewise.PIECE_ROWS` edges + the partition's node arrays + its
+    original and halo edge IDs, kept or marked, whichever is smaller: `checks.Marks` + a window of the maps it reads,
+    `storage.windowed`); checksum tasks per input edge chunk (its rows, their new IDs through windows of the node
+    maps) and node feature file (edge features too with original edge IDs); scratch maps
+    (`_validate_scratch`); then the remote-share estimate (`remote_share`), two more passes over the edges per
     layer."""
     c, p = coefficients.load(), shape(g, s)
     halo_edges = s.halo_mode == "full" and s.halo_hops >= 1 and s.num_parts > 1
+    ids = min(KEPT_BYTES * p.owned_edges, g.edges) * (s.orig_eids + halo_edges)  # checks.Marks: values or marks
     scan = (piecewise.PIECE_ROWS * c["validate_piece_bytes_per_row"]
-            + p.local_nodes * c["validate_bytes_per_local_node"] + (s.orig_eids + halo_edges) * g.edges + 9 * g.nodes)
+            + p.local_nodes * c["validate_bytes_per_local_node"] + ids + min(KEPT_BYTES * p.local_nodes, g.nodes)
+            + _windows(8 * g.nodes * s.orig_nids, g.edges * s.orig_eids))
+    checksums = g.largest_chunk * c["validate_checksum_bytes_per_edge"] + _windows(8 * g.nodes, g.nodes) * s.orig_nids
     remote, remote_flow, remote_tasks = remote_share(g, s, p)
-    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + g.feature_files + remote_tasks
-    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts * (1 + len(s.fanouts) * s.remote_share)
+    checked = g.feature_files - (not s.orig_eids) * g.edge_feature_files  # edge features: by their edge IDs
+    tasks = s.num_parts * (2 + s.orig_nids) + g.edge_chunks + checked + remote_tasks
+    rows = g.edges * (2 if s.full else 1) + p.local_edges * s.num_parts * (1 + 2 * len(s.fanouts) * s.remote_share)
     secs = _seconds(c["core_seconds"]["validate_per_edge"] * rows, s, tasks)
-    peak = ("remote-share (one partition's sampled in-edges)" if remote > scan else
-            "scan (one partition, piece by piece)")
-    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(max(scan, remote), s),
-                    int(_flow("validate", g) + remote_flow), 9 * g.nodes + g.edges, 100_000 + 2_000 * s.num_parts,
+    candidates = {"scan (one partition, piece by piece)": scan, "input-checksums (one input edge chunk)": checksums,
+                  "remote-share (one partition's nodes and draws)": remote}
+    peak = max(candidates, key=candidates.get)
+    return StepPlan("validate", "full" if s.full else "sampled rows + checksums", _worker(candidates[peak], s),
+                    int(_flow("validate", g) + remote_flow), _validate_scratch(g, s), 100_000 + 2_000 * s.num_parts,
                     tasks, secs, peak, "partition")
+
+
+def _windows(*maps: float) -> float:
+    """What a task holds of the scratch maps it reads: each whole, or one window of it (`storage.windowed`)."""
+    return sum(min(m, windowed.WINDOW_BYTES) for m in maps)
+
+
+def _validate_scratch(g: GraphSizes, s: Settings) -> int:
+    """Validation's maps over the graph (per_partition.create_arrays): new IDs and owners of the nodes with original
+    node IDs, owners of the edges with original edge IDs, in-degrees and edge ends with two halo hops."""
+    owner = np.dtype(owner_dtype(s.num_parts)).itemsize
+    return int(s.orig_nids * (8 + owner) * g.nodes + s.orig_eids * owner * g.edges
+               + (s.halo_hops >= 2) * (8 * g.nodes + 16 * g.edges))
 
 
 def plan_steps(g: GraphSizes, s: Settings) -> list[StepPlan]:

@@ -33,6 +33,7 @@ class GraphSizes:
     feature_files: int
     largest_file: int  # bytes of the largest input file (what one ingest task reads)
     input_bytes: int
+    edge_feature_files: int = 0  # of feature_files (validation checks them against the input with edge IDs only)
 
     @classmethod
     def of(cls, graph: ChunkedGraph) -> "GraphSizes":
@@ -52,7 +53,8 @@ class GraphSizes:
             node_feat_bytes=node_bytes / max(graph.total_nodes, 1),
             edge_feat_bytes=edge_bytes / max(graph.total_edges, 1), features=len(feats),
             feature_files=sum(len(spec.data) for spec in feats), largest_file=max(sizes, default=0),
-            input_bytes=sum(sizes))
+            input_bytes=sum(sizes), edge_feature_files=sum(len(spec.data) for f, spec, _ in feature_specs(graph)
+                                                           if f.startswith("edge_data")))
 
     @classmethod
     def synthetic(cls, nodes: int, edges: int, chunk_edges: int, node_feat_bytes: float = 0.0,

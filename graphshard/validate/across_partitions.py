@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard.formats.dgl_columns import GraphColumns
+from graphshard.storage.windowed import take
 from graphshard.validate import checks
 from graphshard.validate.edges import EdgePiece, halo_levels
 from graphshard.validate.layout import Layout, owners
@@ -40,10 +41,10 @@ def check_claims(layout: Layout, part: int, setup: ScanSetup) -> list[Problem]:
                 arr = arr[(arr >= 0) & (arr < table.shape[0])] if not nodes else arr
                 if nodes:
                     ok = (arr >= 0) & (arr < table.shape[0])
-                    bad = ok & (np.asarray(table[np.where(ok, arr, 0)]) != np.arange(a + lo, a + hi))
-                    claim = owners(layout.node_ranges, np.asarray(table[arr[bad]]))[0]
+                    bad = ok & (take(table, np.where(ok, arr, 0)) != np.arange(a + lo, a + hi))
+                    claim = owners(layout.node_ranges, take(table, arr[bad]))[0]
                 else:
-                    claim = np.asarray(table[arr])
+                    claim = take(table, arr)
                     bad = claim != part
                     claim = claim[bad]
                 lost.add(arr[bad])
@@ -74,7 +75,7 @@ class Levels:
         eid = e.eid[h]
         ok = (eid >= 0) & (eid < self.layout.num_edges)
         h, eid = h[ok], eid[ok]
-        src, dst = np.asarray(self.scratch.open("edge_src")[eid]), np.asarray(self.scratch.open("edge_dst")[eid])
+        src, dst = take(self.scratch.open("edge_src"), eid), take(self.scratch.open("edge_dst"), eid)
         differ = np.flatnonzero((src != v.nid[e.src[h]]) | (dst != v.nid[e.dst[h]]))
         if differ.size and not self.differ:
             i = int(differ[0])
@@ -85,7 +86,7 @@ class Levels:
     def problems(self) -> list[Problem]:
         v, hops, problems = self.v, self.layout.halo_hops, []
         keep_in = self.known & (self.levels >= 1) & (self.levels < hops)
-        global_in = np.asarray(self.scratch.open("indeg")[np.where(keep_in, v.nid, 0)])
+        global_in = take(self.scratch.open("indeg"), np.where(keep_in, v.nid, 0))
         bad = np.flatnonzero(keep_in & (self.local_in != global_in))
         if bad.size:
             b = int(bad[0])

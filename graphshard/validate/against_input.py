@@ -25,6 +25,7 @@ from graphshard.formats.readers import (
     reader_for,
 )
 from graphshard.storage import Location
+from graphshard.storage.windowed import take
 from graphshard.validate import hashing
 from graphshard.validate.layout import Layout
 from graphshard.validate.piecewise import byte_pieces
@@ -53,9 +54,9 @@ def _lookup(scratch: SharedArrays, name: str, ids: np.ndarray) -> np.ndarray:
     """Entries of scratch array `name` at `ids` (-1 where an ID is out of range)."""
     arr = scratch.open(name)
     if ids.size and ids.min() >= 0 and ids.max() < arr.shape[0]:  # the usual case: one gather, no masks
-        return np.asarray(arr[ids])
+        return take(arr, ids)
     ok = (ids >= 0) & (ids < arr.shape[0])
-    return np.where(ok, np.asarray(arr[np.where(ok, ids, 0)]), -1)
+    return np.where(ok, take(arr, np.where(ok, ids, 0)), -1)
 
 
 def to_new(scratch: SharedArrays, layout: Layout, ntype: str, ids: np.ndarray) -> np.ndarray:

@@ -96,8 +96,10 @@ def check_node_flags(v: NodeView) -> list[Problem]:
 
 def repeats(values: np.ndarray, bound: int) -> np.ndarray:
     """Values that occur more than once (sorted, one entry per extra occurrence). A mark array proves the usual
-    case (values in [0, bound), none repeated) without sorting; the sort only runs to name what is wrong."""
-    if values.size and values.min() >= 0 and values.max() < bound:
+    case (values in [0, bound), none repeated) without sorting when it is no larger than a sort's copies
+    (`KEPT_BYTES` per value); over a graph-sized range a partition's values are sorted instead, so the memory
+    follows the values, not the graph."""
+    if values.size and KEPT_BYTES * values.size >= bound and values.min() >= 0 and values.max() < bound:
         mark = np.zeros(bound, dtype=bool)
         mark[values] = True
         if np.count_nonzero(mark) == values.size:
@@ -106,23 +108,42 @@ def repeats(values: np.ndarray, bound: int) -> np.ndarray:
     return srt[1:][srt[1:] == srt[:-1]]
 
 
+KEPT_BYTES = 16  # per value kept instead of marked: the value and its sort's copy
+
+
 class Marks:
-    """No value twice, every value in [0, bound): proved piece by piece with one mark array (False when unsure:
-    the caller then sorts all values with `repeats` to name what is wrong)."""
+    """No value twice, every value in [0, bound): proved piece by piece (False when unsure: the caller then sorts
+    all values with `repeats` to name what is wrong). The values are kept while they take less memory than a mark
+    array over [0, bound) would, then marked: at most the smaller of the two, never a graph-sized array for a
+    partition's few IDs."""
 
     def __init__(self, bound: int):
-        self.mark, self.n, self.ok = np.zeros(max(bound, 0), dtype=bool), 0, True
+        self.bound, self.n, self.ok = max(bound, 0), 0, True
+        self.mark: np.ndarray | None = None
+        self.kept: list[np.ndarray] = []
 
     def add(self, values: np.ndarray) -> None:
         self.n += values.size
-        if self.ok and values.size:
-            if values.min() < 0 or values.max() >= self.mark.shape[0]:
-                self.ok, self.mark = False, np.zeros(0, dtype=bool)
-            else:
-                self.mark[values] = True
+        if not self.ok or not values.size:
+            return
+        if values.min() < 0 or values.max() >= self.bound:
+            self.ok, self.mark, self.kept = False, None, []
+        elif self.mark is not None:
+            self.mark[values] = True
+        else:
+            self.kept.append(np.array(values, dtype=np.int64))
+            if KEPT_BYTES * self.n >= self.bound:
+                self.mark = np.zeros(self.bound, dtype=bool)
+                for kept in self.kept:
+                    self.mark[kept] = True
+                self.kept = []
 
     def clean(self) -> bool:
-        return self.ok and int(np.count_nonzero(self.mark)) == self.n
+        if not self.ok:
+            return False
+        if self.mark is not None:
+            return int(np.count_nonzero(self.mark)) == self.n
+        return not repeats(np.concatenate(self.kept), self.bound).size if self.kept else True
 
 
 class Exactly:

@@ -13,6 +13,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from graphshard.formats.dgl_columns import GraphColumns
+from graphshard.storage.windowed import put
 from graphshard.validate import hashing
 from graphshard.validate.checks import Exactly, Marks, NodeView, expected_ids, repeats
 from graphshard.validate.layout import Layout, owners
@@ -305,7 +306,7 @@ class LevelArrays:
         eid = e.eid[e.inner_idx()]
         ok = (eid >= 0) & (eid < self.layout.num_edges)
         for name, ends in (("edge_src", new_src), ("edge_dst", inner_dst)):
-            self.scratch.open(name, writable=True)[eid[ok]] = ends[ok]
+            put(self.scratch.open(name, writable=True), eid[ok], ends[ok])
 
     def finish(self) -> None:
         self.scratch.open("indeg", writable=True)[self.lo:self.hi] = self.indeg

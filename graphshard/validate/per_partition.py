@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphshard.formats.dgl_columns import Column
+from graphshard.storage.windowed import put
 from graphshard.validate import checks, edges, piecewise
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
@@ -80,12 +81,12 @@ def write_orig_maps(layout: Layout, part: int, orig: dict[str, Column] | None, n
             if nodes:
                 new = s.open(f"node_new_{t}", writable=True)
                 ok = (arr >= 0) & (arr < new.shape[0])
-                new[arr[ok]] = np.arange(a + lo, a + hi, dtype=np.int64)[ok]
+                put(new, arr[ok], np.arange(a + lo, a + hi, dtype=np.int64)[ok])
                 if setup.with_input:
-                    s.open(f"node_owner_{t}", writable=True)[arr[ok]] = part
+                    put(s.open(f"node_owner_{t}", writable=True), arr[ok], part)
             else:
                 owner = s.open(f"edge_owner_{t}", writable=True)
-                owner[arr[(arr >= 0) & (arr < owner.shape[0])]] = part
+                put(owner, arr[(arr >= 0) & (arr < owner.shape[0])], part)
             del arr
 
 

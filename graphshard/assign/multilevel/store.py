@@ -11,7 +11,6 @@ node map and parts per refinement round. Every file of round r+1 is new, so a re
 
 from __future__ import annotations
 
-import mmap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,11 +18,8 @@ import numpy as np
 
 from graphshard.formats.buckets import read_bucket
 from graphshard.formats.chunked import chunk_bounds
-from graphshard.storage import scratch
+from graphshard.storage import scratch, windowed
 from graphshard.storage.scratch import ScratchPath, load_array, save_array  # noqa: F401 - the levels' file API
-
-# Rows of a level's map one gather reads between two releases of the map's pages (32 MB of int64 per column).
-GATHER_ROWS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -105,27 +101,13 @@ def open_ro(path: ScratchPath) -> np.ndarray:
 
 
 def gather(path: ScratchPath, rows: np.ndarray) -> np.ndarray:
-    """open_ro(path)[rows], one window of GATHER_ROWS rows at a time, the map's pages released after each: random
-    neighbour ids touch every page of a level's map, so a plain gather would put the whole map (8 B per node of the
-    level and column) in the task's RSS; this keeps a window of it (the pages stay in the page cache)."""
+    """open_ro(path)[rows], a window of the map at a time (storage.windowed): random neighbour ids touch every page of
+    a level's map, so a plain gather would put the whole map (8 B per node of the level and column) in the task's
+    RSS; the map's pages are released afterwards (a worker may keep the map open: scratch.open_array)."""
     arr = open_ro(path)
-    if arr.shape[0] <= GATHER_ROWS:
-        out = np.array(arr[rows])
-    else:
-        out = np.empty((len(rows), *arr.shape[1:]), dtype=arr.dtype)
-        for lo in range(0, arr.shape[0], GATHER_ROWS):
-            sel = (rows >= lo) & (rows < lo + GATHER_ROWS)
-            out[sel] = arr[rows[sel]]
-            release(arr)
-    release(arr)
+    out = windowed.take(arr, rows)
+    windowed.release(arr)
     return out
-
-
-def release(arr: np.ndarray) -> None:
-    """Drop a memory map's pages from this process (a worker may keep the map open: scratch.open_array)."""
-    held = getattr(arr, "_mmap", None)
-    if held is not None:
-        held.madvise(mmap.MADV_DONTNEED)
 
 
 def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
