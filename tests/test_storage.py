@@ -276,3 +276,14 @@ def test_delete_prefix_of_one_file(root):
     assert storage.delete_prefix(base.join("one.bin")) == 1
     assert not storage.exists(base.join("one.bin"))
     assert [e.rel for e in storage.listing(base)] == ["one.bin2", "other/keep.bin"]
+
+
+def test_each_sends_store_requests_at_once_and_local_reads_in_turn():
+    """`overlap.each`: for a store the items run at the same time (two calls that each wait for the other finish:
+    one after another they would time out), results in item order; local items run one after another here."""
+    from graphshard.storage.overlap import each
+
+    both = threading.Barrier(2, timeout=10)
+    assert each(lambda x: both.wait() * 0 + x, [5, 7], remote=True) == [5, 7]
+    here = threading.current_thread()
+    assert each(lambda x: (threading.current_thread() is here) * x, [1, 2, 3], remote=False) == [1, 2, 3]
