@@ -154,18 +154,6 @@ def test_parts_go_up_while_the_writer_goes_on(s3_bucket, monkeypatch):
     assert storage.read_bytes(target) == data
 
 
-def test_filesystems_share_one_botocore_session(s3_bucket):
-    """Each Storage (a task's unpickled copy) has its own S3 filesystem and client, but they come from one botocore
-    session per process and SDK environment (its S3 model loaded once); options that s3fs would hand to a session
-    of its own (a profile) keep their own."""
-    first, second = Storage(), pickle.loads(pickle.dumps(Storage()))
-    where = location(s3_bucket).join("x.bin")
-    first.write_bytes(where, b"abc")
-    assert second.read_bytes(where) == b"abc"
-    assert first.fs(where) is not second.fs(where) and first.fs(where).session is second.fs(where).session
-    assert first.fs(where, profile="someone").session is not first.fs(where).session
-
-
 def test_multipart_write_is_whole(s3_bucket):
     storage = Storage()
     target = location(s3_bucket).join("big.bin")

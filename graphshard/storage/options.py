@@ -22,8 +22,6 @@ if TYPE_CHECKING:
 
 # Environment variables the SDKs read: a filesystem made under other values is not reused.
 _ENV_PREFIXES = ("AWS_", "GOOGLE_", "AZURE_", "FSSPEC_")
-_SESSIONS: dict[tuple, Any] = {}  # (pid, AWS_* environment) -> botocore session, shared by S3 filesystems
-_SESSIONS_LOCK = threading.Lock()
 _PROTOCOL_PACKAGE = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "abfs": "adlfs", "az": "adlfs",
                      "abfss": "adlfs"}
 
@@ -90,8 +88,6 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
     if loc.protocol in ("s3", "s3a") and "endpoint_url" in opts:  # the flat spelling most users write
         opts.setdefault("client_kwargs", {})
         opts["client_kwargs"] = {**opts["client_kwargs"], "endpoint_url": opts.pop("endpoint_url")}
-    if loc.protocol in ("s3", "s3a"):
-        opts = _with_shared_session(opts)
     try:
         return fsspec.filesystem(loc.protocol, skip_instance_cache=True, **opts)
     except ImportError:
@@ -107,25 +103,3 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
         raise GraphshardError(f"{loc}: storage options rejected by the {loc.protocol}:// filesystem: "
                               f"{redact(str(err))}") from None
 
-
-def _with_shared_session(opts: dict[str, Any]) -> dict[str, Any]:
-    """S3 options with this process's botocore session (one per SDK environment), unless they name a session or a
-    profile or hold options s3fs would pass to a session of its own. A new session loads botocore's S3 model and
-    endpoint rules again: about 0.1 s of CPU before a new filesystem's first request, which every task group on a
-    worker (each unpickles its own `Storage`) paid. Credentials given as options still go to each client; each
-    filesystem keeps its own client and listings cache."""
-    import inspect
-
-    from s3fs import S3FileSystem
-
-    named = set(inspect.signature(S3FileSystem.__init__).parameters) - {"self", "kwargs", "session", "profile"}
-    if not set(opts) <= named:
-        return opts
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_")))
-    with _SESSIONS_LOCK:
-        session = _SESSIONS.get((os.getpid(), env))
-        if session is None:
-            from aiobotocore.session import AioSession
-
-            session = _SESSIONS[(os.getpid(), env)] = AioSession()
-    return {**opts, "session": session}
