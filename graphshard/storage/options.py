@@ -102,4 +102,3 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
     except TypeError as err:
         raise GraphshardError(f"{loc}: storage options rejected by the {loc.protocol}:// filesystem: "
                               f"{redact(str(err))}") from None
-
