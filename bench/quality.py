@@ -49,6 +49,10 @@ FAMILIES = {
     # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
     "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),
     "mag-15k": ("mag", {"papers": 15_000}, MAG_BALANCE),
+    # the same edges with 10% of the nodes in `train_mask` (seeds a subset, as ogbn-products' 8%)
+    "rmat-50k-t10": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1, "train_share": 0.1}, {}),
+    "rmat-200k-sparse-t10": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3, "train_share": 0.1}, {}),
+    "rmat-300k-s2-t10": ("rmat", {"nodes": 300_000, "edges": 6_000_000, "seed": 2, "train_share": 0.1}, {}),
 }
 # row name -> assignment options (method and its own options)
 METHODS = {
@@ -138,9 +142,12 @@ def share(args: argparse.Namespace) -> None:
     indptr, sources = in_csr(src, dst, g.total_nodes)
     del src, dst
     seeds = seed_mask(g, seed_entry(opts), 0, g.total_nodes) > 0
-    est = remote_share(indptr, sources, np.load(args.share), seeds, opts.sample_fanouts, seed=args.seed,
+    parts = np.load(args.share)
+    est = remote_share(indptr, sources, parts, seeds, opts.sample_fanouts, seed=args.seed,
                        batch_size=opts.sample_batch_size)
-    print(json.dumps(est["overall"]))
+    per_part = np.bincount(parts[seeds], minlength=args.k)  # the seeds' balance, constrained or not
+    print(json.dumps({"remote_share": est["overall"], "seeds": int(seeds.sum()),
+                      "seed_imbalance": float(per_part.max() * args.k / max(per_part.sum(), 1))}))
 
 
 def cell(args: argparse.Namespace, family: str, method: str, k: int) -> dict:
@@ -160,7 +167,8 @@ def cell(args: argparse.Namespace, family: str, method: str, k: int) -> dict:
         row.update(json.loads(done.stdout.strip().splitlines()[-1]))
         if args.remote:  # untimed, in its own process (the cell's peak RSS stays the partitioner's)
             est = run([sys.executable, __file__, "--share", parts, *common], stdout=-1, stderr=-1, text=True)
-            row["remote_share"] = json.loads(est.stdout.strip().splitlines()[-1]) if est.returncode == 0 else None
+            got = json.loads(est.stdout.strip().splitlines()[-1]) if est.returncode == 0 else {"remote_share": None}
+            row.update(got)
     return row
 
 
@@ -184,14 +192,14 @@ def tables(rows: list[dict], parts: list[int]) -> str:
             if any(cells):
                 out.append(f"| {fam} | {m} | " + " | ".join(cells) + " |")
     out += remote_table(got, families, methods, parts)
-    out += ["", "| family | method | k | wall (s) | peak RSS (GB) | worst imbalance (constraint) |",
-            "|---|---|---|---|---|---|"]
+    out += ["", "| family | method | k | wall (s) | peak RSS (GB) | worst imbalance (constraint) | seed imbalance |",
+            "|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             continue
         label, worst = max(r["imbalance"].items(), key=lambda kv: kv[1])
         out.append(f"| {r['family']} | {r['method']} | {r['k']} | {r['wall_s']:.1f} | {r['peak_rss_bytes'] / 1e9:.2f} "
-                   f"| {worst:.3f} ({label}) |")
+                   f"| {worst:.3f} ({label}) | {r.get('seed_imbalance', float('nan')):.3f} |")
     return "\n".join(out)
 
 
@@ -249,7 +257,7 @@ def main() -> None:
     print(json.dumps({"machine": machine(), "extra": args.extra}), file=sys.stderr)
     for family in args.families:
         graph_path(args.data, family)
-        constrained = bool(FAMILIES[family][2])
+        constrained = bool(FAMILIES[family][2]) or "balance_ntypes" in json.loads(args.extra)
         for k in args.parts:
             for method in args.methods:
                 if (family, method, k) in done or (constrained and method in UNCONSTRAINED_ONLY):

@@ -10,7 +10,8 @@ import pytest
 
 from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.constraints import graph_constraints
-from graphshard.assign.fetch_refine import Sampler, forward, move_gains, rebalance, seed_visits
+from graphshard.assign.fetch import seed_mask
+from graphshard.assign.fetch_refine import Sampler, apply_swaps, forward, move_gains, rebalance, refine, seed_visits
 from graphshard.assign.options import AssignOptions, resolve
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.chunked import load_metadata
@@ -48,6 +49,27 @@ def test_move_gains_match_a_recount():
     assert np.abs(got - want).mean() < 0.2 * np.abs(want).mean()
     plain = ~sampler.seeds[movers]  # a node that seeds nothing: its gain is exact
     np.testing.assert_allclose(got[plain], want[plain], atol=1e-9)
+
+
+def test_refine_stops_at_the_first_round_gaining_under_min_gain():
+    rng = np.random.default_rng(1)
+    n, k = 600, 4
+    src, dst = rng.integers(0, n, 5000), (rng.pareto(1.2, 5000) * 20).astype(np.int64) % n
+    sampler = Sampler.build(src, dst, n, rng.random(n) < 0.3, [4, 6])
+    start = rng.integers(0, k, n)
+    _, full = refine(sampler, start, k, None, 30, 20, 30, min_gain=0.0)
+    _, short = refine(sampler, start, k, None, 30, 20, 30, min_gain=1.0)
+    assert len(short) == 2 and len(full) > 2 and full[:2] == short and min(full) < short[-1]
+
+
+def test_swaps_pair_nodes_of_the_same_balance_class():
+    # part 0: seeds u=0, 1 and non-seeds 2, 3; part 1: seeds v=4, 5 and non-seeds w=6, 7; every class at its cap
+    parts = np.repeat([0, 1], 4)
+    weights = np.array([[1, 0], [1, 0], [0, 1], [0, 1]] * 2, dtype=np.float64)
+    gain = np.zeros((8, 2))
+    gain[0, 1], gain[4, 0], gain[6, 0] = -5.0, -1.0, -3.0  # w would pair best with u, but a seed must swap a seed
+    assert apply_swaps(gain, parts, weights, np.array([2.0, 2.0]), np.array([0])) == 1
+    assert parts.tolist() == [1, 0, 0, 0, 0, 1, 1, 1]
 
 
 def test_rebalance_drains_over_cap_partitions_when_their_cheapest_targets_fill():
@@ -102,3 +124,19 @@ def test_refine_keeps_every_balance_constraint_on_a_heterograph(make_graph, tmp_
     # within 1.03 of the mean, or the smallest integer count above the mean where 1.03 allows no integer
     # (METIS alone leaves this graph's train-mask class at 1.11: the post-pass rebalances it)
     assert np.all(loads <= np.maximum(1.03 * total / 4, np.ceil(total / 4))), loads
+
+
+def test_refine_keeps_the_training_seeds_balanced_when_only_node_counts_are(tmp_path):
+    # DistDGL splits the training nodes evenly over the trainers: seeds piled into one partition would train elsewhere
+    meta = GENERATORS["rmat"](tmp_path / "g", nodes=6000, edges=60000, chunks=2, seed=5, train_share=0.2)
+    opts = AssignOptions(method="metis", objtype="fetch", sample_seeds="_N/train_mask", sample_batch_size=200)
+    assign(meta, tmp_path / "a", 4, opts)
+    report = json.loads((tmp_path / "a" / REPORT_FILE).read_text())
+    refined = report["partitioner"]["fetch_refine"]
+    assert refined["expected_remote_share"][-1] < refined["expected_remote_share"][0]
+    g = load_metadata(meta)
+    seeds = seed_mask(g, "_N/train_mask", 0, g.total_nodes) > 0
+    per_part = np.bincount(read_parts(tmp_path / "a", "_N", g.total_nodes, 4)[seeds], minlength=4)
+    assert per_part.max() <= 1.03 * seeds.sum() / 4, per_part
+    assert refined["seed_imbalance"] == round(per_part.max() * 4 / seeds.sum(), 4)
+    assert max(report["imbalance"].values()) <= 1.03 + 1e-9

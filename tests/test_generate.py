@@ -160,3 +160,21 @@ def test_grid_mesh_edges_and_scattered_ids(tmp_path):
     same = {p.name: p.read_bytes() for p in (tmp_path / "g" / "edges").iterdir()}
     assert same == {p.name: p.read_bytes() for p in (tmp_path / "h" / "edges").iterdir()}
     assert load_metadata(generate_grid(tmp_path / "c", nodes=30, dims=3, chunks=1)).total_edges == 3 * 9 * 2
+
+
+def test_rmat_train_share_marks_a_subset_and_keeps_the_edges(tmp_path, capsys):
+    default = load_metadata(generate_rmat(tmp_path / "a", nodes=4000, edges=20000, chunks=2, seed=3))
+    assert main(["generate", "rmat", "--out", str(tmp_path / "b"), "--nodes", "4000", "--edges", "20000",
+                 "--chunks", "2", "--seed", "3", "--train-share", "0.1"]) == 0
+    small = load_metadata(tmp_path / "b")
+    wide = read_rows(default, default.node_data["_N"]["train_mask"], 0, 4000)
+    narrow = read_rows(small, small.node_data["_N"]["train_mask"], 0, 4000)
+    assert 0.08 < narrow.mean() < 0.12 and 0.55 < wide.mean() < 0.65 and not np.any(narrow & ~wide)
+    for i in range(2):
+        assert all(np.array_equal(x, y) for x, y in zip(read_edge_chunk(default, "_N:_E:_N", i),
+                                                       read_edge_chunk(small, "_N:_E:_N", i)))
+    capsys.readouterr()
+    assert main(["generate", "grid", "--out", str(tmp_path / "g"), "--train-share", "0.1"]) == 2
+    assert "--train-share" in capsys.readouterr().err and not (tmp_path / "g").exists()
+    assert main(["generate", "rmat", "--out", str(tmp_path / "c"), "--train-share", "1.5"]) == 2
+    assert "--train-share" in capsys.readouterr().err and not (tmp_path / "c").exists()

@@ -171,17 +171,19 @@ def apply_moves(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 
 def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: np.ndarray,
                 blocked: np.ndarray) -> int:
-    """Pairs a blocked move a -> b with the cheapest move b -> a of a node that has not moved yet, while the pair
-    lowers the objective and every constraint stays within `caps`; returns the number of swaps."""
+    """Pairs a blocked move a -> b with the cheapest move b -> a of a node of the same balance class (the same
+    constraint columns non-zero: a pair then keeps every class count) that has not moved yet, while the pair lowers
+    the objective and every constraint stays within `caps`; returns the number of swaps."""
     best = gain[blocked].argmin(axis=1)
     load = part_loads(parts, weights, gain.shape[1])
     free = np.ones(len(parts), dtype=bool)
     free[blocked] = False
+    kind = np.unique(weights > 0, axis=0, return_inverse=True)[1].reshape(-1)
     swaps = 0
-    for a, b in sorted({(int(parts[u]), int(t)) for u, t in zip(blocked, best)}):
-        here = blocked[(parts[blocked] == a) & (best == b)]
+    for a, b, c in sorted({(int(parts[u]), int(t), int(kind[u])) for u, t in zip(blocked, best)}):
+        here = blocked[(parts[blocked] == a) & (best == b) & (kind[blocked] == c)]
         here = here[np.lexsort((here, gain[here, b]))]
-        there = np.flatnonzero((parts == b) & free)
+        there = np.flatnonzero((parts == b) & free & (kind == c))
         there = there[np.lexsort((there, gain[there, a]))][:len(here)]
         for u, v in zip(here.tolist(), there.tolist()):
             if gain[u, b] + gain[v, a] >= -TOLERANCE:
@@ -196,10 +198,10 @@ def apply_swaps(gain: np.ndarray, parts: np.ndarray, weights: np.ndarray, caps: 
 
 
 def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray | None, ufactor: int,
-           batch_size: int, rounds: int) -> tuple[np.ndarray, list[float]]:
+           batch_size: int, rounds: int, min_gain: float = MIN_ROUND_GAIN) -> tuple[np.ndarray, list[float]]:
     """(new parts, expected remote share after rebalancing and after each round): first moves nodes out of any
     partition above a cap, then up to `rounds` rounds of moves and swaps, stopping when a round lowers the expected
-    share by less than MIN_ROUND_GAIN (the best partition seen is kept)."""
+    share by less than `min_gain` (the best partition seen is kept)."""
     parts = np.array(parts, dtype=np.int64)
     weights = np.ones((len(parts), 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(
         len(parts), -1)
@@ -219,21 +221,34 @@ def refine(sampler: Sampler, parts: np.ndarray, nparts: int, weights: np.ndarray
         if r >= best[0]:
             break
         gained, best = best[0] - r, (r, parts.copy())
-        if gained < MIN_ROUND_GAIN:
+        if gained < min_gain:
             break
     return best[1], trace
+
+
+def with_seed_column(weights: np.ndarray | None, seeds: np.ndarray) -> np.ndarray:
+    """The post-pass's balance columns: the method's (node counts when None) and, when the seeds are a strict subset
+    of the nodes, the seeds themselves. DistDGL splits the training nodes evenly over the trainers
+    (`node_split(force_even=True)`), so a partition holding more than its share of seeds hands them to other
+    partitions' trainers, whose batches the share this pass lowers does not model."""
+    n = len(seeds)
+    cols = np.ones((n, 1)) if weights is None else np.asarray(weights, dtype=np.float64).reshape(n, -1)
+    return cols if seeds.all() or not seeds.any() else np.hstack([cols, seeds[:, None].astype(np.float64)])
 
 
 def refine_assignment(graph: ChunkedGraph, options: AssignOptions, parts: np.ndarray, nparts: int,
                       weights: np.ndarray | None) -> tuple[np.ndarray, dict]:
     """`options.fetch_refine_rounds` rounds over a whole-graph assignment (`weights`: its balance columns, None for
-    node counts); returns the new parts and what the report records (expected remote share per round, seconds)."""
+    node counts; the seeds are balanced too: `with_seed_column`); returns the new parts and what the report records
+    (expected remote share per round, the seeds' imbalance, seconds)."""
     t0 = time.perf_counter()
     src, dst = input_edges(graph)
     seeds = seed_mask(graph, seed_entry(options), 0, graph.total_nodes) > 0
     sampler = Sampler.build(src, dst, graph.total_nodes, seeds, options.sample_fanouts)
     del src, dst
-    parts, trace = refine(sampler, parts, nparts, weights, options.ufactor, options.sample_batch_size,
-                          options.fetch_refine_rounds)
+    parts, trace = refine(sampler, parts, nparts, with_seed_column(weights, seeds), options.ufactor,
+                          options.sample_batch_size, options.fetch_refine_rounds)
+    per_part = np.bincount(parts[seeds], minlength=nparts)
     return parts, {"rounds": len(trace) - 1, "expected_remote_share": [round(r, 4) for r in trace],
+                   "seed_imbalance": round(float(per_part.max() * nparts / max(per_part.sum(), 1)), 4),
                    "seconds": round(time.perf_counter() - t0, 3)}

@@ -9,6 +9,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.chunked_writer import WRITE_FORMATS
 from graphshard.generate import GENERATORS
 from graphshard.generate.planted import MIXING
+from graphshard.generate.rmat import TRAIN_FRACTION
 
 NAME = "generate"
 HELP = ("Write a synthetic chunked graph: rmat (power-law), grid (2-D/3-D mesh), planted (communities), geometric "
@@ -37,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="chunk file format; mixed uses csv, numpy and parquet for different files")
     parser.add_argument("--feat-dim", type=int, default=16, help="width of the float32 node feature 'feat'")
     parser.add_argument("--seed", type=int, default=0, help="random seed: same seed, byte-identical output")
+    parser.add_argument("--train-share", type=float, default=None,
+                        help=f"rmat: share of nodes marked in 'train_mask' (default {TRAIN_FRACTION}); a smaller "
+                             "share marks a subset of a larger one's nodes (same seed)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
 
 
@@ -46,6 +50,10 @@ def run(args: argparse.Namespace) -> int:
     kwargs.update({k: v for k, v in given.items() if v is not None})
     if args.edges is not None and args.kind not in EDGE_COUNTED:
         raise GraphshardError("--edges: a grid's edges follow from --nodes and --dims; drop --edges")
+    if args.train_share is not None:
+        if args.kind != "rmat":
+            raise GraphshardError("--train-share: only rmat takes it (the other kinds mark a fixed share); drop it")
+        kwargs["train_share"] = args.train_share
     if args.kind == "grid":
         kwargs["dims"] = args.dims
     if args.kind == "planted":

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import chunk_bounds
 from graphshard.formats.chunked_writer import ChunkedGraphWriter, check_format, positive, spec_formats
 from graphshard.generate.common import chunk_rng, scatter_ids
@@ -53,21 +54,23 @@ def rmat_edges(rng: np.random.Generator, count: int, nodes: int,
     return src, dst
 
 
-def node_features(rng: np.random.Generator, count: int, feat_dim: int) -> dict[str, np.ndarray]:
-    """The node features of one chunk: `feat` float32 (count, feat_dim), `label` int64, `train_mask` bool."""
+def node_features(rng: np.random.Generator, count: int, feat_dim: int,
+                  train_share: float = TRAIN_FRACTION) -> dict[str, np.ndarray]:
+    """The node features of one chunk: `feat` float32 (count, feat_dim), `label` int64, `train_mask` bool (each node
+    with probability `train_share`; the draws do not depend on it, so a smaller share marks a subset)."""
     return {
         "feat": rng.standard_normal((count, feat_dim), dtype=np.float32),
         "label": rng.integers(0, NUM_CLASSES, count, dtype=np.int64),
-        "train_mask": rng.random(count) < TRAIN_FRACTION,
+        "train_mask": rng.random(count) < train_share,
     }
 
 
 def add_node_features(writer: ChunkedGraphWriter, node_bounds: list[int], seed: int, stream: str, feat_dim: int,
-                      formats: dict[str, str]) -> None:
+                      formats: dict[str, str], train_share: float = TRAIN_FRACTION) -> None:
     """Node chunks and their seeded features (`node_features`, one generator per chunk of `stream`)."""
     writer.set_node_chunks(NTYPE, np.diff(node_bounds).tolist())
     for i in range(len(node_bounds) - 1):
-        feats = node_features(chunk_rng(seed, stream, i), node_bounds[i + 1] - node_bounds[i], feat_dim)
+        feats = node_features(chunk_rng(seed, stream, i), node_bounds[i + 1] - node_bounds[i], feat_dim, train_share)
         for name, arr in feats.items():
             writer.add_node_feature(NTYPE, name, arr, formats[name])
 
@@ -84,7 +87,7 @@ def edge_chunk(seed: int, chunk: int, count: int, nodes: int) -> tuple[np.ndarra
 
 def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 18, chunks: int = 4,
                   fmt: str = "numpy", seed: int = 0, overwrite: bool = False, feat_dim: int = 16,
-                  graph_name: str = "rmat") -> Path:
+                  graph_name: str = "rmat", train_share: float = TRAIN_FRACTION) -> Path:
     """Write an R-MAT chunked graph (homogeneous, power-law degrees), chunk by chunk (memory bounded by one chunk).
 
     Parameters
@@ -105,6 +108,8 @@ def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 1
         Width of the float32 node feature `feat`.
     graph_name : str
         The chunked graph's name.
+    train_share : float
+        Share of nodes the `train_mask` feature marks, in [0, 1] (the mini-batch seeds of `objtype: fetch`).
 
     Returns
     -------
@@ -116,6 +121,8 @@ def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 1
     chunks = positive("chunks", chunks)
     edges = positive("edges", edges, chunks)
     feat_dim = positive("feat-dim", feat_dim)
+    if not 0.0 <= train_share <= 1.0:
+        raise GraphshardError(f"--train-share: expected a share in [0, 1], found {train_share}")
     nodes = max(nodes, chunks)
     node_bounds, edge_bounds = chunk_bounds(nodes, chunks), chunk_bounds(edges, chunks)
     formats = spec_formats(fmt, ["edges", "feat", "label", "train_mask", "weight"])
@@ -125,5 +132,5 @@ def generate_rmat(out_dir: str | Path, nodes: int = 1 << 14, edges: int = 1 << 1
             writer.add_edges(ETYPE, src, dst, formats["edges"])
             writer.add_edge_feature(ETYPE, "weight", weight, formats["weight"])
             del src, dst, weight
-        add_node_features(writer, node_bounds, seed, "rmat:nodes", feat_dim, formats)
+        add_node_features(writer, node_bounds, seed, "rmat:nodes", feat_dim, formats, train_share)
         return writer.finish()
