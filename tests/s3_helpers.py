@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import uuid
@@ -131,20 +132,28 @@ def read_only_bucket() -> Iterator[tuple[S3Server, str]]:
         yield S3Server(server.endpoint, key["AccessKeyId"], key["SecretAccessKey"]), "s3://read-only-bucket"
 
 
-def _count_filesystems() -> None:
+def _count_filesystems(dask_worker=None) -> None:
     """In a worker: count the fsspec filesystems (each its own S3 client) made per task group from now on."""
     from collections import Counter
 
     from dask.utils import key_split
     from distributed.worker import thread_state
 
-    from graphshard.storage import options
+    from graphshard.storage import options, overlap
 
     made: Counter = Counter()
     original = getattr(options.make_filesystem, "__wrapped__", options.make_filesystem)
 
+    def task_key() -> str:
+        """The task this thread runs; in a thread a task started (storage.overlap), the worker's one running task."""
+        key = getattr(thread_state, "key", None)
+        if key is None and threading.current_thread().name.startswith(overlap.THREAD_PREFIX):
+            running = [ts.key for ts in dask_worker.state.executing]
+            key = running[0] if len(running) == 1 else ""
+        return str(key)
+
     def counted(loc, opts):
-        made[key_split(str(getattr(thread_state, "key", "")))] += 1
+        made[key_split(task_key())] += 1
         return original(loc, opts)
 
     counted.__wrapped__, counted.made = original, made

@@ -3,14 +3,17 @@ atomic writes, listing, deleting, and one-line failures that name the URL and ne
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 import subprocess
 import sys
+import threading
 
 import pytest
+from fsspec.asyn import sync
 from s3_helpers import DUMMY_SECRET, authenticating_server, free_port, read_only_bucket
 
-from graphshard.storage import Storage, StorageError, check_location, location
+from graphshard.storage import Storage, StorageError, check_location, location, uploads
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -66,12 +69,12 @@ def test_write_read_list_delete(root):
 
 def test_failed_atomic_write_leaves_nothing(root):
     """A write that fails midway shows neither a partial object nor a temporary file; the old content stays."""
-    storage = Storage()
+    storage = Storage({"s3://": {"default_block_size": 5 << 20}})  # S3: parts of 5 MiB
     target = location(root).join("config.json")
     storage.write_bytes(target, b"old")
     with pytest.raises(RuntimeError):
         with storage.write_atomic(target) as fh:
-            fh.write(b"x" * (6 << 20))  # over s3fs's 5 MiB block: a multipart upload has started
+            fh.write(b"x" * (6 << 20))  # over one part: a multipart upload has started
             raise RuntimeError("crash mid-write")
     assert storage.read_bytes(target) == b"old"
     assert [e.rel for e in storage.listing(location(root))] == ["config.json"]
@@ -119,6 +122,38 @@ def test_small_atomic_write_is_one_put(s3_bucket, monkeypatch):
     assert "abort_multipart_upload" in calls and storage.read_bytes(small) == b"abcd"
 
 
+def test_parts_go_up_while_the_writer_goes_on(s3_bucket, monkeypatch):
+    """A multipart write hands each full part to the event loop and goes on writing: part 1 is held back by the store
+    until the writer has written every byte (a writer that waited for each part would wait for ever: here, a
+    failure after 10 s), at most `uploads.SLOTS` parts are in flight at once, and the object is whole."""
+    storage = Storage({s3_bucket + "/": {"default_block_size": 5 << 20}})  # parts of 5 MiB
+    target = location(s3_bucket).join("big.bin")
+    fs, written, flying, most = storage.fs(target), threading.Event(), [0], [0]
+    real = fs._call_s3
+
+    async def held(method, *args, **kwargs):
+        if method != "upload_part":
+            return await real(method, *args, **kwargs)
+        flying[0] += 1
+        most[0] = max(most[0], flying[0])
+        try:
+            if kwargs["PartNumber"] == 1:
+                assert await asyncio.to_thread(written.wait, 10), "the writer waited for part 1"
+            return await real(method, *args, **kwargs)
+        finally:
+            flying[0] -= 1
+
+    monkeypatch.setattr(fs, "_call_s3", held)
+    monkeypatch.setattr(fs, "call_s3", lambda *args, **kwargs: sync(fs.loop, held, *args, **kwargs))
+    data = bytes(range(251)) * ((uploads.SLOTS * (5 << 20) + 1000) // 251)
+    with storage.write_atomic(target) as fh:
+        for i in range(0, len(data), 1 << 20):
+            fh.write(data[i:i + (1 << 20)])
+        written.set()
+    assert 2 <= most[0] <= uploads.SLOTS
+    assert storage.read_bytes(target) == data
+
+
 def test_multipart_write_is_whole(s3_bucket):
     storage = Storage()
     target = location(s3_bucket).join("big.bin")
@@ -158,7 +193,7 @@ def test_missing_bucket_and_object(s3_env):
     assert DUMMY_SECRET not in line
     with pytest.raises(StorageError, match="^s3://no-such-bucket-here/x.bin: bucket 'no-such-bucket-here' does not"):
         with Storage().write_atomic("s3://no-such-bucket-here/x.bin") as fh:
-            fh.write(b"x" * (6 << 20))  # the multipart upload starts here, inside the caller's block
+            fh.write(b"x" * (6 << 20))  # under one part: the PUT at the end of the block fails
     bucket = s3_env.new_bucket()
     with pytest.raises(StorageError, match="no such file or object"):
         check_location(f"{bucket}/missing.json")
@@ -229,3 +264,14 @@ def test_delete_prefix_of_one_file(root):
     assert storage.delete_prefix(base.join("one.bin")) == 1
     assert not storage.exists(base.join("one.bin"))
     assert [e.rel for e in storage.listing(base)] == ["one.bin2", "other/keep.bin"]
+
+
+def test_each_sends_store_requests_at_once_and_local_reads_in_turn():
+    """`overlap.each`: for a store the items run at the same time (two calls that each wait for the other finish:
+    one after another they would time out), results in item order; local items run one after another here."""
+    from graphshard.storage.overlap import each
+
+    both = threading.Barrier(2, timeout=10)
+    assert each(lambda x: both.wait() * 0 + x, [5, 7], remote=True) == [5, 7]
+    here = threading.current_thread()
+    assert each(lambda x: (threading.current_thread() is here) * x, [1, 2, 3], remote=False) == [1, 2, 3]

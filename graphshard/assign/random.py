@@ -19,7 +19,7 @@ from graphshard.assign.options import AssignOptions
 from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.storage import location
-from graphshard.storage.scratch import ScratchPath, local_dir, open_file, publish_file, scratch_space
+from graphshard.storage.scratch import ScratchPath, is_store, local_dir, open_file, publish_file, scratch_space
 
 if TYPE_CHECKING:
     from distributed import Client  # type hints only: the plan imports this module's constants without Dask
@@ -36,9 +36,11 @@ def block_parts(seed: int, type_id: int, block: int, lo: int, hi: int, nparts: i
     return rng.permutation((np.arange(lo, hi, dtype=np.int64) + rotation) % nparts)
 
 
-def write_block(path: ScratchPath, seed: int, type_id: int, block: int, lo: int, hi: int, nparts: int,
-                balanced: bool) -> None:
-    """One task: draw a block and write it as a text piece (a file of the shared folder or an object of the store)."""
+def write_block(name: str, seed: int, type_id: int, block: int, lo: int, hi: int, nparts: int, balanced: bool, *,
+                pieces_dir: ScratchPath) -> None:
+    """One task: draw a block and write it as the text piece `name` of `pieces_dir` (a file of the shared folder or
+    an object of the store)."""
+    path = pieces_dir / name
     folder = path.parent if isinstance(path, Path) else local_dir()
     folder.mkdir(parents=True, exist_ok=True)
     local = write_blocks(folder / f".{type_id}-{block}-{uuid.uuid4().hex}.tmp",
@@ -61,14 +63,16 @@ class RandomPartitioner(Partitioner):
         for t, nt in enumerate(graph.node_type):
             n = graph.num_nodes(nt)
             for b, lo in enumerate(range(0, n, BLOCK)):
-                path = pieces_dir / f"{t:04d}-{b:08d}.txt"
-                jobs.append((nt, (path, options.seed, t, b, lo, min(n, lo + BLOCK), nparts, options.balanced)))
+                name = f"{t:04d}-{b:08d}.txt"
+                jobs.append((nt, (name, options.seed, t, b, lo, min(n, lo + BLOCK), nparts, options.balanced)))
+        # on a store the folder carries the Storage: sent once per worker (one S3 client each, not one per task)
         run_tasks(client, "assign", "draw-block", write_block, [args for _, args in jobs],
-                  label=lambda args: f"{graph.node_type[args[2]]}/block{args[3]}", star=True)
+                  label=lambda args: f"{graph.node_type[args[2]]}/block{args[3]}", star=True,
+                  share=("pieces_dir",) if is_store(pieces_dir) else (), pieces_dir=pieces_dir)
         for nt in graph.node_type:
             with open(out / f"{nt}.txt", "wb") as dest:
                 for owner, args in jobs:
                     if owner == nt:
-                        with open_file(args[0]) as src:
+                        with open_file(pieces_dir / args[0]) as src:
                             shutil.copyfileobj(src, dest, 1 << 22)
         return {"block_size": BLOCK, "tasks": len(jobs), "dask": client is not None}

@@ -19,6 +19,7 @@ from graphshard.errors import InputError
 from graphshard.formats.arrow import column_to_numpy
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat
 from graphshard.storage import Location, StoredFile
+from graphshard.storage.overlap import each
 
 Source = StoredFile | Path | str | Location  # what a reader method takes: a StoredFile, else a path or URL
 
@@ -453,9 +454,9 @@ def read_chunk(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int) -> np.ndarr
 
 
 def chunk_row_counts(graph: ChunkedGraph, spec: ChunkFileSpec) -> list[int]:
-    """Row count of every file of a spec, read cheaply from headers/footers."""
+    """Row count of every file of a spec, read cheaply from headers/footers (on a store, several at a time)."""
     reader = reader_for(spec.format)
-    return [reader.num_rows(graph.file(p), spec.format) for p in spec.data]
+    return each(lambda p: reader.num_rows(graph.file(p), spec.format), spec.data, not graph.base.is_local)
 
 
 @dataclass(frozen=True)

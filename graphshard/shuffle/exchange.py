@@ -24,6 +24,7 @@ from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan, id_dtype_for
 from graphshard.storage import Location
+from graphshard.storage.overlap import each
 from graphshard.storage.scratch import create_array, local_dir, open_array, upload_range, write_range
 
 MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by one pass per partition, else a sort
@@ -59,7 +60,24 @@ def _write_groups(grouping: Grouping, grouped: list[np.ndarray], path_of) -> Non
 
 
 def _features(plan: ShufflePlan, feats: tuple[FeatureSpec, ...], start: int, stop: int) -> list[np.ndarray]:
-    return [read_rows(plan.graph, f.spec, start, stop, f.index) for f in feats]
+    """Rows [start, stop) of each feature. On a store, every (feature, file) piece is its own read and the pieces are
+    read several at a time (a node block spans every file of every node feature: one after another, a round trip
+    each)."""
+    pieces = [(f, lo, hi) for f in feats for lo, hi in _file_ranges(f.index.offsets, start, stop)]
+    read = each(lambda p: read_rows(plan.graph, p[0].spec, p[1], p[2], p[0].index), pieces, not plan.graph.is_local)
+    out = []
+    for f in feats:
+        mine = [rows for (g, _, _), rows in zip(pieces, read) if g is f]
+        out.append(np.concatenate(mine) if len(mine) > 1 else mine[0] if mine else
+                   read_rows(plan.graph, f.spec, start, stop, f.index))
+    return out
+
+
+def _file_ranges(offsets: np.ndarray, start: int, stop: int) -> list[tuple[int, int]]:
+    """[start, stop) cut at the files' first rows (`offsets`): one range per file it touches."""
+    cuts = [int(x) for x in offsets if start < x < stop]
+    bounds = [start, *cuts, stop]
+    return [(lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:]) if hi > lo]
 
 
 def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: ShufflePlan) -> None:

@@ -3,9 +3,10 @@ atomic write of one file or object, list and delete a prefix, exists and size.
 
 Atomic write: a local file is written to a hidden temporary sibling, fsynced and `os.replace`d into place (then the
 folder is fsynced); an object is one PUT or one multipart upload that the store shows only once it is complete
-(an object under the filesystem's block size is held and PUT at the end; a larger one is fsspec's
-`autocommit=False` file: `commit` on success, `discard`, which aborts the upload, on failure). Either way a
-reader sees the old content or the whole new one, never a part.
+(on S3, `storage.uploads`: an object under one part is PUT at the end, a larger one's parts go up while the writer
+goes on; on other stores an object under the filesystem's block size is held and PUT at the end, a larger one is
+fsspec's `autocommit=False` file): `commit` on success, `discard`, which aborts the upload, on failure. Either way
+a reader sees the old content or the whole new one, never a part.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Itera
 from graphshard.storage.failures import secrets_of, translated
 from graphshard.storage.locations import Location, location
 from graphshard.storage.options import StorageOptions
+from graphshard.storage.uploads import ConcurrentUpload
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -203,7 +205,7 @@ class Storage:
         `sync=False`: a local file is not fsynced (files a later step publishes, as the partition writers' were)."""
         loc = location(where)
         with self.translated(loc, "write"):
-            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local else _ObjectAtomicFile(self.fs(loc), loc.path)
+            fh = _LocalAtomicFile(loc.path, sync) if loc.is_local else self._object_file(loc)
         try:
             yield _Writer(fh, lambda: self.translated(loc, "write"))
         except BaseException:
@@ -212,6 +214,14 @@ class Storage:
         with self.translated(loc, "write"):
             fh.close()
             fh.commit()
+
+    def _object_file(self, loc: Location):
+        """An object's atomic file: on S3, parts uploaded while the writer goes on (`storage.uploads`); elsewhere
+        fsspec's autocommit=False file behind a small-object PUT (`_ObjectAtomicFile`)."""
+        fs = self.fs(loc)
+        if loc.protocol in ("s3", "s3a"):
+            return ConcurrentUpload(fs, loc.path)
+        return _ObjectAtomicFile(fs, loc.path)
 
     def write_bytes(self, where: str | Location, data: bytes) -> None:
         """Write a whole (small) file or object atomically: one PUT for an object."""
