@@ -357,9 +357,9 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
     the draws for the frontier nodes it owns; the flow process gathers each layer's drawn (batch, source) pairs, at
     most per batch its frontier (batch size x (1 + earlier fanouts), at most the graph's nodes) x fanout, at most the
     graph's edges, over up to `BATCHES` batches per partition (`remote_share_pair_share` of that bound: more where a
-    partition gathers the hubs, as its seeds have more in-edges to draw). The largest
-    task draws `remote_share_part_skew` times the mean partition's share (a partition that gathers the hubs is the
-    frontier's owner more often)."""
+    partition gathers the hubs, as its seeds have more in-edges to draw). A task holds
+    the mean partition's share of the draws (at 20M-500M these tasks stayed below the input checksums, so a larger
+    share for a partition that gathers the hubs was not measurable)."""
     if not s.remote_share:
         return 0.0, 0.0, 0
     c = coefficients.load()
@@ -370,8 +370,7 @@ def remote_share(g: GraphSizes, s: Settings, p: Shape) -> tuple[float, float, in
         pairs = max(pairs, batches * min(frontier * fanout, g.edges))
         frontier = min(frontier * (1 + fanout), g.nodes)
     drawn = pairs * _by_method(c["remote_share_pair_share"], s.method)
-    skew = _by_method(c["remote_share_part_skew"], s.method)
-    task = p.local_nodes * REMOTE_NODE_BYTES + drawn * min(1.0, skew / s.num_parts) * REMOTE_DRAW_BYTES
+    task = p.local_nodes * REMOTE_NODE_BYTES + drawn / s.num_parts * REMOTE_DRAW_BYTES
     return task, drawn * REMOTE_PAIR_BYTES, s.num_parts * len(s.fanouts)
 
 
