@@ -146,6 +146,13 @@ class _Writer:
             self._fh.flush()
 
 
+def object_identity(loc: Location, info: Mapping[str, Any]) -> tuple:
+    """What identifies this state of an object, from its HEAD or listing entry: (URL, ETag, size, 0, 0) (index 2 is
+    the size, as in a local file's stat identity)."""
+    tag = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
+    return loc.url, tag, int(info.get("size") or 0), 0, 0
+
+
 class Storage:
     """The storage layer over fsspec; `options` is `storage_options` per URL prefix (see `StorageOptions`).
 
@@ -272,13 +279,20 @@ class Storage:
         """List a prefix afresh (one request per 1,000 objects), so that `exists`, `size` and `StoredFile.identity`
         of the objects under it are answered in this process from that listing (size and ETag, as a HEAD gives
         them; fsspec keeps it), not by one HEAD each. A missing object stays missing. Local paths: nothing to do."""
+        self.identities(prefix)
+
+    def identities(self, prefix: str | Location) -> dict[str, tuple]:
+        """`prime` a prefix and return what its listing said: every object's `object_identity` by its URL (so that
+        other processes can be told them instead of asking again); {} for a local path."""
         loc = location(prefix)
         if loc.is_local:
-            return
+            return {}
         fs = self.fs(loc)
         with self.translated(loc, "list"):
             fs.invalidate_cache(loc.path)
-            fs.find(loc.path)
+            found = fs.find(loc.path, detail=True)
+        return {(at := Location(loc.protocol, name)).url: object_identity(at, info)
+                for name, info in found.items() if info.get("type") != "directory"}
 
     def exists(self, where: str | Location) -> bool:
         loc = location(where)
