@@ -228,6 +228,36 @@ def test_ingest_lists_the_input_once_and_reads_each_object_once(make_graph, stor
     assert [str(p) for p in problems if "no such file" in str(p)], problems
 
 
+def test_ingest_workers_read_each_object_in_one_get_that_gives_its_identity(make_graph, s3_server,
+                                                                           dask_cluster_client):
+    """On Dask worker processes (which have no listing of the input), every request counted by bench/s3proxy.py:
+    each chunk object costs one GET and no HEAD: the GET's response gives the ETag and size the digest is
+    remembered under (`Storage.read_identified`), the same identity the flow's listing gives, so the fingerprint
+    reads nothing afterwards. Before: a HEAD for the identity, then the GET, per object."""
+    import sys
+
+    from graphshard.storage import StoredFile
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from s3proxy import CountingProxy
+
+    bucket = s3_server.new_bucket()
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2)
+    url = upload_tree(Storage({"s3://": s3_server.options()}), metadata.parent, f"{bucket}/g")
+    with CountingProxy(s3_server.endpoint) as proxy:
+        storage = Storage({"s3://": {**s3_server.options(), "endpoint_url": proxy.endpoint}})
+        files = {f"g/{e.rel}" for e in storage.listing(url) if e.rel != "metadata.json"}
+        proxy.taken()
+        problems, found = check_and_hash(f"{url}/metadata.json", dask_cluster_client, storage=storage)
+        requests = proxy.taken()
+    assert problems == [] and len(found) == len(files)
+    prefix = "/" + bucket.removeprefix("s3://") + "/"
+    chunk_requests = [(r.method, key) for r in requests if (key := r.path.split("?")[0].removeprefix(prefix)) in files]
+    assert sorted(chunk_requests) == sorted(("GET", key) for key in files), chunk_requests
+    listed = {d.identity[0]: d.identity for d in found}
+    assert all(StoredFile(location(u), storage).identity() == ident for u, ident in listed.items())
+
+
 def test_numpy_take_reads_runs_of_rows_not_the_object(store, s3_ops):
     """`NumpyReader.take` on an object (what validation's sampled comparison reads): the header, then one ranged GET
     per run of nearby rows; the rows equal the local file's, in the order asked, repeats included."""

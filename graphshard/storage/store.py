@@ -146,6 +146,23 @@ class _Writer:
             self._fh.flush()
 
 
+def _s3_get(fs: AbstractFileSystem, path: str) -> tuple[bytes, dict]:
+    """One GetObject of a whole S3 object through s3fs's client: its bytes and the response's headers."""
+    from fsspec.asyn import sync
+
+    bucket, key, version = fs.split_path(path)
+    versioned = {"VersionId": version} if version else {}
+
+    async def get() -> tuple[bytes, dict]:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **versioned)
+        try:
+            return await response["Body"].read(), response
+        finally:
+            response["Body"].close()
+
+    return sync(fs.loop, get)
+
+
 def object_identity(loc: Location, info: Mapping[str, Any]) -> tuple:
     """What identifies this state of an object, from its HEAD or listing entry: (URL, ETag, size, 0, 0) (index 2 is
     the size, as in a local file's stat identity)."""
@@ -204,6 +221,21 @@ class Storage:
         single = loc.protocol in ("s3", "s3a") and size is not None and size <= getattr(fs, "default_block_size", 0)
         with self.translated(loc, "read"):
             return fs.cat_file(loc.path, max_concurrency=1) if single else fs.cat_file(loc.path)
+
+    def read_identified(self, where: str | Location) -> tuple[tuple, bytes]:
+        """A whole object and its identity (`object_identity`) from the same read: on S3 one GET, whose response
+        carries the ETag and size a HEAD gives, so the identity is that of exactly these bytes (no HEAD first, no
+        window between them); one stream whatever the size (s3fs would split an object over its 50 MiB block into
+        concurrent ranged GETs after a HEAD). Other stores: the identity (a HEAD), then the bytes."""
+        loc = location(where)
+        fs = self.fs(loc)
+        if loc.protocol not in ("s3", "s3a"):
+            with self.translated(loc, "read"):
+                ident = object_identity(loc, fs.info(loc.path))
+            return ident, self.read_bytes(loc, int(ident[2]))
+        with self.translated(loc, "read"):
+            data, response = _s3_get(fs, loc.path)
+        return object_identity(loc, {"ETag": response.get("ETag"), "size": response.get("ContentLength")}), data
 
     @contextmanager
     def write_atomic(self, where: str | Location, sync: bool = True) -> Iterator[_Writer]:
