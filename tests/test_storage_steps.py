@@ -228,6 +228,29 @@ def test_ingest_lists_the_input_once_and_reads_each_object_once(make_graph, stor
     assert [str(p) for p in problems if "no such file" in str(p)], problems
 
 
+def test_whole_objects_are_read_without_a_head(s3_server, s3_ops):
+    """`Storage.read_bytes`/`read_identified` on S3 send no HEAD: an object up to the block size is one ranged GET,
+    a larger one a GET per block, an empty one (which no range satisfies) the refused ranged GET and a plain one; bytes and identity (ETag, size) are the object's. Before:
+    s3fs sent a HEAD first unless the size was known (every reader of a whole chunk on a worker: the shuffle's and
+    validation's, one HEAD per input file)."""
+    from graphshard.storage import StoredFile
+
+    block = 5 << 20
+    storage = Storage({"s3://": {**s3_server.options(), "default_block_size": block}})
+    bucket = location(s3_server.new_bucket())
+    data = {"empty": b"", "small": b"s" * 1000, "large": np.random.default_rng(0).bytes(2 * block + 123)}
+    for name, body in data.items():
+        storage.write_bytes(bucket.join(name), body)
+    for name, body in data.items():
+        storage.fs(bucket).invalidate_cache()  # as a worker: nothing known from a listing
+        del s3_ops[:]
+        assert storage.read_bytes(bucket.join(name)) == body
+        ident, got = storage.read_identified(bucket.join(name))
+        assert got == body and "HeadObject" not in s3_ops, (name, s3_ops)
+        assert s3_ops.count("GetObject") == 2 * (-(-len(body) // block) or 2), (name, s3_ops)
+        assert ident == StoredFile(bucket.join(name), storage).identity() and ident[2] == len(body)
+
+
 def test_ingest_workers_read_each_object_in_one_get_that_gives_its_identity(make_graph, s3_server,
                                                                            dask_cluster_client):
     """On Dask worker processes (which have no listing of the input), every request counted by bench/s3proxy.py:
