@@ -230,9 +230,9 @@ def test_ingest_lists_the_input_once_and_reads_each_object_once(make_graph, stor
 
 def test_whole_objects_are_read_without_a_head(s3_server, s3_ops):
     """`Storage.read_bytes`/`read_identified` on S3 send no HEAD: an object up to the block size is one ranged GET,
-    a larger one a GET per block, an empty one (which no range satisfies) the refused ranged GET and a plain one; bytes and identity (ETag, size) are the object's. Before:
-    s3fs sent a HEAD first unless the size was known (every reader of a whole chunk on a worker: the shuffle's and
-    validation's, one HEAD per input file)."""
+    a larger one a GET per block, an empty one (which no range satisfies) the refused ranged GET and a plain one;
+    bytes and identity (ETag, size) are the object's. Before: s3fs sent a HEAD first unless the size was known
+    (every reader of a whole chunk on a worker: the shuffle's and validation's, one HEAD per input file)."""
     from graphshard.storage import StoredFile
 
     block = 5 << 20
