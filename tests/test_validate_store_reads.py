@@ -241,9 +241,12 @@ def test_the_next_partition_is_downloaded_while_a_scan_computes(stored_set, star
 def test_the_set_is_listed_once_for_every_task(stored_set, started):
     """The set's objects are listed once by the client and the tasks take their partition's names, sizes and ETags
     from that listing (`CopyCache.objects`). Before: one listing per task per partition folder (node maps, scan,
-    cross-check, each estimate layer: 15 here)."""
+    cross-check, each estimate layer: 15 here). The input's metadata.json is read and its folder listed once for
+    the step (before: twice, by the counts check and again for the tasks)."""
     storage, _, config, graph, _ = stored_set
     report = validate(config, graph, storage=storage)
     assert report["ok"], report["problems"]
     listed = [prefix for op, prefix in started if op == "ListObjectsV2" and prefix.startswith("set/")]
     assert listed == ["set/"], listed
+    assert [op for op, key in started if key == "in/metadata.json"] == ["GetObject"], started
+    assert [prefix for op, prefix in started if op == "ListObjectsV2" and prefix.startswith("in")] == ["in/"]

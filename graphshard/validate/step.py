@@ -198,9 +198,8 @@ def _trainer_checks(layout: Layout, summaries: list[dict]) -> list[Problem]:
     return problems
 
 
-def _input_checks(layout: Layout, metadata: Location) -> list[Problem]:
+def _input_checks(layout: Layout, graph: ChunkedGraph) -> list[Problem]:
     """Types and counts of the partition set equal the input graph's."""
-    graph = load_metadata(metadata, layout.storage)
     problems = []
     name = layout.config_path.name
     if set(graph.node_type) != set(layout.ntypes) or set(graph.edge_type) != set(layout.etypes):
@@ -284,7 +283,7 @@ def _by_key(summaries: list[dict]) -> dict[tuple[str, str], dict[int, tuple]]:
     return found
 
 
-def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Location | None,
+def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, graph: ChunkedGraph | None,
                problems: list[Problem]) -> tuple[list[dict], str, list[tuple], list[dict], dict]:
     """Every task of the run, the workers kept busy: the node maps first (small), then the scans, the client's
     global checks as the scans end, then the cross-checks (which read what every scan wrote) beside the input
@@ -302,8 +301,7 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
         groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label,
                                    share=on_store(layout), ahead=ahead, **consts))
         gather_tasks(client, groups[0])
-        # the input's metadata and file headers, read once here and shipped to every task that compares with it
-        graph = load_metadata(metadata, layout.storage) if metadata is not None else None
+        # the input's file headers, read once here and shipped (with its metadata) to every task that compares with it
         indexes = against_input.row_indexes(graph) if setup.with_input else {}
         summaries = gather_tasks(client, groups[1])[0]
         mode, broken = _after_scans(layout, setup, graph, summaries, problems)
@@ -384,8 +382,9 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     layout = load_layout(config_path, storage)
     metadata = metadata_location(input_metadata) if input_metadata is not None else None
     problems = check_layout(layout)
-    if metadata is not None:
-        problems += _input_checks(layout, metadata)
+    graph = load_metadata(metadata, layout.storage) if metadata is not None else None  # once for the whole step
+    if graph is not None:
+        problems += _input_checks(layout, graph)
     objects = layout.storage.identities(layout.base_dir)  # a set on a store: which files exist, from one listing
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
@@ -393,7 +392,7 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
             setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                                   sample_size)
-            summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, metadata, problems)
+            summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, graph, problems)
         for part, (claims, others) in enumerate(crossed):
             problems += claims + sampled.get(part, []) + others
         problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
