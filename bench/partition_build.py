@@ -62,8 +62,8 @@ def build(work: Path, part: int, trace: bool, window: int | None) -> dict:
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = tracemalloc.get_traced_memory()[1] if trace else None
     out = sum(a.nbytes for a in (data.src, data.dst, *data.ndata.values(), *data.edata.values()))
-    return {"code": str(Path(graphshard.__file__).parents[1]), "part": part, "window": window, "seconds": round(seconds, 3),
-            "cpu_s": round(cpu, 3),
+    return {"code": str(Path(graphshard.__file__).parents[1]), "part": part, "window": window,
+            "seconds": round(seconds, 3), "cpu_s": round(cpu, 3),
             "traced_peak_mb": None if peak is None else round(peak / 1e6, 1), "output_mb": round(out / 1e6, 1),
             "rss_before_mb": round(before / 1e6, 1),
             "rss_peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e6, 1),
