@@ -206,6 +206,20 @@ def test_validation_scan_follows_the_partition_not_the_graph():
     assert scan(2_500_000_000, 1_900) < 1.05 * scan(25_000_000, 19)  # 100x the graph, same partitions
 
 
+def test_shuffle_write_task_follows_the_partition_not_the_graph():
+    """The write task's new -> local IDs are dense over at most `WINDOW_IDS` IDs (`shuffle.local_ids`): at a fixed
+    partition size its predicted peak does not grow with the graph (before: 3 + 4 B per node of the graph, 3.5 GB at
+    10B edges, so at 10B and 100B no partition count fitted a 2 GB worker with `random`)."""
+    def write(nodes: int, parts: int) -> int:
+        g = GraphSizes.synthetic(nodes, 20 * nodes, 5_000_000, 73, 4)
+        step = next(st for st in plan_steps(g, Settings(num_parts=parts, remote_share=False)) if st.step == "shuffle")
+        assert step.peak_task.startswith("write-partitions")
+        return step.worker_peak
+
+    assert write(5_000_000_000, 10_000) < 1.05 * write(500_000_000, 1_000)  # 10x the graph, same partitions
+    assert write(500_000_000, 1_000) < 1.05 * write(50_000_000, 100)
+
+
 def test_node_balanced_partitions_hold_more_of_a_power_law_graphs_edges_as_k_grows():
     """multilevel balances nodes: on R-MAT its largest partition held 2.92x the mean edges at k=4 (20M edges),
     3.47x at k=15 and 4.53x at k=19 (100M, the shuffle tasks that died); random stays near 1 at any k."""

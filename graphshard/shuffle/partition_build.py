@@ -4,7 +4,7 @@ Local layout as DGL's `partition_graph` writes it: owned nodes first (local IDs 
 nodes in new-ID order; owned edges first (new-ID order), then halo edges in new-ID order. Reserved fields carry
 DGL 2.1's names and dtypes (reference §3): `_TYPE` int32 for nodes and edges, where DGL writes it (`optional_fields`).
 Memory is bounded by the partition: owned edges and rows, plus one bucket at a time while scanning the other
-partitions for the halo.
+partitions for the halo; node IDs are mapped through `local_ids` (nothing sized by the graph's node count).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import numpy as np
 from graphshard.formats.buckets import read_bucket
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
-from graphshard.shuffle.plan import ShufflePlan, id_dtype_for
+from graphshard.shuffle.local_ids import LocalIds
+from graphshard.shuffle.plan import ShufflePlan
 
 # DGL 2.1's reserved dtype of `_TYPE` (dgl.NTYPE and dgl.ETYPE are the same string; its table keeps int32 for both).
 TYPE_DTYPE = np.int32
@@ -110,24 +111,15 @@ def _owned_node_rows(plan: ShufflePlan, part: int, nodes: IdSpace) -> tuple[dict
     return feats, origs
 
 
-def _local_table(num_nodes: int, lo: int, hi: int, halo_nodes: np.ndarray) -> np.ndarray:
-    """new ID -> local ID over the whole new-ID space (4 bytes per node of the graph; a gather beats a binary
-    search over the halo by 10x): owned node x -> x - lo, halo node -> (hi - lo) + its rank among the halo."""
-    local_count = hi - lo + len(halo_nodes)
-    table = np.empty(num_nodes, dtype=id_dtype_for(local_count))
-    table[lo:hi] = np.arange(hi - lo)
-    table[halo_nodes] = np.arange(hi - lo, local_count)
-    return table
-
-
-def _local_edges(table: np.ndarray, owned: Edges, halo: Edges) -> Edges:
-    """Owned then halo edges in local IDs, written once into their final arrays."""
+def _local_edges(ids: LocalIds, owned: Edges, halo: Edges) -> Edges:
+    """Owned then halo edges in local IDs, written once into their final arrays (an owned edge's destination is
+    owned: its local ID is arithmetic)."""
     n_own, total = len(owned.src), len(owned.src) + len(halo.src)
     out = Edges(np.empty(total, np.int64), np.empty(total, np.int64), np.empty(total, np.int64),
                 np.empty(total, np.int32))
     for part, rows in ((owned, slice(0, n_own)), (halo, slice(n_own, total))):
-        out.src[rows] = table[part.src]
-        out.dst[rows] = table[part.dst]
+        ids(part.src, out.src[rows])
+        (ids.owned if part is owned else ids)(part.dst, out.dst[rows])
         out.eid[rows] = part.eid
         out.etype[rows] = part.etype
     return out
@@ -145,7 +137,7 @@ def build_partition(plan: ShufflePlan, part: int, nodes: IdSpace, edges: IdSpace
     node_feats, orig_nids = _owned_node_rows(plan, part, nodes)
     n_inner, n_halo = hi - lo, len(halo_nodes)
     node_ids = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo_nodes.astype(np.int64)])
-    local = _local_edges(_local_table(nodes.total, lo, hi, halo_nodes), owned, halo_edges)
+    local = _local_edges(LocalIds(lo, hi, halo_nodes), owned, halo_edges)
     ndata = {"_ID": node_ids, "inner_node": np.concatenate([np.ones(n_inner, np.uint8), np.zeros(n_halo, np.uint8)])}
     edata = {
         "_ID": local.eid,

@@ -21,7 +21,7 @@ from graphshard.formats.set_digests import write_set_digests
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.options import ShuffleOptions
-from graphshard.shuffle.plan import feature_index, feature_keys, make_plan
+from graphshard.shuffle.plan import ShufflePlan, feature_index, feature_keys, make_plan
 from graphshard.shuffle.scratch import ShuffleScratch
 from graphshard.shuffle.write import write_config, write_partition
 from graphshard.storage import Location, Storage, location
@@ -132,11 +132,11 @@ def write_set(graph: ChunkedGraph, assignment: Location, out: Location, options:
         return _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch, out)
 
 
-def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_method: str, options: ShuffleOptions,
-                       client: Client, scratch: ShuffleScratch, stage: Location
-                       ) -> tuple[Path | Location, list[list[FileDigest]]]:
+def route(graph: ChunkedGraph, assignment_dir: Location, num_parts: int, options: ShuffleOptions, client: Client,
+          scratch: ShuffleScratch, remote: bool = False) -> tuple[ShufflePlan, IdSpace, IdSpace]:
+    """The exchange: the binary assignment, the ID maps, node and edge buckets in `scratch`; returns the plan and the
+    new-ID layouts of nodes and edges (what each partition's write task needs)."""
     base = make_plan(graph, scratch, num_parts, options, None)
-    remote = _on_store(graph, scratch, assignment_dir, stage)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
                   lambda it: graph.node_type[it[0]], remote=remote, plan=base,
                   assignment_dir=assignment_dir)
@@ -157,7 +157,14 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
                 lambda it: f"{graph.edge_type[it[0]]}/chunk{it[1]}", remote=remote, plan=plan)
     edges = IdSpace.of([np.stack([sent[i] for i, (e, _) in enumerate(chunks) if e == et]).reshape(-1, num_parts)
                         for et in range(plan.num_etypes)])
+    return plan, nodes, edges
 
+
+def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_method: str, options: ShuffleOptions,
+                       client: Client, scratch: ShuffleScratch, stage: Location
+                       ) -> tuple[Path | Location, list[list[FileDigest]]]:
+    remote = _on_store(graph, scratch, assignment_dir, stage)
+    plan, nodes, edges = route(graph, assignment_dir, num_parts, options, client, scratch, remote)
     owned = [np.diff(nodes.part_starts()), np.diff(edges.part_starts())]
     written = _run(client, "write-partitions", write_partition, [(p,) for p in range(num_parts)],
                    lambda it: f"part{it[0]}",
