@@ -7,8 +7,8 @@ that the workers' pids are known: every worker's RSS and the flow process's are 
 (bench/measure.py), the work folder's size every 0.25 s, and the scheduler's task stream counts the Dask tasks of
 each step. A step's window is its "building" .. "done" lines in the run's log. Measured per step: peak RSS per
 worker (largest worker) and of the flow process in the window, scratch = the most bytes the steps' scratch folders
-(SCRATCH_DIR) held at once in the window, output = the step's artifact folder, tasks, wall. The disk figure of the plan is
-checked against free space before generating a size. `--update` writes the shape and time coefficients measured
+(SCRATCH_DIR) held at once in the window, output = the step's artifact folder, tasks, wall. The disk figure of the
+plan is checked against free space before generating a size. `--update` writes the shape and time coefficients measured
 here (edge cut, edge imbalance, halo nodes per cut edge, core-seconds) into graphshard/plan/coefficients.json;
 `--predict` prints the plan for sizes nobody ran (1B/10B/100B on 8/64/512 workers). Markdown tables to stdout.
 Run heavy: `flock /tmp/graphshard-heavy.lock python bench/plan.py --sizes 20000000`.
