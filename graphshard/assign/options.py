@@ -35,8 +35,9 @@ Fields:
   either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
   the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`
-  (the best of `multilevel_initial_tries` seeds); `multilevel_fm`: a boundary FM pass after each refinement sweep; `multilevel_jet`: a Jet pass (moves that may
-  overfill a part, then a rebalance) before it.
+  (the best of `multilevel_initial_tries` seeds); `multilevel_fm`: a boundary FM pass after each refinement sweep;
+  `multilevel_jet`: a Jet pass (moves that may overfill a part, then a rebalance) before it in each level's first
+  refinement round.
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
   ships). `metis_niter` (metis): refinement iterations per uncoarsening level (METIS_OPTION_NITER; unset: METIS's
   default, 10); `partition_graph` sets 1, as DGL's `partition_graph` does (faster, a slightly larger cut).
@@ -131,7 +132,7 @@ class FlatOptions(BaseModel):
     multilevel_initial: Literal["kaminpar", "metis"] = "kaminpar"
     multilevel_initial_tries: int = Field(default=1, ge=1)
     multilevel_fm: bool = True
-    multilevel_jet: bool = False
+    multilevel_jet: bool = True
 
 
 class MethodBlock(BaseModel):

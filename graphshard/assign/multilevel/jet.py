@@ -13,8 +13,7 @@ from numba import njit
 
 from graphshard.assign.multilevel.kernels import _connections, _fits, _label_of, _weight, mix
 
-# A pass ends after PATIENCE rounds without a better balanced cut (Jet's own figure), at most MAX_ROUNDS rounds.
-PATIENCE = 12
+# A pass runs at most MAX_ROUNDS rounds (it ends sooner after `patience` rounds without a better balanced cut).
 MAX_ROUNDS = 60
 REBALANCE_SWEEPS = 4
 
@@ -141,8 +140,8 @@ def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, npar
 
 
 @njit(cache=True)
-def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delta, coef):
-    """Jet rounds over the block's active nodes until PATIENCE rounds bring no better balanced cut; leaves `parts`
+def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delta, coef, patience):
+    """Jet rounds over the block's active nodes until `patience` rounds bring no better balanced cut; leaves `parts`
     and `delta` at the best balanced state seen (the start if none is better); returns (nodes changed, cut gain)."""
     n = len(parts)
     conn = np.zeros(nparts, dtype=np.int64)
@@ -168,7 +167,7 @@ def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
             best_delta[:] = delta
         else:
             stale += 1
-            if stale >= PATIENCE:
+            if stale >= patience:
                 break
     parts[:] = best_parts
     delta[:] = best_delta
