@@ -45,32 +45,39 @@ def _label_of(e: int, loc: np.ndarray, nbr: np.ndarray, own: np.ndarray) -> np.i
     return own[loc[e]] if loc[e] >= 0 else nbr[e]
 
 
-@njit(cache=True)
-def compact_labels(own, nbr):
+def compact_labels(own: np.ndarray, nbr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Number the distinct labels of a block (its own, then its neighbours') in first-seen order with an open
     addressing table, O(entries) where a sort would be O(entries log entries). Returns (labels by local index, own
-    as local indices, neighbours as local indices)."""
+    as local indices, neighbours as local indices). The table holds 2 slots per entry, 4 bytes each below 2^31
+    entries: its memory follows the block smoothly (a power-of-two size doubled it just past 2^23 entries)."""
     total = len(own) + len(nbr)
-    size = 1
-    while size < 2 * total + 2:
-        size *= 2
-    keys = np.full(size, -1, dtype=np.int64)
-    slots = np.empty(size, dtype=np.int64)
-    found = np.empty(total, dtype=np.int64)
-    local = np.empty(total, dtype=np.int64)
+    table = np.full(2 * total + 1, -1, dtype=np.int32 if total < 2**31 else np.int64)
+    return _compact(own, nbr, table)
+
+
+@njit(cache=True)
+def _compact(own, nbr, table):
+    """compact_labels' loop: `table` maps a hash slot to the local index of the label stored there (-1: empty);
+    linear probing, the slot taken modulo the table's length."""
+    size = np.uint64(len(table))
+    found = np.empty(len(own) + len(nbr), dtype=np.int64)
+    own_l = np.empty(len(own), dtype=np.int64)
+    nbr_l = np.empty(len(nbr), dtype=np.int64)
     count = 0
-    for i in range(total):
+    for i in range(len(own) + len(nbr)):
         lab = own[i] if i < len(own) else nbr[i - len(own)]
-        h = np.int64(mix(np.uint64(0), lab) & np.uint64(size - 1))
-        while keys[h] != -1 and keys[h] != lab:
-            h = (h + 1) & (size - 1)
-        if keys[h] == -1:
-            keys[h] = lab
-            slots[h] = count
+        h = mix(np.uint64(0), lab) % size
+        while table[h] != -1 and found[table[h]] != lab:
+            h = h + np.uint64(1) if h + np.uint64(1) < size else np.uint64(0)
+        if table[h] == -1:
+            table[h] = count
             found[count] = lab
             count += 1
-        local[i] = slots[h]
-    return found[:count].copy(), local[:len(own)].copy(), local[len(own):].copy()
+        if i < len(own):
+            own_l[i] = table[h]
+        else:
+            nbr_l[i - len(own)] = table[h]
+    return found[:count].copy(), own_l, nbr_l
 
 
 @njit(cache=True)
