@@ -6,8 +6,8 @@ graph_formats [coo]), then `graphshard run` as a subprocess on this script's own
 that the workers' pids are known: every worker's RSS and the flow process's are sampled every 50 ms
 (bench/measure.py), the work folder's size every 0.25 s, and the scheduler's task stream counts the Dask tasks of
 each step. A step's window is its "building" .. "done" lines in the run's log. Measured per step: peak RSS per
-worker (largest worker) and of the flow process in the window, scratch = peak growth of the work folder in the
-window minus the step's artifact, output = the step's artifact folder, tasks, wall. The disk figure of the plan is
+worker (largest worker) and of the flow process in the window, scratch = the most bytes the steps' scratch folders
+(SCRATCH_DIR) held at once in the window, output = the step's artifact folder, tasks, wall. The disk figure of the plan is
 checked against free space before generating a size. `--update` writes the shape and time coefficients measured
 here (edge cut, edge imbalance, halo nodes per cut edge, core-seconds) into graphshard/plan/coefficients.json;
 `--predict` prints the plan for sizes nobody ran (1B/10B/100B on 8/64/512 workers). Markdown tables to stdout.
@@ -60,7 +60,7 @@ class Timeline(_Poll):
             except psutil.Error:
                 pass
         if now >= self._next_walk:
-            self.disk.append((now, folder_bytes(self.folder)))
+            self.disk.append((now, folder_bytes(self.folder, SCRATCH_DIR)))
             self._next_walk = now + 0.25
 
     def peak(self, name: str, lo: float, hi: float) -> int:
@@ -71,18 +71,23 @@ class Timeline(_Poll):
         last = bisect.bisect_right(samples, (hi, float("inf")))
         return max((r for _, r in samples[first:last]), default=0)
 
-    def disk_peak(self, lo: float, hi: float) -> int:
+    def scratch_peak(self, lo: float, hi: float) -> int:
+        """The most bytes the steps' scratch folders held at once in [lo, hi]."""
         return max((b for t, b in self.disk if lo <= t <= hi), default=0)
 
-    def disk_at(self, when: float) -> int:
-        before = [b for t, b in self.disk if t <= when]
-        return before[-1] if before else 0
+
+# the steps' scratch folders (assign's report and the shuffle, random's pieces, multilevel's levels, validation's
+# arrays): measured apart from the outputs, whose writing overlaps the scratch's deletion in the short steps
+SCRATCH_DIR = re.compile(r"^(\.scratch|\.pieces|\.multilevel|\..+\.validate-[0-9a-f]{8})$")
 
 
-def folder_bytes(folder: Path) -> int:
-    """Bytes of the files under a folder (hard links counted once)."""
+def folder_bytes(folder: Path, only: re.Pattern | None = None) -> int:
+    """Bytes of the files under a folder (hard links counted once); with `only`, of those below a folder whose name
+    matches it."""
     seen, total = set(), 0
     for root, _, files in os.walk(folder):
+        if only is not None and not any(only.match(part) for part in Path(root).relative_to(folder).parts):
+            continue
         for f in files:
             try:
                 st = os.lstat(os.path.join(root, f))
@@ -242,9 +247,8 @@ def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
 def measured_step(step: str, lo: float, hi: float, line: Timeline, pids: dict, work: Path, tasks: list[str]) -> dict:
     artifact = next((work / step).iterdir(), None) if (work / step).is_dir() else None
     output = folder_bytes(artifact) if artifact else 0
-    grown = line.disk_peak(lo, hi + 0.5) - line.disk_at(lo)
     return {"worker_peak": max(line.peak(w, lo, hi) for w in pids), "flow_peak": line.peak("flow", lo, hi),
-            "scratch": max(0, grown - output), "output": output,
+            "scratch": line.scratch_peak(lo, hi + 0.5), "output": output,
             "tasks": sum(k.startswith(STEP_PREFIX[step] + "-") for k in tasks), "seconds": round(hi - lo, 1)}
 
 

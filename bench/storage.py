@@ -124,7 +124,7 @@ def main() -> None:
     server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait_up(moto)
+        _wait_up(moto, timeout=600)  # a loaded machine at nice 19 can take minutes to import moto
         graph = args.graph
         if graph is None:
             subprocess.run([*GS, "generate", "rmat", "--out", str(work / "graph"), "--nodes", str(args.nodes),

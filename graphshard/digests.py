@@ -108,11 +108,14 @@ def hashed_read(path: Where, algorithm: str = FAST) -> FileDigest:
 
 
 def hashed_bytes(where: Where, algorithm: str = FAST) -> tuple[FileDigest, bytes]:
-    """Read a whole file once (an object: one GET after its HEAD) and hash it: the digest and the bytes, so the
-    caller parses what was hashed instead of downloading it again."""
+    """Read a whole file once (an object: one GET, whose response gives its identity: `Storage.read_identified`) and
+    hash it: the digest and the bytes, so the caller parses what was hashed instead of downloading it again."""
     f = _stored(where)
-    before = identity_of(f)
-    data = f.read_all(int(before[2]))
+    if f.loc.is_local:
+        before = identity_of(f)
+        data = f.read_all(int(before[2]))
+    else:
+        before, data = f.storage.read_identified(f.loc)
     h = ALGORITHMS[algorithm]()
     h.update(data)
     return FileDigest(before, algorithm, h.hexdigest()), data

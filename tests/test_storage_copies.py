@@ -10,7 +10,7 @@ import dask
 import pytest
 
 from graphshard.storage import Storage, location
-from graphshard.storage.copies import CopyCache, _budget, drop_copies, local_copies
+from graphshard.storage.copies import CopyCache, _budget, drop_copies, local_copies, prefetch
 from graphshard.storage.scratch import local_dir
 
 SIZE = 100
@@ -99,3 +99,31 @@ def test_the_budget_comes_from_the_cache_then_dask_config_then_free_space(tmp_pa
     import shutil
 
     assert 0 < _budget(CopyCache("x"), tmp_path) <= shutil.disk_usage(tmp_path).free
+
+
+def test_a_prefetch_is_taken_by_the_task_and_never_evicts_nor_passes_the_budget(objects):
+    """`prefetch` downloads in the background what fits beside the copies held (a and b of a, b, c with room for
+    two and a half), evicting nothing; a task then reads them without a download of its own; c, which did not fit,
+    is the task's to copy (evicting the least recently used as usual); an object not in the step's listing is not
+    prefetched; drop_copies waits for the background downloads and removes everything."""
+    import time
+
+    storage, prefix, fetched = objects
+    objects_listed = storage.identities(prefix)
+    cache = CopyCache.fresh(budget=2 * SIZE + SIZE // 2, objects=objects_listed)
+    try:
+        prefetch([location(prefix).join(n) for n in ("a", "b", "c", "zzz")], storage, cache)
+        deadline = time.monotonic() + 10
+        while _on_disk(cache) < 2 * SIZE and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # c would have started by now
+        assert sorted(fetched) == ["a", "b"] and _on_disk(cache) == 2 * SIZE
+        with local_copies(prefix, storage, cache) as copies:
+            assert _read(copies, prefix, "b") == b"b" * SIZE and _read(copies, prefix, "a") == b"a" * SIZE
+            assert sorted(fetched) == ["a", "b"]  # the task took the prefetched copies
+        with local_copies(prefix, storage, cache) as copies:
+            assert _read(copies, prefix, "c") == b"c" * SIZE
+        assert sorted(fetched[:2]) == ["a", "b"] and fetched[2:] == ["c"] and _on_disk(cache) <= cache.budget
+    finally:
+        drop_copies(cache.name)
+    assert not (local_dir() / f"copies-{cache.name}").exists()

@@ -85,6 +85,7 @@ def test_a_damaged_partition_file_is_found_and_named_by_its_url(stored_set, gets
     data = bytearray(storage.read_bytes(target))
     data[-5] ^= 0x7F  # a high byte of the last original edge ID: now out of range or another partition's edge
     storage.write_bytes(target, bytes(data))
+    gets.clear()  # validation's reads from here on (the read above is by ranges: Storage.read_bytes)
     report = validate(config, graph, storage=storage, remote_share=False)
     assert not report["ok"]
     bad = [p for p in report["problems"] if p["partition"] == 1]
@@ -192,3 +193,61 @@ def test_each_partition_file_is_fetched_once_per_worker(stored_set, s3_server, t
     for key, got in served.items():
         assert 1 <= len(got) <= workers and set(got) == {("GET", sizes[key])}, (key, got)
     assert sum(n for got in served.values() for _, n in got) <= workers * sum(sizes.values())
+
+
+@pytest.fixture
+def started(monkeypatch) -> list[tuple[str, str]]:
+    """Every S3 request as it starts: (operation, key or listed prefix), in order, from every thread."""
+    import aiobotocore.client
+
+    seen, real = [], aiobotocore.client.AioBaseClient._make_api_call
+
+    async def recorded(self, operation, params):
+        seen.append((operation, params.get("Key", params.get("Prefix", ""))))
+        return await real(self, operation, params)
+
+    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", recorded)
+    return seen
+
+
+def test_the_next_partition_is_downloaded_while_a_scan_computes(stored_set, started, monkeypatch):
+    """While partition p's scan computes, the download of the next partition's files has begun (validate/prefetch.py:
+    in this process every partition's home is here, so scan p fetches p + 1 ahead); the scan of partition 0 is held
+    open until that happens (10 s at most), so the test shows the overlap, not a race. Each partition file is still
+    fetched once, whole. Before: partition p + 1's graph.dgl was fetched only when its own scan began."""
+    import time
+
+    from graphshard.validate import per_partition
+
+    storage, _, config, graph, sizes = stored_set
+    real, overlapped = per_partition.scan_partition, {}
+
+    def held_scan(layout, part, setup):
+        summary = real(layout, part, setup)
+        wanted = ("GetObject", f"set/part{part + 1}/graph.dgl")
+        deadline = time.monotonic() + 10
+        while part + 1 < PARTS and wanted not in started and time.monotonic() < deadline:
+            time.sleep(0.01)
+        overlapped[part] = wanted in started  # asked before this scan returned
+        return summary
+
+    monkeypatch.setattr(per_partition, "scan_partition", held_scan)
+    report = validate(config, graph, storage=storage, remote_share=False)
+    assert report["ok"], report["problems"]
+    assert overlapped == {0: True, 1: True, 2: False}
+    gets = [key for op, key in started if op == "GetObject" and key in sizes]
+    assert sorted(gets) == sorted(sizes), "every partition file fetched once"
+
+
+def test_the_set_is_listed_once_for_every_task(stored_set, started):
+    """The set's objects are listed once by the client and the tasks take their partition's names, sizes and ETags
+    from that listing (`CopyCache.objects`). Before: one listing per task per partition folder (node maps, scan,
+    cross-check, each estimate layer: 15 here). The input's metadata.json is read and its folder listed once for
+    the step (before: twice, by the counts check and again for the tasks)."""
+    storage, _, config, graph, _ = stored_set
+    report = validate(config, graph, storage=storage)
+    assert report["ok"], report["problems"]
+    listed = [prefix for op, prefix in started if op == "ListObjectsV2" and prefix.startswith("set/")]
+    assert listed == ["set/"], listed
+    assert [op for op, key in started if key == "in/metadata.json"] == ["GetObject"], started
+    assert [prefix for op, prefix in started if op == "ListObjectsV2" and prefix.startswith("in")] == ["in/"]

@@ -123,8 +123,8 @@ def _unshared(problems: list[GraphshardError]) -> list[GraphshardError]:
 
 def _call(job: tuple, *, graph: ChunkedGraph, hash_files: bool) -> tuple[object, FileDigest | None]:
     """One check job `(fn, *args)` as fn(graph, *args), and the digest of the file it read (when asked and it
-    exists: a missing file is a problem the check reports). An object is read once: hashed, then checked from the
-    same bytes; its identity's HEAD is the existence check (no HEAD of its own)."""
+    exists: a missing file is a problem the check reports). An object is read once, in one GET whose response also
+    gives its identity (no HEAD: `Storage.read_identified`), hashed, then checked from the same bytes."""
     fn, *args = job
     f = graph.file(_job_file(graph, job))
     if not hash_files or (f.is_local and not f.exists()):

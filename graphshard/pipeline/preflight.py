@@ -84,7 +84,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
     """
     for item in cfg._ignored:
         warn(f"{cfg.source}: {item.warning(f'assign.{item.option}')}")
-    from graphshard.precheck import precheck, precheck_assignment, refuse
+    from graphshard.precheck import precheck_assignment, precheck_once, refuse
 
     src = cfg.source
     graph = _input_graph(cfg)
@@ -116,7 +116,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
             _check_writable(cfg, key, where)
     if isinstance(out, Location):
         _check_stored_output(cfg, published_by_us)
-    refuse(precheck(graph))
+    refuse(precheck_once(graph))  # `graphshard run` checks twice in one process (command, flow): headers read once
     if cfg.assign.method == "file":
         refuse(precheck_assignment(graph, cfg.assign.dir))
     if cfg.cluster.address:

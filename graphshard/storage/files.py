@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from graphshard.storage.locations import Location, location
-from graphshard.storage.store import READ_BLOCK, Storage
+from graphshard.storage.store import READ_BLOCK, Storage, object_identity
 
 
 @dataclass(frozen=True)
@@ -108,6 +108,4 @@ class StoredFile:
         """What identifies this state of an object: (URL, ETag, size, 0, 0) from one HEAD request (index 2 is the
         size, as in a local file's stat identity)."""
         with self.storage.translated(self.loc, "read"):
-            info = self.storage.fs(self.loc).info(self.loc.path)
-        tag = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
-        return self.loc.url, tag, int(info.get("size") or 0), 0, 0
+            return object_identity(self.loc, self.storage.fs(self.loc).info(self.loc.path))

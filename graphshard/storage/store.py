@@ -146,6 +146,56 @@ class _Writer:
             self._fh.flush()
 
 
+def _s3_whole(fs: AbstractFileSystem, path: str) -> tuple[bytes, dict]:
+    """A whole S3 object without a HEAD first: its first block (s3fs's `default_block_size`, 50 MiB) in a ranged GET
+    whose Content-Range gives the size, then the rest in block-sized ranged GETs sent together (at most s3fs's
+    `max_concurrency` at a time, as its own concurrent read), each only while the ETag is the first's (If-Match: an
+    object replaced meanwhile fails the read rather than mixing two states); an empty object, which no range
+    satisfies, in one plain GET. Returns the bytes and {"ETag", "size"}."""
+    import asyncio
+
+    from fsspec.asyn import sync
+
+    bucket, key, version = fs.split_path(path)
+    block = int(getattr(fs, "default_block_size", 0) or READ_BLOCK)
+    versioned = {"VersionId": version} if version else {}
+
+    async def get(**extra: Any) -> tuple[bytes, dict]:
+        response = await fs._call_s3("get_object", Bucket=bucket, Key=key, **versioned, **extra)
+        try:
+            return await response["Body"].read(), response
+        finally:
+            response["Body"].close()
+
+    async def whole() -> tuple[bytes, dict]:
+        try:
+            first, response = await get(Range=f"bytes=0-{block - 1}")
+        except OSError as err:
+            if "InvalidRange" not in repr(err.__cause__):
+                raise
+            data, response = await get()
+            return data, {"ETag": response.get("ETag"), "size": len(data)}
+        tag = response.get("ETag")
+        size = int(str(response.get("ContentRange") or "").rpartition("/")[2] or len(first))
+        slots = asyncio.Semaphore(max(1, int(getattr(fs, "max_concurrency", 1) or 1)))
+
+        async def rest(lo: int) -> bytes:
+            async with slots:
+                return (await get(Range=f"bytes={lo}-{min(lo + block, size) - 1}", IfMatch=tag))[0]
+
+        parts = await asyncio.gather(*(rest(lo) for lo in range(len(first), size, block)))
+        return b"".join([first, *parts]), {"ETag": tag, "size": size}
+
+    return sync(fs.loop, whole)
+
+
+def object_identity(loc: Location, info: Mapping[str, Any]) -> tuple:
+    """What identifies this state of an object, from its HEAD or listing entry: (URL, ETag, size, 0, 0) (index 2 is
+    the size, as in a local file's stat identity)."""
+    tag = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
+    return loc.url, tag, int(info.get("size") or 0), 0, 0
+
+
 class Storage:
     """The storage layer over fsspec; `options` is `storage_options` per URL prefix (see `StorageOptions`).
 
@@ -190,13 +240,28 @@ class Storage:
             return self.fs(loc).cat_file(loc.path, start=start, end=end)
 
     def read_bytes(self, where: str | Location, size: int | None = None) -> bytes:
-        """A whole (small) file or object. `size`, when the caller knows it: an S3 object no larger than a block is
-        one GET (s3fs otherwise sends a HEAD first, to choose between one GET and concurrent ranged ones)."""
+        """A whole (small) file or object. On S3 no HEAD first, whether or not the caller knows the `size`: an
+        object up to s3fs's block (50 MiB) is one GET, a larger one that GET plus concurrent ranged ones (`_s3_whole`;
+        s3fs's own `cat_file` sends a HEAD to choose between them when its listings cache lacks the object)."""
         loc = location(where)
         fs = self.fs(loc)
-        single = loc.protocol in ("s3", "s3a") and size is not None and size <= getattr(fs, "default_block_size", 0)
         with self.translated(loc, "read"):
-            return fs.cat_file(loc.path, max_concurrency=1) if single else fs.cat_file(loc.path)
+            return _s3_whole(fs, loc.path)[0] if loc.protocol in ("s3", "s3a") else fs.cat_file(loc.path)
+
+    def read_identified(self, where: str | Location) -> tuple[tuple, bytes]:
+        """A whole object and its identity (`object_identity`) from the same read: on S3 the GET's response
+        carries the ETag and size a HEAD gives (`_s3_whole`: one GET up to 50 MiB, the rest by range while the
+        ETag holds), so the identity is that of exactly these bytes, with no HEAD first and no window between them.
+        Other stores: the identity (a HEAD), then the bytes."""
+        loc = location(where)
+        fs = self.fs(loc)
+        if loc.protocol not in ("s3", "s3a"):
+            with self.translated(loc, "read"):
+                ident = object_identity(loc, fs.info(loc.path))
+            return ident, self.read_bytes(loc, int(ident[2]))
+        with self.translated(loc, "read"):
+            data, info = _s3_whole(fs, loc.path)
+        return object_identity(loc, info), data
 
     @contextmanager
     def write_atomic(self, where: str | Location, sync: bool = True) -> Iterator[_Writer]:
@@ -272,13 +337,20 @@ class Storage:
         """List a prefix afresh (one request per 1,000 objects), so that `exists`, `size` and `StoredFile.identity`
         of the objects under it are answered in this process from that listing (size and ETag, as a HEAD gives
         them; fsspec keeps it), not by one HEAD each. A missing object stays missing. Local paths: nothing to do."""
+        self.identities(prefix)
+
+    def identities(self, prefix: str | Location) -> dict[str, tuple]:
+        """`prime` a prefix and return what its listing said: every object's `object_identity` by its URL (so that
+        other processes can be told them instead of asking again); {} for a local path."""
         loc = location(prefix)
         if loc.is_local:
-            return
+            return {}
         fs = self.fs(loc)
         with self.translated(loc, "list"):
             fs.invalidate_cache(loc.path)
-            fs.find(loc.path)
+            found = fs.find(loc.path, detail=True)
+        return {(at := Location(loc.protocol, name)).url: object_identity(at, info)
+                for name, info in found.items() if info.get("type") != "directory"}
 
     def exists(self, where: str | Location) -> bool:
         loc = location(where)

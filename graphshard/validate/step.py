@@ -10,7 +10,7 @@ import dataclasses
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from distributed import Client
 
@@ -25,6 +25,7 @@ from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part, part_copies
 from graphshard.validate.per_partition import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
+from graphshard.validate.prefetch import Ahead, fetch_ahead
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import assignment_report_data, quality
 from graphshard.validate.remote_share import Sampling, estimate
@@ -33,7 +34,8 @@ from graphshard.validate.sampling import SAMPLE_SIZE, rule_text
 from graphshard.validate.scratch import scratch_beside
 
 
-def _scan(part: int, layout: Layout, setup: ScanSetup) -> dict:
+def _scan(part: int, layout: Layout, setup: ScanSetup, ahead: Ahead | None) -> dict:
+    fetch_ahead(layout, ahead, ahead.after(part) if ahead else None)  # the worker's next scan's files, meanwhile
     with setup.scratch.kept_open(), piecewise.heap_for_pieces(), part_copies(layout, part) as layout:
         return per_partition.scan_partition(layout, part, setup)
 
@@ -118,7 +120,8 @@ def _missing_features(layout: Layout, summaries: list[dict], graph) -> list[Prob
     return problems
 
 
-def _node_maps(part: int, layout: Layout, setup: ScanSetup) -> None:
+def _node_maps(part: int, layout: Layout, setup: ScanSetup, ahead: Ahead | None) -> None:
+    fetch_ahead(layout, ahead, ahead.first(part) if ahead else None)  # the worker's first scan's files, meanwhile
     with setup.scratch.kept_open(), part_copies(layout, part) as layout:
         per_partition.node_maps(layout, part, setup)
 
@@ -195,9 +198,8 @@ def _trainer_checks(layout: Layout, summaries: list[dict]) -> list[Problem]:
     return problems
 
 
-def _input_checks(layout: Layout, metadata: Location) -> list[Problem]:
+def _input_checks(layout: Layout, graph: ChunkedGraph) -> list[Problem]:
     """Types and counts of the partition set equal the input graph's."""
-    graph = load_metadata(metadata, layout.storage)
     problems = []
     name = layout.config_path.name
     if set(graph.node_type) != set(layout.ntypes) or set(graph.edge_type) != set(layout.etypes):
@@ -281,7 +283,7 @@ def _by_key(summaries: list[dict]) -> dict[tuple[str, str], dict[int, tuple]]:
     return found
 
 
-def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata: Location | None,
+def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, graph: ChunkedGraph | None,
                problems: list[Problem]) -> tuple[list[dict], str, list[tuple], list[dict], dict]:
     """Every task of the run, the workers kept busy: the node maps first (small), then the scans, the client's
     global checks as the scans end, then the cross-checks (which read what every scan wrote) beside the input
@@ -291,15 +293,15 @@ def _run_tasks(client: Client | None, layout: Layout, setup: ScanSetup, metadata
     checksums and the sampled rows' problems per partition."""
     groups: list[TaskGroup] = []
     parts = list(range(layout.num_parts))
-    consts = dict(layout=layout, setup=setup, place=part_homes(layout, client))
+    ahead = Ahead(tuple(homes(client, layout.num_parts))) if layout.cache is not None else None
+    consts = dict(layout=layout, setup=setup, place=_placed(ahead.homes) if ahead and client else None)
     try:
         groups.append(submit_tasks(client, "validate", "node-maps", _node_maps, parts if setup.orig_nids else [],
-                                   label=_part_label, priority=1, share=on_store(layout), **consts))
+                                   label=_part_label, priority=1, share=on_store(layout), ahead=ahead, **consts))
         groups.append(submit_tasks(client, "validate", "scan", _scan, parts, label=_part_label,
-                                   share=on_store(layout), **consts))
+                                   share=on_store(layout), ahead=ahead, **consts))
         gather_tasks(client, groups[0])
-        # the input's metadata and file headers, read once here and shipped to every task that compares with it
-        graph = load_metadata(metadata, layout.storage) if metadata is not None else None
+        # the input's file headers, read once here and shipped (with its metadata) to every task that compares with it
         indexes = against_input.row_indexes(graph) if setup.with_input else {}
         summaries = gather_tasks(client, groups[1])[0]
         mode, broken = _after_scans(layout, setup, graph, summaries, problems)
@@ -380,16 +382,17 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     layout = load_layout(config_path, storage)
     metadata = metadata_location(input_metadata) if input_metadata is not None else None
     problems = check_layout(layout)
-    if metadata is not None:
-        problems += _input_checks(layout, metadata)
-    layout.storage.prime(layout.base_dir)  # a set on a store: which files exist, from one listing
+    graph = load_metadata(metadata, layout.storage) if metadata is not None else None  # once for the whole step
+    if graph is not None:
+        problems += _input_checks(layout, graph)
+    objects = layout.storage.identities(layout.base_dir)  # a set on a store: which files exist, from one listing
     has = {f: any(layout.file(layout.extra_file(p, f)).exists() for p in range(layout.num_parts))
            for f in (ORIG_NIDS, ORIG_EIDS)}
-    with step_copies(layout, client) as layout:
+    with step_copies(layout, client, objects) as layout:
         with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
             setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                                   sample_size)
-            summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, metadata, problems)
+            summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, graph, problems)
         for part, (claims, others) in enumerate(crossed):
             problems += claims + sampled.get(part, []) + others
         problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
@@ -415,14 +418,15 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
 
 
 @contextmanager
-def step_copies(layout: Layout, client: Client | None) -> Iterator[Layout]:
+def step_copies(layout: Layout, client: Client | None, objects: dict[str, tuple] | None = None) -> Iterator[Layout]:
     """The layout the step's tasks read: for a set on a store, one naming the step's copies of partition files (each
     object fetched once per worker and kept there for the step's later tasks, under a byte budget:
-    storage/copies.py), deleted on every worker when the step ends; a local set as it is."""
+    storage/copies.py), deleted on every worker when the step ends; a local set as it is. `objects`: the set's
+    listing (`Storage.identities`), which the tasks then take instead of listing their partition's folder."""
     if layout.is_local:
         yield layout
         return
-    cache = CopyCache.fresh()
+    cache = CopyCache.fresh(objects=objects)
     try:
         yield dataclasses.replace(layout, cache=cache)
     finally:
@@ -443,7 +447,11 @@ def part_homes(layout: Layout, client: Client | None) -> Callable[[int | tuple],
     (scheduled as before)."""
     if layout.cache is None or client is None:
         return None
-    at = homes(client, layout.num_parts)
+    return _placed(homes(client, layout.num_parts))
+
+
+def _placed(at: Sequence[str | None]) -> Callable[[int | tuple], str | None]:
+    """`submit_tasks(place=)` for items that are partitions or tuples led by one, from each partition's home."""
     return lambda item: at[item[0] if isinstance(item, tuple) else item]
 
 
