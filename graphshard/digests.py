@@ -79,6 +79,23 @@ def remember(digests: Iterable[FileDigest]) -> None:
     _remembered.update(((d.algorithm, d.identity), d.hexdigest) for d in digests)
 
 
+def remember_written(where: Location, data: bytes) -> None:
+    """Remember the FAST digest of bytes just written whole to `where` (an object: `written_identity`), so that a
+    manifest of its folder does not download them again."""
+    h = ALGORITHMS[FAST]()
+    h.update(data)
+    remember([FileDigest(written_identity(where, len(data)), FAST, h.hexdigest())])
+
+
+def upload(local: str | os.PathLike, where: Location, storage) -> FileDigest:
+    """`Storage.upload` of a local file to `where`, its FAST digest taken from the local copy and remembered (a
+    manifest of the folder then asks instead of downloading it)."""
+    size = storage.upload(local, where)
+    digest = FileDigest(written_identity(where, size), FAST, read_digest(os.fspath(local), FAST))
+    remember([digest])
+    return digest
+
+
 def recalled(algorithm: str, ident: tuple) -> str | None:
     """The remembered digest of a file or object in this state (`identity(stat)`, `written_identity`, an object's
     `StoredFile.identity`), else None: what the pipeline's step cache asks instead of downloading."""

@@ -88,6 +88,29 @@ def test_ingest_of_a_graph_on_s3_matches_local(make_graph, store, fmt, dask_clus
     assert remote["digest"] == fingerprint(metadata)["digest"]
 
 
+def test_what_the_flow_uploads_is_in_its_manifest_without_a_read(make_graph, store, tmp_path, monkeypatch):
+    """An assignment built locally and uploaded, and files uploaded with `digests.upload` (the validation report):
+    the folder's manifest takes every digest from memory, the same as hashing the bytes. Before, it downloaded each
+    file again (the assignment's `<ntype>.txt`: a byte per node)."""
+    from graphshard.pipeline.manifest import folder_manifest
+
+    storage, bucket = store
+    metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2)
+    url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    out = assign(f"{url}/metadata.json", f"{bucket}/assignment", 2, AssignOptions(method="random"), storage=storage)
+    report = tmp_path / "report.html"
+    report.write_text("<html>report</html>")
+    digests.upload(report, location(f"{bucket}/assignment/report.html"), storage)
+    reads = Counting(monkeypatch)
+    manifest = folder_manifest(location(out), storage=storage)
+    assert reads.calls == [], reads.calls
+    assert sorted(manifest.files) == sorted(e.rel for e in storage.listing(out)) and "report.html" in manifest.files
+    for name, entry in manifest.files.items():
+        h = digests.ALGORITHMS[digests.FAST]()
+        h.update(storage.read_bytes(location(out).join(name)))
+        assert entry[digests.FAST] == h.hexdigest(), name
+
+
 def test_chunk_urls_absolute_and_missing(make_graph, store):
     storage, bucket = store
     metadata = make_graph("rmat", nodes=500, edges=4000, chunks=2, fmt="parquet")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ContextManager
 
 import numpy as np
 
+from graphshard import digests
 from graphshard.assign import REPORT_FILE, TRAINER_DIR
 from graphshard.assign.base import TEXT_BLOCK, Partitioner, write_blocks
 from graphshard.assign.fetch import seed_entry
@@ -172,6 +173,6 @@ def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, opti
                         scratch=scratch if scratch is not None else target.parent.join(f".{target.name}.scratch"))
         files = sorted((p for p in folder.rglob("*") if p.is_file()), key=lambda p: p.name == META_FILE)
         for path in files:
-            storage.upload(path, target.join(path.relative_to(folder).as_posix()))
+            digests.upload(path, target.join(path.relative_to(folder).as_posix()), storage)
     return target
 

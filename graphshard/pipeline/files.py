@@ -18,21 +18,20 @@ def write_text(where: Path | Location, text: str, storage: Storage) -> None:
         return
     data = text.encode()
     storage.write_bytes(where, data)
-    h = digests.ALGORITHMS[digests.FAST]()
-    h.update(data)
-    digests.remember([digests.FileDigest(digests.written_identity(where, len(data)), digests.FAST, h.hexdigest())])
+    digests.remember_written(where, data)
 
 
 def write_report_to(where: Path | Location, report: dict, storage: Storage) -> Path | Location:
     """The validation report (report.json, report.html) into a local folder, or under a prefix on a store (written
-    by the report's own writer into a local scratch folder, then uploaded); returns the HTML file's location."""
+    by the report's own writer into a local scratch folder, then uploaded, their digests remembered); returns the
+    HTML file's location."""
     from graphshard.validate.report_html import write_report
 
     if isinstance(where, Path):
         return write_report(where, report)[1]
     with tempfile.TemporaryDirectory(prefix="graphshard-report-") as tmp:
         for path in write_report(tmp, report):
-            storage.upload(path, where / path.name)
+            digests.upload(path, where / path.name, storage)  # the step's manifest then reads neither back
     return where / path.name
 
 

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import reader_for
-from graphshard.precheck import feature_specs
+from graphshard.precheck import HEADER_READS, feature_specs
+from graphshard.storage.overlap import each
 
 
 @dataclass(frozen=True)
@@ -39,10 +40,12 @@ class GraphSizes:
     def of(cls, graph: ChunkedGraph) -> "GraphSizes":
         edge_files = [(graph.edges[et], c) for et in graph.edge_type for c in range(len(graph.edges[et].data))]
         feats = [spec for _, spec, _ in feature_specs(graph)]
-        node_bytes = sum(_row_bytes(graph, s) * graph.num_nodes(t) for t, fs in graph.node_data.items()
-                         for s in fs.values())
-        edge_bytes = sum(_row_bytes(graph, s) * graph.num_edges(t) for t, fs in graph.edge_data.items()
-                         for s in fs.values())
+        node_specs = [(s, graph.num_nodes(t)) for t, fs in graph.node_data.items() for s in fs.values()]
+        edge_specs = [(s, graph.num_edges(t)) for t, fs in graph.edge_data.items() for s in fs.values()]
+        row_bytes = each(lambda s: _row_bytes(graph, s[0]), node_specs + edge_specs, not graph.base.is_local,
+                         HEADER_READS)  # on a store all headers at once: a round trip each
+        node_bytes = sum(b * n for b, (_, n) in zip(row_bytes, node_specs))
+        edge_bytes = sum(b * n for b, (_, n) in zip(row_bytes[len(node_specs):], edge_specs))
         sizes = [_size(graph, spec, c) for spec, c in edge_files]
         sizes += [_size(graph, spec, c) for spec in feats for c in range(len(spec.data))]
         chunks = [n for per_type in graph.num_edges_per_chunk for n in per_type]
