@@ -12,12 +12,11 @@ from graphshard.precheck import precheck
 from graphshard.storage import Storage
 
 
-def test_headers_on_a_store_are_read_concurrently(make_graph, s3_server, monkeypatch):
+def slow_gets(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Every GetObject 50 ms slower (a slower store: requests in flight together overlap there); the returned dict
+    counts them (`gets`) and the most in flight at once (`peak`)."""
     import aiobotocore.client
 
-    storage, bucket = Storage({"s3://": s3_server.options()}), s3_server.new_bucket()
-    metadata = make_graph("rmat", nodes=3000, edges=30000, chunks=4)
-    url = upload_tree(storage, metadata.parent, f"{bucket}/in")
     state, real = {"now": 0, "peak": 0, "gets": 0}, aiobotocore.client.AioBaseClient._make_api_call
 
     async def slow(self, operation, params):
@@ -25,13 +24,21 @@ def test_headers_on_a_store_are_read_concurrently(make_graph, s3_server, monkeyp
             return await real(self, operation, params)
         state["now"] += 1
         state["peak"], state["gets"] = max(state["peak"], state["now"]), state["gets"] + 1
-        await asyncio.sleep(0.05)  # a slower store: requests in flight together overlap here
+        await asyncio.sleep(0.05)
         try:
             return await real(self, operation, params)
         finally:
             state["now"] -= 1
 
     monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", slow)
+    return state
+
+
+def test_headers_on_a_store_are_read_concurrently(make_graph, s3_server, monkeypatch):
+    storage, bucket = Storage({"s3://": s3_server.options()}), s3_server.new_bucket()
+    metadata = make_graph("rmat", nodes=3000, edges=30000, chunks=4)
+    url = upload_tree(storage, metadata.parent, f"{bucket}/in")
+    state = slow_gets(monkeypatch)
     assert precheck(f"{url}/metadata.json", storage) == []
     assert state["gets"] >= 16 and state["peak"] > 1, state
     storage.write_bytes(f"{url}/edges/_N___E___N-2.npy", b"not an npy file")
@@ -131,8 +138,6 @@ def test_the_command_and_its_flow_probe_each_location_once(make_graph, s3_server
 def test_bookkeeping_headers_on_a_store_are_read_concurrently(make_graph, s3_server, monkeypatch, reader):
     """Ingest's summary and the plan's row sizes read each feature's first header (and first row) at once on a store,
     not one round trip after another; the figures equal those of the local graph."""
-    import aiobotocore.client
-
     from graphshard.formats.chunked import load_metadata
     from graphshard.ingest import summary
     from graphshard.plan.sizes import GraphSizes
@@ -141,20 +146,7 @@ def test_bookkeeping_headers_on_a_store_are_read_concurrently(make_graph, s3_ser
     metadata = make_graph("mag", papers=300, edges=2000, chunks=2)
     url = upload_tree(storage, metadata.parent, f"{bucket}/in")
     graph = load_metadata(f"{url}/metadata.json", storage)
-    state, real = {"now": 0, "peak": 0}, aiobotocore.client.AioBaseClient._make_api_call
-
-    async def slow(self, operation, params):
-        if operation != "GetObject":
-            return await real(self, operation, params)
-        state["now"] += 1
-        state["peak"] = max(state["peak"], state["now"])
-        await asyncio.sleep(0.05)
-        try:
-            return await real(self, operation, params)
-        finally:
-            state["now"] -= 1
-
-    monkeypatch.setattr(aiobotocore.client.AioBaseClient, "_make_api_call", slow)
+    state = slow_gets(monkeypatch)
     if reader == "summary":
         got, want = summary(graph), summary(metadata)
         got.pop("metadata"), want.pop("metadata")
