@@ -242,6 +242,25 @@ def test_no_write_permission(monkeypatch):
             check_location(f"{bucket}/in/missing.json")
 
 
+def test_checks_of_one_store_share_a_client_until_the_credentials_change(s3_env, monkeypatch):
+    """The pre-flight's checks of a config's 3-5 locations on one store make one filesystem (a new S3 client costs
+    ~0.1 s each), not one per check; other credentials in the environment (or other options) get their own, so a
+    changed key is checked as such."""
+    from graphshard.storage import check
+
+    made = []
+    real = check.make_filesystem
+    monkeypatch.setattr(check, "make_filesystem", lambda loc, opts: made.append(loc) or real(loc, opts))
+    monkeypatch.setattr(check, "_QUICK", {})
+    bucket = s3_env.new_bucket()
+    for where, write in ((f"{bucket}/out", True), (f"{bucket}/work", True), (f"{bucket}/in", True)):
+        check_location(where, write=write)
+    assert len(made) == 1, made
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")  # moto takes any key: a new client is the point
+    check_location(f"{bucket}/out", write=True)
+    assert len(made) == 2, made
+
+
 def test_unknown_protocol():
     with pytest.raises(Exception, match="unknown storage protocol 'nosuch'"):
         Storage().exists("nosuch://b/x")
