@@ -7,8 +7,6 @@ Each problem is one line naming the config file and the key (`InputError`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
 import socket
@@ -23,7 +21,7 @@ from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
 from graphshard.storage import Location, location
 
 RECHECK_AFTER = 60.0  # seconds a passed location check answers for in this process (see `_located`)
-_PASSED: dict[tuple, float] = {}  # (URL, write, storage options' digest) -> when its check passed (monotonic)
+_PASSED: dict[tuple, float] = {}  # (URL, write, `check.client_key`) -> when its check passed (monotonic)
 
 
 def _loc(where: Path | Location) -> Location:
@@ -132,13 +130,13 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
 
 def _located(cfg: PipelineConfig, key: str, where: Location, write: bool) -> None:
     """`check_location` of one config location: one line naming the config file and key (never a secret). A check
-    that passed in this process less than RECHECK_AFTER seconds ago, for the same location, access and storage
-    options, is not sent again: `graphshard run` checks in the command and again in the flow it calls, seconds
-    apart, and on a store each check is 2-4 round trips (a write probe: HEAD, listing, PUT, DELETE)."""
+    that passed in this process less than RECHECK_AFTER seconds ago, for the same location, access, storage options
+    and credential environment, is not sent again: `graphshard run` checks in the command and again in the flow it
+    calls, seconds apart, and on a store each check is 2-4 round trips (a write probe: HEAD, listing, PUT, DELETE)."""
     from graphshard.storage import StorageError, check_location
+    from graphshard.storage.check import client_key
 
-    opts = json.dumps(cfg.storage.options.for_location(where), sort_keys=True, default=str)
-    memo = (where.url, write, hashlib.blake2b(opts.encode(), digest_size=16).hexdigest())
+    memo = (where.url, write, client_key(where, cfg.storage))
     if time.monotonic() - _PASSED.get(memo, -RECHECK_AFTER) < RECHECK_AFTER:
         return
     try:

@@ -29,17 +29,24 @@ def _quick_fs(loc: Location, storage: Storage) -> AbstractFileSystem:
     """A filesystem of its own for the checks, on which a failing S3 request fails fast (one attempt, short connect
     timeout) unless the user's options say otherwise; one per protocol, options and credential environment in this
     process (a new S3 client costs ~0.1 s of the pre-flight's time, and a config has 3-5 locations on one store)."""
-    opts = dict(storage.options.for_location(loc))
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(CREDENTIAL_ENV))
-    key = (loc.protocol, hashlib.blake2b(json.dumps([opts, env], sort_keys=True, default=str).encode()).hexdigest())
+    key = client_key(loc, storage)
     with _QUICK_LOCK:
         fs = _QUICK.get(key)
         if fs is None:
-            fs = _QUICK[key] = _fail_fast(loc, opts)
+            fs = _QUICK[key] = _fail_fast(loc, dict(storage.options.for_location(loc)))
     return fs
 
 
+def client_key(loc: Location, storage: Storage) -> tuple[str, str]:
+    """What a store client for `loc` is made from: its protocol and a digest of its options and of the credential
+    environment (`CREDENTIAL_ENV` variables). Equal keys: the same client, the same answers to a check."""
+    opts = storage.options.for_location(loc)
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(CREDENTIAL_ENV))
+    return loc.protocol, hashlib.blake2b(json.dumps([opts, env], sort_keys=True, default=str).encode()).hexdigest()
+
+
 def _fail_fast(loc: Location, opts: dict) -> AbstractFileSystem:
+    """A new filesystem whose S3 requests fail after one attempt and a 5 s connect timeout (unless `opts` say)."""
     if loc.protocol not in ("s3", "s3a"):
         return make_filesystem(loc, opts)
     opts["config_kwargs"] = {"connect_timeout": 5, "read_timeout": 20, "retries": {"max_attempts": 1},
