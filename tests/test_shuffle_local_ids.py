@@ -81,18 +81,23 @@ def _with_isolated_nodes(metadata: Path, nodes: int, folder: Path) -> Path:
     return folder / "metadata.json"
 
 
-def _partition_zero_peak(metadata: Path, parts: np.ndarray, work: Path) -> tuple[int, dict]:
-    """Traced peak of partition 0's build (the write task's work before the files), and its stats."""
+def _partition_zero_peak(metadata: Path, parts: np.ndarray, work: Path, repeats: int = 3) -> tuple[int, dict]:
+    """Traced peak of partition 0's build (the write task's work before the files), and its stats. tracemalloc also
+    counts what other threads of the process allocate meanwhile (in the whole suite: the session's Dask scheduler,
+    Prefect's and moto's threads, ~0.1 MB), which only adds: the least of `repeats` builds is the build's own."""
     write_parts(work / "asg", "_N", parts)
     write_meta(work / "asg", 4, "random")
     plan, nodes, edges = route(load_metadata(metadata), location(work / "asg"), 4, ShuffleOptions(), None,
                                ShuffleScratch(work / "scratch").make())
-    tracemalloc.start()
-    try:
-        data = build_partition(plan, 0, nodes, edges)
-        return tracemalloc.get_traced_memory()[1], data.stats
-    finally:
-        tracemalloc.stop()
+    peaks = []
+    for _ in range(repeats):
+        tracemalloc.start()
+        try:
+            data = build_partition(plan, 0, nodes, edges)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    return min(peaks), data.stats
 
 
 def test_write_task_memory_does_not_follow_the_graphs_node_count(tmp_path, rmat_small, monkeypatch):
