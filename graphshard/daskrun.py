@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
 SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
+SCATTER_TRIES, SCATTER_PAUSE = 5, 0.5  # a constant's scatter tried again after 0.5, 1, 2, 4 s (`_scatter`)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
 # `settle` and `everywhere` ask every worker, and one may have just died (the failure being reported): the
 # scheduler's error about it is expected here, so it stays in the log file
@@ -164,9 +165,23 @@ def _scatter_large(client: Client, constants: dict, group: TaskGroup, share: Seq
     out = dict(constants)
     for name, value in constants.items():
         if not isinstance(value, Future) and (name in share or sizeof(value) > LARGE):
-            out[name] = client.scatter(value, hash=False, broadcast=name in share)
+            out[name] = _scatter(client, value, name in share)
             group.shared.append(out[name])
     return out
+
+
+def _scatter(client: Client, value: Any, broadcast: bool) -> Future:
+    """`client.scatter` of one constant, sent again after a pause when a worker is lost on the way: the scheduler
+    sends it to every running worker and fails as a whole, closing the client's connection, when one of them dies
+    meanwhile (dask/distributed#3149); by the next try the scheduler has removed that worker. Each try has a new
+    key, so a half-sent one is never mistaken for the constant."""
+    for attempt in range(SCATTER_TRIES - 1):
+        try:
+            return client.scatter(value, hash=False, broadcast=broadcast)
+        except OSError as err:  # CommClosedError and the like: the connection, not the value
+            log.warning("scatter failed (%s: %s), a worker lost meanwhile: trying again", type(err).__name__, err)
+            time.sleep(SCATTER_PAUSE * 2 ** attempt)
+    return client.scatter(value, hash=False, broadcast=broadcast)
 
 
 def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:

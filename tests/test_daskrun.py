@@ -98,6 +98,40 @@ def test_a_shared_constant_is_one_copy_per_worker(dask_cluster_client):
     assert len(set(own)) > len({pid for pid, _ in own})
 
 
+def test_a_shared_constant_is_sent_again_when_a_worker_is_lost_on_the_way(dask_cluster_client, monkeypatch):
+    """The scheduler's scatter fails as a whole, closing the client's connection, when a worker dies while a
+    constant goes out (dask/distributed#3149; seen when the multi-host rig killed a worker host mid-shuffle): the
+    constant is sent again and the step goes on, with the same results."""
+    from distributed.comm.core import CommClosedError
+
+    from graphshard import daskrun
+
+    real, calls = Client.scatter, []
+
+    def flaky(self, *args, **kwargs):
+        calls.append(kwargs.get("broadcast"))
+        if len(calls) == 1:
+            raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Client, "scatter", flaky)
+    monkeypatch.setattr(daskrun, "SCATTER_PAUSE", 0.01)
+    thing = _Thing(1)
+    shared = run_tasks(dask_cluster_client, "validate", "copy", _copy_of, range(4), share=("thing",), thing=thing)
+    assert calls == [True, True] and len(shared) == 4
+
+    def closed(self, *args, **kwargs):
+        calls.append(kwargs.get("broadcast"))
+        raise CommClosedError("Stream is closed")
+
+    calls.clear()
+    monkeypatch.setattr(Client, "scatter", closed)
+    monkeypatch.setattr(daskrun, "SCATTER_TRIES", 3)
+    with pytest.raises(CommClosedError):  # a scheduler that never takes it: the error after the last try
+        run_tasks(dask_cluster_client, "validate", "copy", _copy_of, range(4), share=("thing",), thing=thing)
+    assert calls == [True] * 3
+
+
 def test_local_mode_runs_here_with_the_same_wording():
     assert run_tasks(None, "validate", "scan", _square, [1, 2], offset=0) == [1, 4]
     with pytest.raises(GraphshardError, match=r"^validate: scan part2 failed: ValueError: value 2 is bad$"):
