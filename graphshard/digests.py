@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, BinaryIO, Callable, Iterable
 import xxhash
 
 if TYPE_CHECKING:
-    from graphshard.storage import Location, StoredFile
+    from graphshard.storage import Location, Storage, StoredFile
 
 Where = "str | Path | Location | StoredFile"  # a local path, or a URL / StoredFile read through the storage layer
 
@@ -87,7 +87,7 @@ def remember_written(where: Location, data: bytes) -> None:
     remember([FileDigest(written_identity(where, len(data)), FAST, h.hexdigest())])
 
 
-def upload(local: str | os.PathLike, where: Location, storage) -> FileDigest:
+def upload(local: str | os.PathLike, where: Location, storage: Storage) -> FileDigest:
     """`Storage.upload` of a local file to `where`, its FAST digest taken from the local copy and remembered (a
     manifest of the folder then asks instead of downloading it)."""
     size = storage.upload(local, where)

@@ -12,8 +12,9 @@ from graphshard.storage import Location, Storage
 from graphshard.storage.overlap import each
 
 
-def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, head) -> dict:
-    """Format, file count, bytes, and dtype/shape from the first file's head (`head`: what the reader read there)."""
+def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, heads: dict[int, object]) -> dict:
+    """Format, file count, bytes, and dtype/shape from the first file's head (`heads`: `_heads`)."""
+    head = heads[id(spec)]
     return {
         "format": spec.format.name,
         "files": len(spec.data),
@@ -51,21 +52,18 @@ def summary(graph: ChunkedGraph | str | Path | Location, storage: Storage | None
     heads = _heads(graph, [*(s for fs in graph.node_data.values() for s in fs.values()),
                            *graph.edges.values(), *(s for fs in graph.edge_data.values() for s in fs.values())])
 
-    def spec_summary(spec: ChunkFileSpec, rows: int) -> dict:
-        return _spec_summary(graph, spec, rows, heads[id(spec)])
-
     nodes = {}
     for i, nt in enumerate(graph.node_type):
         n = graph.num_nodes(nt)
         nodes[nt] = {"count": n, "chunks": list(graph.num_nodes_per_chunk[i]),
-                     "features": {f: spec_summary(s, n) for f, s in graph.node_data.get(nt, {}).items()}}
+                     "features": {f: _spec_summary(graph, s, n, heads) for f, s in graph.node_data.get(nt, {}).items()}}
     edges = {}
     for i, et in enumerate(graph.edge_type):
         e = graph.num_edges(et)
-        structure = spec_summary(graph.edges[et], e)
+        structure = _spec_summary(graph, graph.edges[et], e, heads)
         edges[et] = {"count": e, "chunks": list(graph.num_edges_per_chunk[i]), "format": structure["format"],
                      "bytes": structure["bytes"],
-                     "features": {f: spec_summary(s, e) for f, s in graph.edge_data.get(et, {}).items()}}
+                     "features": {f: _spec_summary(graph, s, e, heads) for f, s in graph.edge_data.get(et, {}).items()}}
     total = sum(t["bytes"] for t in edges.values())
     total += sum(f["bytes"] for t in [*nodes.values(), *edges.values()] for f in t["features"].values())
     return {"graph_name": graph.graph_name, "metadata": str(graph.metadata_path), "num_nodes": graph.total_nodes,

@@ -44,8 +44,8 @@ class GraphSizes:
         edge_specs = [(s, graph.num_edges(t)) for t, fs in graph.edge_data.items() for s in fs.values()]
         row_bytes = each(lambda s: _row_bytes(graph, s[0]), node_specs + edge_specs, not graph.base.is_local,
                          HEADER_READS)  # on a store all headers at once: a round trip each
-        node_bytes = sum(b * n for b, (_, n) in zip(row_bytes, node_specs))
-        edge_bytes = sum(b * n for b, (_, n) in zip(row_bytes[len(node_specs):], edge_specs))
+        weighted = [b * n for b, (_, n) in zip(row_bytes, node_specs + edge_specs)]
+        node_bytes, edge_bytes = sum(weighted[:len(node_specs)]), sum(weighted[len(node_specs):])
         sizes = [_size(graph, spec, c) for spec, c in edge_files]
         sizes += [_size(graph, spec, c) for spec in feats for c in range(len(spec.data))]
         chunks = [n for per_type in graph.num_edges_per_chunk for n in per_type]
