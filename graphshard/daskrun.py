@@ -15,6 +15,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from graphshard import logs
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
 SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
 SCATTER_TRIES, SCATTER_PAUSE = 5, 0.5  # a constant's scatter tried again after 0.5, 1, 2, 4 s (`_scatter`)
+LOST_TRIES = 3  # times a task is sent again after the cluster lost a constant it needed (`_resend_lost`)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
 # `settle` and `everywhere` ask every worker, and one may have just died (the failure being reported): the
 # scheduler's error about it is expected here, so it stays in the log file
@@ -43,6 +45,7 @@ class TaskGroup:
     futures: list[Future] = field(default_factory=list)
     shared: list[Future] = field(default_factory=list)  # large constants scattered once, kept until gathered
     results: list[Any] | None = None  # client=None: computed at submit time
+    send: Callable[[Sequence[int]], list[Future]] | None = None  # the items at these indices, sent (again)
     detail: Callable[[int], str] | None = None
     memory_limit: int | None = None  # the workers' largest memory limit (bytes) when the tasks were submitted
     started: float = field(default_factory=time.perf_counter)
@@ -134,18 +137,29 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
                 raise _one_line(group, i, err) from err
         return group
     group.memory_limit = _memory_limit(client)
+    group.send = partial(_send, client, group, fn, items, constants, share, place, priority)
+    group.futures = group.send(range(len(items)))
+    return group
+
+
+def _send(client: Client, group: TaskGroup, fn: Callable, items: list, constants: dict, share: Sequence[str],
+          place: Callable[[Any], str | None] | None, priority: int, indices: Sequence[int]) -> list[Future]:
+    """The tasks of the items at `indices`, under fresh keys, with their large and shared constants scattered anew
+    (`submit_tasks`; called again for the tasks of a constant the cluster lost)."""
     token = uuid.uuid4().hex[:8]
-    keys = [task_key(step, what, lb, token) for lb in labels]
+    picked = [items[i] for i in indices]
+    keys = [task_key(group.step, group.what, group.labels[i], token) for i in indices]
+    if not picked:
+        return []
     constants = _scatter_large(client, constants, group, share)
     if place is None:
-        group.futures = client.map(fn, items, key=keys, priority=priority, **constants) if items else []
-    else:
-        group.futures = []
-        for item, key in zip(items, keys):
-            at = place(item)
-            group.futures.append(client.submit(fn, item, key=key, priority=priority, workers=at,
-                                               allow_other_workers=at is not None, **constants))
-    return group
+        return client.map(fn, picked, key=keys, priority=priority, **constants)
+    futures = []
+    for item, key in zip(picked, keys):
+        at = place(item)
+        futures.append(client.submit(fn, item, key=key, priority=priority, workers=at,
+                                     allow_other_workers=at is not None, **constants))
+    return futures
 
 
 def homes(client: Client | None, count: int) -> list[str | None]:
@@ -206,17 +220,16 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
     """
     if client is None:
         return [g.results for g in groups]
-    futures = [f for g in groups for f in g.futures]
     try:
         results = _collect(client, groups)
     except BaseException as err:
         failed = _failed(groups, err)
-        settle(client, futures)
+        settle(client, [f for g in groups for f in g.futures])
         if failed is None or isinstance(err, KeyboardInterrupt):
             raise
         raise _one_line(failed[0], failed[1], err) from err
     finally:
-        client.cancel(futures + [f for g in groups for f in g.shared])
+        client.cancel([f for g in groups for f in g.futures + g.shared])
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
     return results
@@ -225,20 +238,50 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
 def _collect(client: Client, groups: Sequence[TaskGroup]) -> list[list]:
     """Per group, its results in item order, fetched as their tasks end (in batches) and then released: a worker holds a
     result until the flow has it, not until every task of the step is done (`client.gather` waits for all first, so
-    a worker held its share of every result: validation's sampled pairs at k=39, R-MAT 500M, about 0.3 GB)."""
+    a worker held its share of every result: validation's sampled pairs at k=39, R-MAT 500M, about 0.3 GB).
+    Tasks the scheduler cancels because a lost worker held the only copy of a constant they need are sent again."""
     from distributed import as_completed
 
-    where: dict[Any, list[tuple[int, int]]] = {}
+    where: dict[Any, list[tuple[int, int]]] = {}  # a key's items (two items of one label share a task)
     for gi, g in enumerate(groups):
         for i, f in enumerate(g.futures):
             where.setdefault(f.key, []).append((gi, i))
+    tries = [[0] * len(g.futures) for g in groups]
     out: list[list] = [[None] * len(g.futures) for g in groups]
-    for batch in as_completed(list({f.key: f for g in groups for f in g.futures}.values())).batches():
-        for future, result in zip(batch, client.gather(batch)):
-            for gi, i in where[future.key]:
+    pending = as_completed(list({f.key: f for g in groups for f in g.futures}.values()))
+    for batch in pending.batches():
+        batch = [f for f in batch if f.key in where]  # a task sent again: its old future ends cancelled
+        lost = [f for f in batch if f.cancelled()]
+        done = [f for f in batch if not f.cancelled()]
+        for future, result in zip(done, client.gather(done)):
+            for gi, i in where.pop(future.key):
                 out[gi][i] = result
             future.release()
+        for future in _resend_lost(client, groups, lost, where, tries):
+            pending.add(future)
     return out
+
+
+def _resend_lost(client: Client, groups: Sequence[TaskGroup], lost: list[Future], where: dict,
+                 tries: list[list[int]]) -> list[Future]:
+    """Send again every cancelled task of the groups that `lost` belong to. A constant scattered to a worker that dies
+    before another worker copied it is gone, and the scheduler cancels every task that needs it ("already
+    forgotten"); the constants are ours, so they are scattered again. A task lost `LOST_TRIES` times raises."""
+    sent = {}
+    for gi in sorted({gi for f in lost for gi, _ in where[f.key]}):
+        group = groups[gi]
+        again = [i for i, f in enumerate(group.futures) if f.key in where and f.cancelled()]
+        if max(tries[gi][i] for i in again) >= LOST_TRIES:
+            client.gather([group.futures[again[0]]])  # raises its FutureCancelledError
+        log.warning("%s %s: %d tasks cancelled by the cluster (a constant they need was lost with a worker): "
+                    "sending them again", group.step, group.what, len(again))
+        for old in {group.futures[i].key for i in again}:
+            del where[old]
+        for i, future in zip(again, group.send(again)):
+            group.futures[i] = sent[future.key] = future
+            where.setdefault(future.key, []).append((gi, i))
+            tries[gi][i] += 1
+    return list(sent.values())
 
 
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
@@ -263,9 +306,10 @@ def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: 
 
 def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup, int] | None:
     """The group and item whose task failed: the first erred future (or the key a KilledWorker names)."""
+    from distributed.client import FutureCancelledError
     from distributed.scheduler import KilledWorker
 
-    key = getattr(err, "task", None) if isinstance(err, KilledWorker) else None
+    key = err.task if isinstance(err, KilledWorker) else err.key if isinstance(err, FutureCancelledError) else None
     for g in groups:
         for i, f in enumerate(g.futures):
             if (key is not None and str(f.key) == str(key)) or (key is None and f.status == "error"):
@@ -284,6 +328,12 @@ def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
     if isinstance(err, (KilledWorker, MemoryError)):
         what = "Dask workers died repeatedly running this task" if isinstance(err, KilledWorker) else "out of memory"
         return GraphshardError(f"{where}: {what}{_memory_hint(group.memory_limit)}; nothing was published")
+    from distributed.client import FutureCancelledError
+
+    if isinstance(err, FutureCancelledError):
+        return GraphshardError(f"{where}: cancelled by the cluster ({err.reason}) after {LOST_TRIES} tries: workers "
+                               "keep being lost, with the data the task needs; see the workers' logs. Nothing was "
+                               "published")
     from graphshard import diskfull
 
     if diskfull.is_full(err):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,6 +131,31 @@ def test_a_shared_constant_is_sent_again_when_a_worker_is_lost_on_the_way(dask_c
     with pytest.raises(CommClosedError):  # a scheduler that never takes it: the error after the last try
         run_tasks(dask_cluster_client, "validate", "copy", _copy_of, range(4), share=("thing",), thing=thing)
     assert calls == [True] * 3
+
+
+def _when_flagged(i: int, *, flag: str, blob: bytes) -> int:
+    while not os.path.exists(flag):
+        time.sleep(0.05)
+    return i + len(blob)
+
+
+def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path):
+    """A large constant is on the one worker it was scattered to until another worker copies it. When that worker
+    dies, the scheduler forgets it and cancels every task that needs it ("already forgotten"; a CI run's multi-host
+    rig lost a worker host so). Those tasks are sent again with the constant, and the step gives every result."""
+    flag, blob = tmp_path / "go", bytes(100_000)
+    with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
+            Client(cluster) as client:
+        group = submit_tasks(client, "shuffle", "wait", _when_flagged, range(4), flag=str(flag), blob=blob)
+        (holder,) = client.who_has(group.shared)[group.shared[0].key]
+        os.kill(client.run(os.getpid, workers=[holder])[holder], signal.SIGKILL)  # its nanny starts a new one
+        deadline = time.monotonic() + 30
+        while holder in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        flag.touch()
+        first = [f.key for f in group.futures]
+        assert gather_tasks(client, group) == [[i + len(blob) for i in range(4)]]
+        assert not {f.key for f in group.futures} & set(first) and len(group.shared) == 2
 
 
 def test_local_mode_runs_here_with_the_same_wording():
