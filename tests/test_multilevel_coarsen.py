@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from graphshard.assign import REPORT_FILE, assign
+from graphshard.assign.multilevel.hierarchy import STALL
 from graphshard.assign.multilevel.kernels import cluster_round
 from graphshard.assign.options import AssignOptions
 
@@ -61,3 +62,18 @@ def test_a_skewed_graph_coarsens_to_the_coarsest_size_in_few_levels(make_graph, 
     nodes = [lv["nodes"] for lv in levels]
     assert nodes[-1] <= 200 and levels[-1]["edges"] <= 2000, nodes
     assert all(b <= 0.67 * a for a, b in zip(nodes[:-2], nodes[1:-1])), nodes
+
+
+def test_hubs_that_stall_an_edge_capped_level_grow_their_bound_within_it(make_graph, tmp_path):
+    """Within the node cap, only the edge cap left: hubs, which cluster apart within a bound, keep a level from
+    shrinking. The bound now doubles in the round that stalls, not per level, so no level is made that keeps over
+    STALL of its finer level's nodes (before: 8,000 -> 1,550 -> 1,131 -> 1,108 nodes, the last a level of its own at
+    98%; R-MAT 20M: five such levels, half of the step's time)."""
+    md = make_graph("rmat", nodes=8000, edges=100000, chunks=3)
+    opts = AssignOptions(method="multilevel", multilevel_coarse_nodes=8000, multilevel_coarse_edges=16000,
+                         multilevel_block_edges=25000)
+    assign(md, tmp_path / "ml", 4, opts)
+    levels = json.loads((tmp_path / "ml" / REPORT_FILE).read_text())["partitioner"]["levels"]
+    nodes = [lv["nodes"] for lv in levels]
+    assert levels[-1]["edges"] <= 16000, levels
+    assert all(b <= STALL * a for a, b in zip(nodes, nodes[1:])) and len(levels) <= 3, nodes

@@ -248,12 +248,11 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
 
 def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first, in the hub rule's
-    three phases (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes
+    two phases (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes
     `ml_shrink` times (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
-    `multilevel_coarse_edges`, the hubs stall the coarsening (their cluster bound, HUB_CLUSTER input nodes, doubles
-    per stalled level) for log2(`ml_stall_weight` x the input nodes per coarse node / HUB_CLUSTER) levels that keep
-    their edges, and each later level keeps `ml_near_edge_keep` of them. A coarse level has as many blocks as its
-    finer level's edges need, never more (`hierarchy.contract`)."""
+    `multilevel_coarse_edges`, each level keeps `ml_near_edge_keep` of them (the hubs' bound grows within a level's
+    rounds where they stall it, so no level keeps them all). A coarse level has as many blocks as its finer level's
+    edges need, never more (`hierarchy.contract`)."""
     c = coefficients.load()
     nodes, edges = float(g.nodes), float(g.edges)
     out = [(nodes, edges, max(1, math.ceil(edges / s.block_edges)))]
@@ -264,16 +263,14 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
         nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]
         level(nodes, edges)
-    stall = max(0, math.ceil(math.log2(c["ml_stall_weight"] * g.nodes / max(nodes, 1.0) / HUB_CLUSTER)))
     while edges > s.coarse_edges and len(out) < ML_MAX_LEVELS:
-        keep = 1.0 if stall > 0 else c["ml_near_edge_keep"]
-        nodes, edges, stall = nodes * math.sqrt(keep), edges * keep, stall - 1
+        keep = c["ml_near_edge_keep"]
+        nodes, edges = nodes * math.sqrt(keep), edges * keep
         level(nodes, edges)
     return out
 
 
 ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
-HUB_CLUSTER = 16  # coarsen.HUB_CLUSTER (not imported: that module compiles numba kernels)
 
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:

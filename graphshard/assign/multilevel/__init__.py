@@ -61,12 +61,13 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
     lap("build")
     while not hierarchy.coarse_enough(levels[-1], options) and len(levels) < hierarchy.MAX_LEVELS:
         fine = levels[-1]
-        coarse, done, apart = hierarchy.coarsen_level(fine, plan, client, hub_cluster)
+        coarse, done, grown = hierarchy.coarsen_level(fine, plan, client, hub_cluster)
         if coarse.nodes < fine.nodes:
             levels.append(coarse)
             rounds.append(done)
+        hub_cluster = max(hub_cluster, grown)
         if coarse.nodes > hierarchy.STALL * fine.nodes:
-            if not apart or hub_cluster >= int(plan.maxw[plan.balance].max()):
+            if not grown or hub_cluster >= hierarchy.hub_cap(plan):
                 break
             hub_cluster *= coarsen.HUB_RELAX
     lap("coarsen")

@@ -30,7 +30,11 @@ DEGREE_BUCKET = 8
 # BENCHMARKS.md "Partition quality", the hub rule. Meshes, geometric and planted graphs (max / average <= 3) keep
 # the plain rule.
 # When hubs stall the coarsening (a level keeps over STALL of its nodes above the coarsest size or edge cap), their
-# cluster bound grows HUB_RELAX times for the next level. R-MAT 50k coarsened to 150k edges, cut / METIS's at
+# cluster bound grows HUB_RELAX times for the next level; near the coarsest size, for the next round of the level
+# whose round stalled (`hierarchy.coarsen_level`): R-MAT 20M went 246k -> 111k -> 91k -> 89k -> 87k -> 84k -> 80k
+# nodes (7.8M edges on three of them), now 246k -> 110k (3.4M edges), 84 -> 47 s, cut 9.25% -> 10.25% of the edges
+# (METIS 47.4%); the small quality matrix unchanged but for R-MAT (P2: 7 levels -> 3, cut 0-0.4% less; BENCHMARKS.md,
+# "the hubs' bound within a level"). R-MAT 50k coarsened to 150k edges, cut / METIS's at
 # k = 4, 8, 16, 32, 64: x2 0.41, 0.62, 0.92, 1.07, 1.03; x4 0.40, 0.73, 1.03, 1.14, 1.06; dropping the rule at once
 # 0.83, 1.26, 1.30, 1.22, 1.07.
 # Far above the coarsest size (more nodes than `multilevel_coarse_nodes`), a level must shrink geometrically: the

@@ -107,11 +107,13 @@ def node_target(level: Level, opts: AssignOptions) -> int:
 
 
 def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
-                  ) -> tuple[Level, int, bool]:
+                  ) -> tuple[Level, int, int]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
     configured rounds; the last one also groups leftover singletons: `lone_weight`), then the contraction
-    into the next level; returns it, the rounds run and whether hubs clustered apart (on a level with skewed
-    degrees, hubs cluster only among themselves: coarsen.py, `hub_bound`)."""
+    into the next level; returns it, the rounds run and the hubs' cluster bound it ended with (0: hubs did not
+    cluster apart; on a level with skewed degrees they cluster only among themselves: coarsen.py, `hub_bound`).
+    Near the coarsest size, a round in which the hubs stall the level (it keeps over STALL of its clusters) grows
+    their bound HUB_RELAX times for the next round (`hub_cap`), instead of a level of its own doing so."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
@@ -119,6 +121,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
     far = level.nodes > opts.multilevel_coarse_nodes
     bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
+    grow = hubs and not far
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
@@ -130,11 +133,18 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
                            level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
         done += 1
-        clusters = sum(counts)
+        before, clusters = clusters, sum(counts)
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
         if clusters <= target:
             break
-    return contract(level, plan, counts, done, client), done, bool(hubs)
+        if grow and clusters > STALL * before and hub_cluster < hub_cap(plan):
+            bound, hub_cluster = bound * coarsen.HUB_RELAX, hub_cluster * coarsen.HUB_RELAX
+    return contract(level, plan, counts, done, client), done, hub_cluster if hubs else 0
+
+
+def hub_cap(plan: Plan) -> int:
+    """The hubs' cluster bound past which growing it changes nothing: the largest cluster any node may join."""
+    return int(plan.maxw[plan.balance].max())
 
 
 def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
