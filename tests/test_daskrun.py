@@ -139,10 +139,15 @@ def _when_flagged(i: int, *, flag: str, blob: bytes) -> int:
     return i + len(blob)
 
 
-def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path):
+@pytest.mark.parametrize("tries", [3, 0])
+def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path, monkeypatch, tries):
     """A large constant is on the one worker it was scattered to until another worker copies it. When that worker
     dies, the scheduler forgets it and cancels every task that needs it ("already forgotten"; a CI run's multi-host
-    rig lost a worker host so). Those tasks are sent again with the constant, and the step gives every result."""
+    rig lost a worker host so). Those tasks are sent again with the constant, and the step gives every result; out
+    of tries, one line naming the step and the item."""
+    from graphshard import daskrun
+
+    monkeypatch.setattr(daskrun, "LOST_TRIES", tries)
     flag, blob = tmp_path / "go", bytes(100_000)
     with LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
             Client(cluster) as client:
@@ -154,6 +159,10 @@ def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path):
             time.sleep(0.1)
         flag.touch()
         first = [f.key for f in group.futures]
+        if not tries:
+            with pytest.raises(GraphshardError, match=r"^shuffle: wait \d: cancelled by the cluster \(already forgotten\)"):
+                gather_tasks(client, group)
+            return
         assert gather_tasks(client, group) == [[i + len(blob) for i in range(4)]]
         assert not {f.key for f in group.futures} & set(first) and len(group.shared) == 2
 
