@@ -263,8 +263,8 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
         nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]
         level(nodes, edges)
+    keep = c["ml_near_edge_keep"]
     while edges > s.coarse_edges and len(out) < ML_MAX_LEVELS:
-        keep = c["ml_near_edge_keep"]
         nodes, edges = nodes * math.sqrt(keep), edges * keep
         level(nodes, edges)
     return out
