@@ -160,7 +160,8 @@ def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path, 
         flag.touch()
         first = [f.key for f in group.futures]
         if not tries:
-            with pytest.raises(GraphshardError, match=r"^shuffle: wait \d: cancelled by the cluster \(already forgotten\)"):
+            line = r"^shuffle: wait \d: cancelled by the cluster \(already forgotten\)"
+            with pytest.raises(GraphshardError, match=line):
                 gather_tasks(client, group)
             return
         assert gather_tasks(client, group) == [[i + len(blob) for i in range(4)]]
