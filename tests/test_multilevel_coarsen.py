@@ -5,6 +5,7 @@ shrinking to the coarsest size (the R-MAT 500M stall: levels kept 72%, 93%, 98% 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,17 +49,22 @@ def test_grouping_stops_at_the_quota_and_the_weight():
     assert moves == 0 and len(np.unique(own)) == 9
 
 
+def _levels(make_graph, tmp_path: Path, coarse_nodes: int, coarse_edges: int, block_edges: int) -> list[dict]:
+    """The report's levels of a multilevel assignment (k=4) of R-MAT 8,000 nodes / 100,000 edges."""
+    md = make_graph("rmat", nodes=8000, edges=100000, chunks=3)
+    opts = AssignOptions(method="multilevel", multilevel_coarse_nodes=coarse_nodes,
+                         multilevel_coarse_edges=coarse_edges, multilevel_block_edges=block_edges)
+    assign(md, tmp_path / "ml", 4, opts)
+    return json.loads((tmp_path / "ml" / REPORT_FILE).read_text())["partitioner"]["levels"]
+
+
 def test_a_skewed_graph_coarsens_to_the_coarsest_size_in_few_levels(make_graph, tmp_path):
     """R-MAT, coarsened to 1/40 of its nodes and 1/50 of its edges in blocks of 1/5 of them: the levels reach the
     coarsest size, each but the last shrinking by a third or more (8,000 -> 1,301 -> 269 -> 189 nodes). Before coarse
     leaves were grouped and the hubs' bound followed the level's average node, levels kept more and more of their
     nodes and stopped above the coarsest size (8,000 -> 1,301 -> 860 -> 220 -> 215; the R-MAT 500M run kept 72%,
     93%, 98% on levels 1-3)."""
-    md = make_graph("rmat", nodes=8000, edges=100000, chunks=3)
-    opts = AssignOptions(method="multilevel", multilevel_coarse_nodes=200, multilevel_coarse_edges=2000,
-                         multilevel_block_edges=20000)
-    assign(md, tmp_path / "ml", 4, opts)
-    levels = json.loads((tmp_path / "ml" / REPORT_FILE).read_text())["partitioner"]["levels"]
+    levels = _levels(make_graph, tmp_path, 200, 2000, 20000)
     nodes = [lv["nodes"] for lv in levels]
     assert nodes[-1] <= 200 and levels[-1]["edges"] <= 2000, nodes
     assert all(b <= 0.67 * a for a, b in zip(nodes[:-2], nodes[1:-1])), nodes
@@ -69,11 +75,7 @@ def test_hubs_that_stall_an_edge_capped_level_grow_their_bound_within_it(make_gr
     shrinking. The bound now doubles in the round that stalls, not per level, so no level is made that keeps over
     STALL of its finer level's nodes (before: 8,000 -> 1,550 -> 1,131 -> 1,108 nodes, the last a level of its own at
     98%; R-MAT 20M: five such levels, half of the step's time)."""
-    md = make_graph("rmat", nodes=8000, edges=100000, chunks=3)
-    opts = AssignOptions(method="multilevel", multilevel_coarse_nodes=8000, multilevel_coarse_edges=16000,
-                         multilevel_block_edges=25000)
-    assign(md, tmp_path / "ml", 4, opts)
-    levels = json.loads((tmp_path / "ml" / REPORT_FILE).read_text())["partitioner"]["levels"]
+    levels = _levels(make_graph, tmp_path, 8000, 16000, 25000)
     nodes = [lv["nodes"] for lv in levels]
     assert levels[-1]["edges"] <= 16000, levels
     assert all(b <= STALL * a for a, b in zip(nodes, nodes[1:])) and len(levels) <= 3, nodes
