@@ -82,12 +82,13 @@ def test_balance_edges_at_a_large_k_ends_when_a_hub_cluster_outweighs_a_part(mak
     assert report["imbalance"]["in_degree"] <= 1.05, report["imbalance"]
 
 
-def test_compact_labels_numbers_in_first_seen_order():
+@pytest.mark.parametrize("labels", [2000, 2 * 5300 + 1, 2 * 5300 + 2, 2**40])  # direct table, then hashed
+def test_compact_labels_numbers_in_first_seen_order(labels):
     from graphshard.assign.multilevel.kernels import compact_labels
 
     rng = np.random.default_rng(3)
     own, nbr = rng.integers(0, 500, 300), rng.integers(0, 2000, 5000)
-    found, own_l, nbr_l = compact_labels(own, nbr)
+    found, own_l, nbr_l = compact_labels(own, nbr, labels)
     both = np.concatenate([own, nbr])
     uniq, first = np.unique(both, return_index=True)
     assert np.array_equal(found, uniq[np.argsort(first)])
@@ -97,24 +98,30 @@ def test_compact_labels_numbers_in_first_seen_order():
 PEAK_SCRIPT = """
 import numpy as np
 from graphshard.assign.multilevel.kernels import compact_labels
-compact_labels(np.arange(4), np.arange(8))  # compiled or loaded before the measurement
+import sys
+labels = int(sys.argv[1])
+compact_labels(np.arange(4), np.arange(8), 8)  # compiled or loaded before the measurement, both tables
+compact_labels(np.arange(4), np.arange(8), 2**40)
 entries = 2**23 + 1000  # just past a power of two: a table sized to the next one doubled here
 own, nbr = np.arange(entries // 8, dtype=np.int64), np.arange(entries - entries // 8, dtype=np.int64) % 65536
 def status(key):
     return int(next(l for l in open("/proc/self/status") if l.startswith(key)).split()[1]) * 1024
 open("/proc/self/clear_refs", "w").write("5")
 base = status("VmRSS")
-compact_labels(own, nbr)
+compact_labels(own, nbr, labels)
 print((status("VmHWM") - base) / entries)
 """
 
 
-def test_compact_labels_memory_follows_the_block_smoothly():
+@pytest.mark.parametrize("labels", [2 * (2**23 + 1000) + 1, 2**40])  # the largest direct table; a hashed one
+def test_compact_labels_memory_follows_the_block_smoothly(labels):
     """The label table's memory per entry stays the same just past 2^23 entries (where a power-of-two table of
-    int64 keys and slots jumped from 32 to 64 bytes per entry): here at most 40 bytes per entry in all."""
+    int64 keys and slots jumped from 32 to 64 bytes per entry): here at most 40 bytes per entry in all, whether the
+    table is indexed by the label (a label range within the hashed table's size) or hashed."""
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(labels)], capture_output=True, text=True,
+                         check=True)
     per_entry = float(out.stdout.split()[-1])
     assert per_entry <= 40, per_entry

@@ -86,7 +86,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
-    cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr))
+    cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr), level.nodes)
     before = own_l.copy()
     cw = gather(weights, cand)
     vw = np.array(open_ro(level.vwgt)[lo:hi])

@@ -45,20 +45,23 @@ def _label_of(e: int, loc: np.ndarray, nbr: np.ndarray, own: np.ndarray) -> np.i
     return own[loc[e]] if loc[e] >= 0 else nbr[e]
 
 
-def compact_labels(own: np.ndarray, nbr: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Number the distinct labels of a block (its own, then its neighbours') in first-seen order with an open
-    addressing table, O(entries) where a sort would be O(entries log entries). Returns (labels by local index, own
-    as local indices, neighbours as local indices). The table holds 2 slots per entry, 4 bytes each below 2^31
-    entries: its memory follows the block smoothly (a power-of-two size doubled it just past 2^23 entries)."""
+def compact_labels(own: np.ndarray, nbr: np.ndarray, labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Number the distinct labels of a block (its own, then its neighbours') in first-seen order, O(entries) where a
+    sort would be O(entries log entries). Returns (labels by local index, own as local indices, neighbours as local
+    indices). Labels lie in [0, `labels`): while that range is no larger than an open addressing table for the block
+    (2 slots per entry), the table is indexed by the label itself (3-7x faster at R-MAT 20M's level 0: no hashing,
+    no probing); else it is that hash table. Either way 4 bytes a slot below 2^31 entries, so the memory follows the
+    block and never the graph (a power-of-two size doubled it just past 2^23 entries)."""
     total = len(own) + len(nbr)
-    table = np.full(2 * total + 1, -1, dtype=np.int32 if total < 2**31 else np.int64)
-    return _compact(own, nbr, table)
+    direct = labels <= 2 * total + 1
+    table = np.full(labels if direct else 2 * total + 1, -1, dtype=np.int32 if total < 2**31 else np.int64)
+    return _compact(own, nbr, table, direct)
 
 
 @njit(cache=True)
-def _compact(own, nbr, table):
-    """compact_labels' loop: `table` maps a hash slot to the local index of the label stored there (-1: empty);
-    linear probing, the slot taken modulo the table's length."""
+def _compact(own, nbr, table, direct):
+    """compact_labels' loop: `table` maps a slot (the label itself when `direct`, else its hash modulo the table's
+    length, linear probing) to the local index of the label stored there (-1: empty)."""
     size = np.uint64(len(table))
     found = np.empty(len(own) + len(nbr), dtype=np.int64)
     own_l = np.empty(len(own), dtype=np.int64)
@@ -66,7 +69,7 @@ def _compact(own, nbr, table):
     count = 0
     for i in range(len(own) + len(nbr)):
         lab = own[i] if i < len(own) else nbr[i - len(own)]
-        h = mix(np.uint64(0), lab) % size
+        h = np.uint64(lab) if direct else mix(np.uint64(0), lab) % size
         while table[h] != -1 and found[table[h]] != lab:
             h = h + np.uint64(1) if h + np.uint64(1) < size else np.uint64(0)
         if table[h] == -1:
@@ -101,6 +104,8 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
     favourite = np.full(n, -1, dtype=np.int64)
     moves = 0
     for u in order:
+        if quota < 0 and not active[u]:  # its favourite cluster serves only the grouping
+            continue
         nt = _connections(u, indptr, loc, nbr, ew, own, rating, touched)
         cur = own[u]
         best, best_r, best_h = cur, rating[cur], np.uint64(0)
@@ -170,14 +175,28 @@ def _connections(u, indptr, loc, nbr, ew, parts, conn, touched):
 
 
 @njit(cache=True)
+def block_cut(indptr, nbr, ew, parts):
+    """The block's cut at the round's start, as it sees it (`nbr` holds every neighbour's part then, the block's own
+    too): the weight of its entries whose ends lie in different parts. Summed over a level's blocks it is twice the
+    level's cut."""
+    total = np.int64(0)
+    for u in range(len(parts)):
+        p = parts[u]
+        for e in range(indptr[u], indptr[u + 1]):
+            if nbr[e] != p:
+                total += _weight(ew, e)
+    return total
+
+
+@njit(cache=True)
 def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
     """One LP refinement sweep: move an active node to the part it has most edge weight to, if that beats its
     own part and the block's net weight gain of the target stays within `budget` (rows parts, columns constraints).
-    Updates `parts`; returns (net weight change per part, moves)."""
+    Updates `parts`; returns (net weight change per part, moves, cut gain at the block's view of the parts)."""
     conn = np.zeros(nparts, dtype=np.int64)
     touched = np.empty(nparts, dtype=np.int64)
     delta = np.zeros(budget.shape, dtype=np.int64)
-    moves = 0
+    moves, gain = 0, 0
     for u in range(len(parts)):
         if not active[u]:
             continue
@@ -194,14 +213,15 @@ def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
                 continue
             if _fits(delta, q, vw[u], budget[q]):
                 best, best_c, best_h = q, c, h
-        for i in range(nt):
-            conn[touched[i]] = 0
         if best != p:
+            gain += best_c - conn[p]
             delta[p] -= vw[u]
             delta[best] += vw[u]
             parts[u] = best
             moves += 1
-    return delta, moves
+        for i in range(nt):
+            conn[touched[i]] = 0
+    return delta, moves, gain
 
 
 @njit(cache=True)

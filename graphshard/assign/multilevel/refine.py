@@ -11,16 +11,19 @@ import numpy as np
 from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
 from graphshard.assign.multilevel.jet import jet_pass
-from graphshard.assign.multilevel.kernels import rebalance_candidates, refine_round
+from graphshard.assign.multilevel.kernels import block_cut, rebalance_candidates, refine_round
 from graphshard.assign.multilevel.store import Level, gather, load_array, local_rows, open_ro, read_block, write_range
 
 # Jet's negative-gain allowance (a candidate may lose up to this share of its connection to its own part): its
 # paper's figures, larger on coarse levels, whose nodes are clusters.
 JET_COARSE = 0.75
 JET_FINE = 0.25
-# A Jet pass ends after this many rounds without a better balanced cut (the paper's 12 gave the same cuts at 1.3x the
-# cell's CPU on R-MAT 50k coarsened, k=32: BENCHMARKS.md, issue 18, "Jet refinement").
+# A Jet pass ends after this many rounds in a row without a balanced cut better than its best by more than JET_PHI of
+# the block's cut (the paper's end rule; its 12 rounds gave the same cuts at 1.3x the cell's CPU on R-MAT 50k
+# coarsened, k=32: BENCHMARKS.md, issue 18, "Jet refinement"). Without JET_PHI, R-MAT 20M's level-0 passes swung
+# ~28k nodes back and forth for 7 rounds after the first, for 49 edges in all (BENCHMARKS.md, "cheaper rounds").
 JET_PATIENCE = 4
+JET_PHI = 0.001
 
 
 def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
@@ -40,21 +43,26 @@ def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
 
 
 def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
-                 budget: np.ndarray, fm: bool, jet: bool) -> tuple[np.ndarray, int]:
+                 budget: np.ndarray, fm: bool, jet: bool) -> tuple[np.ndarray, int, int, int]:
     """One refinement round over block b into parts map rnd+1: a label propagation sweep, (with `jet`) a Jet pass
-    (jet.py), then (with `fm`) an FM pass over the same active nodes; returns (net weight change per part, moves)."""
+    (jet.py), then (with `fm`) an FM pass over the same active nodes; returns (net weight change per part, moves,
+    cut gain as the block sees it: the other blocks' parts are those of the round's start, and the block's cut at
+    the round's start: `kernels.block_cut`, whose sum over the blocks is twice the level's cut)."""
     lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
     salt = salt_of(seed, level.index, 1000 + rnd)
     active = active_nodes(level, salt, lo, hi)
-    delta, moves = refine_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts)
+    start = block_cut(indptr, nbr, ew, own)
+    delta, moves, gain = refine_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts)
     if jet:
         coef = JET_FINE if level.index == 0 else JET_COARSE
-        moves += jet_pass(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta, coef,
-                          JET_PATIENCE)[0]
+        moved, won = jet_pass(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta, coef, JET_PATIENCE,
+                              JET_PHI * start)
+        moves, gain = moves + moved, gain + won
     if fm:
-        moves += fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)[0]
+        moved, won = fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)
+        moves, gain = moves + moved, gain + won
     write_range(level.parts(rnd + 1), lo, own.astype(np.int32))
-    return delta, int(moves)
+    return delta, int(moves), int(gain), int(start)
 
 
 def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
