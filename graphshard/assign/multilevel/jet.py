@@ -19,10 +19,14 @@ REBALANCE_SWEEPS = 4
 
 
 @njit(cache=True)
-def _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched):
+def _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched, dirty):
     """Each movable node's most connected other part and the gain of going there, whatever the balance; dest -1
-    unless the gain is at least -coef x its connection to its own part (Jet's negative-gain allowance)."""
+    unless the gain is at least -coef x its connection to its own part (Jet's negative-gain allowance). Only `dirty`
+    nodes are rated again: the others' parts, neighbours' parts and locks are as when they were last rated."""
     for u in range(len(parts)):
+        if not dirty[u]:
+            continue
+        dirty[u] = False
         dest[u] = -1
         if not active[u] or locked[u]:
             continue
@@ -42,6 +46,17 @@ def _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef,
                 dest[u], gain[u] = best, g
         for i in range(nt):
             conn[touched[i]] = 0
+
+
+@njit(cache=True)
+def _mark_changed(indptr, loc, parts, before, dirty):
+    """Nodes whose part changed since `before`, and their neighbours in the block, are to be rated again."""
+    for u in range(len(parts)):
+        if parts[u] != before[u]:
+            dirty[u] = True
+            for e in range(indptr[u], indptr[u + 1]):
+                if loc[e] >= 0:
+                    dirty[loc[e]] = True
 
 
 @njit(cache=True)
@@ -97,19 +112,27 @@ def _balanced(delta, budget):
 
 
 @njit(cache=True)
-def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched):
+def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched, loss, unrated):
     """Move the cheapest nodes out of parts above their budget into parts with room (most connected first), until
-    every part fits or nothing can move; returns the exact cut gain (<= 0 mostly)."""
+    every part fits or nothing can move; returns the exact cut gain (<= 0 mostly). `loss` keeps each node's loss
+    between calls, computed again only where `unrated` (its part or a neighbour's changed since)."""
     n = len(parts)
     total = np.int64(0)
-    loss = np.empty(n, dtype=np.int64)
+    before = parts.copy()
     for _ in range(REBALANCE_SWEEPS):
         if _balanced(delta, budget):
             break
+        _mark_changed(indptr, loc, parts, before, unrated)
+        before[:] = parts
         rows = np.empty(n, dtype=np.int64)
         m = 0
         for u in range(n):
             if active[u] and _over(delta, budget, parts[u]):
+                rows[m] = u
+                m += 1
+                if not unrated[u]:
+                    continue
+                unrated[u] = False
                 nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
                 best = np.int64(0)
                 for i in range(nt):
@@ -118,8 +141,6 @@ def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, npar
                 loss[u] = conn[parts[u]] - best
                 for i in range(nt):
                     conn[touched[i]] = 0
-                rows[m] = u
-                m += 1
         rows = rows[:m]
         rows = rows[np.argsort(loss[rows] * np.int64(1 << 20) - (tie[rows] >> np.uint64(44)).astype(np.int64),
                                kind="mergesort")]
@@ -136,6 +157,7 @@ def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, npar
                 conn[touched[i]] = 0
             if best >= 0:
                 total += _move(u, best, indptr, loc, nbr, ew, parts, vw, delta, conn, touched)
+    _mark_changed(indptr, loc, parts, before, unrated)
     return total
 
 
@@ -155,14 +177,21 @@ def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
         tie[u] = mix(salt, u)
     start, best_parts, best_delta = parts.copy(), parts.copy(), delta.copy()
     total, best_total, stale = np.int64(0), np.int64(0), 0
+    dirty, before = np.ones(n, dtype=np.bool_), parts.copy()
+    loss, unrated = np.empty(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
     for _ in range(MAX_ROUNDS):
-        _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched)
+        _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched, dirty)
         _afterburner(indptr, loc, nbr, ew, parts, dest, gain, tie, keep)
+        before[:] = parts
         for u in range(n):
+            dirty[u] |= locked[u] or keep[u]  # locked or unlocked next round
             locked[u] = keep[u]
             if keep[u]:
                 total += _move(u, dest[u], indptr, loc, nbr, ew, parts, vw, delta, conn, touched)
-        total += _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched)
+        _mark_changed(indptr, loc, parts, before, unrated)
+        total += _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched, loss,
+                            unrated)
+        _mark_changed(indptr, loc, parts, before, dirty)
         balanced = _balanced(delta, budget)
         stale = 0 if balanced and total > best_total + enough else stale + 1
         if total > best_total and balanced:
