@@ -79,3 +79,15 @@ def test_hubs_that_stall_an_edge_capped_level_grow_their_bound_within_it(make_gr
     nodes = [lv["nodes"] for lv in levels]
     assert levels[-1]["edges"] <= 16000, levels
     assert all(b <= STALL * a for a, b in zip(nodes, nodes[1:])) and len(levels) <= 3, nodes
+
+
+@pytest.mark.parametrize("top", [2**20, 2**62])  # key and position packed into one int64 for the sort; an argsort
+def test_sum_duplicates_sorts_and_sums_as_unique_does(top):
+    from graphshard.assign.multilevel.coarsen import sum_duplicates
+
+    rng = np.random.default_rng(11)
+    keys = rng.integers(0, 500, 5000) * (top // 500)
+    w = rng.integers(1, 9, 5000)
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    got_keys, got_w = sum_duplicates(keys.copy(), w)
+    assert np.array_equal(got_keys, uniq) and np.array_equal(got_w, np.bincount(inverse, weights=w).astype(np.int64))

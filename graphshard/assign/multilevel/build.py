@@ -32,10 +32,8 @@ def route_chunk(job: int, *, graph: ChunkedGraph, level: Level, flagged: bool) -
     if flagged:
         keys <<= 1
         keys[len(src):] |= 1
-    owner = np.searchsorted(np.asarray(level.bounds), keys >> (bits + flagged), side="right") - 1
-    order = np.argsort(owner, kind="stable")
-    cuts = np.searchsorted(owner[order], np.arange(len(level.bounds)))
-    keys = keys[order]
+    keys.sort()  # by source, so by block (a sort of the keys themselves is several times faster than an argsort)
+    cuts = np.searchsorted(keys, np.asarray(level.bounds, dtype=np.int64) << (bits + flagged))
     for b in level.blocks:
         write_bucket(level.root / "in" / str(job) / f"{b}.bkt", [keys[cuts[b]:cuts[b + 1]]])
     return len(src)
