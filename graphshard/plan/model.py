@@ -277,11 +277,13 @@ def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     """Level 0 (a task per chunk, a classes task per block with `balance_ntypes`, a task per block), each
     coarsening level (per block: the hub marks, `multilevel_lp_rounds` LP rounds of two task groups, as a level
     meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
-    blocks), METIS on the coarsest, and per level the refinement rounds (R-MAT 20M and 500M: 7.7 of the 8 on average
-    before the early stop) and (but the coarsest) the projection, a task per block each (`ml_levels`)."""
+    blocks), METIS on the coarsest, and per level the refinement rounds (`ml_refine_rounds` on average, at most
+    `multilevel_refine_rounds`: a level ends on a round that gains too little) and (but the coarsest) the
+    projection, a task per block each (`ml_levels`)."""
     sizes = [b for _, _, b in ml_levels(g, s)]
     coarsen = sum((2 * s.lp_rounds + 3) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
-    refine = sum(s.refine_rounds * b for b in sizes) + sum(sizes[:-1])
+    rounds = min(s.refine_rounds, coefficients.load()["ml_refine_rounds"])
+    refine = round(rounds * sum(sizes)) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
     return g.edge_chunks + sizes[0] * (1 + classes) + coarsen + 1 + refine
 
