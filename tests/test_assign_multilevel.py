@@ -14,7 +14,7 @@ from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from graphshard.assign import REPORT_FILE, assign
-from graphshard.assign.options import AssignOptions
+from graphshard.assign.options import BLOCK_MULTIPLE, AssignOptions, multilevel_blocks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
 
@@ -43,11 +43,20 @@ def test_cut_within_1_25x_of_metis(make_graph, tmp_path, kind, kwargs, coarse):
     metis = json.loads((tmp_path / "metis" / REPORT_FILE).read_text())
     levels = ml["partitioner"]["levels"]
     assert len(levels) >= 3 and levels[0]["blocks"] >= 3, levels  # it did coarsen, over several blocks
+    assert all(lv["blocks"] == 1 or lv["blocks"] % BLOCK_MULTIPLE == 0 for lv in levels), levels
     # the 10k-node grid coarsened 20x: 278 vs METIS's 227 (1.22x; 272 before the FM pass and KaMinPar at the coarsest
     # level, which lower the cut on R-MAT here from 16,091 to 10,307 against METIS's 14,335); tests/test_multilevel_
     # families.py holds every family to METIS's cut
     assert ml["edge_cut"]["count"] <= 1.25 * metis["edge_cut"]["count"]
     assert ml["imbalance"]["nodes"] <= 1.03
+
+
+def test_block_counts_fill_2_or_4_threads():
+    """One block stays one; more are rounded up to a multiple of 4 (never larger than `block_edges`), a coarse level
+    never has more than its finer level."""
+    assert [multilevel_blocks(e, 4_000_000) for e in (1, 4_000_000, 4_000_001, 12_000_001, 20_000_000, 100_000_000)] \
+        == [1, 1, 4, 4, 8, 28]
+    assert multilevel_blocks(9_000_000, 4_000_000, most=3) == 3 and multilevel_blocks(0, 10) == 1
 
 
 @pytest.mark.parametrize("balance_ntypes,balance_edges", [

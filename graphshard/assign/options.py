@@ -31,8 +31,8 @@ Fields:
   with METIS in one task (the one task that holds a whole graph: this one); `multilevel_coarse_edges`: and at most
   this many edges (coarsening goes on while a level has more: this bounds that task's memory, about 140 B per edge,
   whatever the graph). `multilevel_block_edges`: input edges
-  per block task (blocks = ceil(edges / this); the block count does not depend on the cluster, so results do not
-  either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
+  per block task at most (blocks: `multilevel_blocks`; the block count does not depend on the cluster, so results
+  do not either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
   the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`
   (the best of `multilevel_initial_tries` seeds); `multilevel_fm`: a boundary FM pass after each refinement sweep;
@@ -98,6 +98,21 @@ IGNORED_BECAUSE: dict[str, str] = {
     "balanced": "random only: this method balances node counts itself, within ufactor",
 }
 
+
+# More than one multilevel block: a multiple of this many, so that a round's tasks fill 2 or 4 threads evenly (a
+# round waits for its slowest thread). R-MAT 1M / 20M on 2 workers: 5 -> 8 level-0 blocks (levels 1-2: 5, 3 -> 8,
+# 4), 31.9 -> 29.3 s, cut 10.34% -> 10.19%, worker peak 0.76 -> 0.60 GB (BENCHMARKS.md, issue 18, "blocks that
+# fill the threads").
+BLOCK_MULTIPLE = 4
+
+
+def multilevel_blocks(edges: int, block_edges: int, most: int | None = None) -> int:
+    """Blocks of a multilevel level for `edges` undirected edges: enough for `block_edges` each, rounded up to a
+    multiple of BLOCK_MULTIPLE when more than one, and at most `most` (a coarse level: its finer level's count)."""
+    blocks = max(1, -(-edges // block_edges))
+    if blocks > 1:
+        blocks = -(-blocks // BLOCK_MULTIPLE) * BLOCK_MULTIPLE
+    return blocks if most is None else min(blocks, most)
 
 class FlatOptions(BaseModel):
     """Every option of every method, flat (see the module docstring for each field)."""

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from graphshard.assign.base import TEXT_BLOCK
+from graphshard.assign.options import multilevel_blocks
 from graphshard.assign.random import BLOCK as RANDOM_BLOCK
 from graphshard.assign.report import VOL_MARK_BYTES
 from graphshard.formats.assignment import PART_DTYPE
@@ -229,7 +230,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     """Level-0 routing (one chunk's packed keys), block tasks (a block's CSR), METIS on the coarsest level (at most
     `multilevel_coarse_edges` edges: its memory goes with its edges, not its nodes)."""
     c = coefficients.load()
-    blocks = max(1, math.ceil(g.edges / s.block_edges))
+    blocks = multilevel_blocks(g.edges, s.block_edges)
     tasks_ = {"ml-route (one edge chunk)": g.largest_chunk * c["ml_route_bytes_per_edge"],
               "ml-block (one level-0 block)": g.edges / blocks * c["ml_block_bytes_per_edge"],
               "ml-initial (METIS on the coarsest level)":
@@ -255,10 +256,10 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     edges need, never more (`hierarchy.contract`)."""
     c = coefficients.load()
     nodes, edges = float(g.nodes), float(g.edges)
-    out = [(nodes, edges, max(1, math.ceil(edges / s.block_edges)))]
+    out = [(nodes, edges, multilevel_blocks(int(edges), s.block_edges))]
 
     def level(n: float, e: float) -> None:
-        out.append((n, e, max(1, min(out[-1][2], math.ceil(out[-1][1] / s.block_edges)))))
+        out.append((n, e, multilevel_blocks(int(out[-1][1]), s.block_edges, out[-1][2])))
 
     while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
         nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]

@@ -14,7 +14,7 @@ from graphshard.assign.graph_build import edge_chunks
 from graphshard.assign.multilevel import build, coarsen, refine, sampled
 from graphshard.assign.multilevel.initial import partition_coarsest
 from graphshard.assign.multilevel.store import Level, create, even_bounds, remove
-from graphshard.assign.options import AssignOptions
+from graphshard.assign.options import AssignOptions, multilevel_blocks
 from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
 
@@ -68,7 +68,7 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     """Level 0 from the edge chunks (see build.py); sets the plan's bounds."""
     opts = plan.options
     n = graph.total_nodes
-    blocks = max(1, -(-graph.total_edges // opts.multilevel_block_edges))
+    blocks = multilevel_blocks(graph.total_edges, opts.multilevel_block_edges)
     shape = Level(scratch / "L0", 0, n, 0, even_bounds(n, blocks), 1, False)
     classes = None
     if opts.balance_ntypes:
@@ -162,7 +162,7 @@ def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
 def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Client | None) -> Level:
     """The next level from the clusters after round `rnd` (`counts`: non-empty clusters per block range)."""
     nodes = int(sum(counts))
-    blocks = max(1, min(len(level.blocks), -(-level.entries // (2 * plan.options.multilevel_block_edges))))
+    blocks = multilevel_blocks(level.entries // 2, plan.options.multilevel_block_edges, len(level.blocks))
     coarse = Level(level.root.parent / f"L{level.index + 1}", level.index + 1, nodes, 0, even_bounds(nodes, blocks),
                    level.columns, True).make()
     create(coarse.vwgt, (nodes, level.columns), np.int64)
