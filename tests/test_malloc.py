@@ -1,4 +1,4 @@
-"""heap.kept: freed memory stays in the process inside the block (no fresh page faults for the next array) and is
+"""malloc.kept: freed memory stays in the process inside the block (no fresh page faults for the next array) and is
 handed back on leaving."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import platform
 import numpy as np
 import pytest
 
-from graphshard.inmemory import heap
+from graphshard import malloc
 
 pytestmark = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
                                 reason="glibc's malloc only")
@@ -28,7 +28,7 @@ def filled(mib: int) -> np.ndarray:
 
 def test_freed_arrays_stay_inside_and_go_back_after():
     before = rss()
-    with heap.kept(), heap.kept():  # nested: the outer block restores
+    with malloc.kept(), malloc.kept():  # nested: the outer block restores
         a = filled(200)
         del a
         kept_rss = rss()

@@ -1,9 +1,11 @@
-"""Freed memory kept in this process for the length of a call (glibc's malloc only), so that the shuffle's many
-large temporary arrays reuse pages already mapped instead of faulting fresh ones in for each.
+"""Freed memory kept in this process for the length of a call or a task (glibc's malloc only), so that many large
+temporary arrays reuse pages already mapped instead of faulting fresh ones in for each.
 
-By default glibc serves every allocation above 32 MiB by `mmap` and unmaps it on free, so each of the shuffle's
-partition-sized arrays is faulted in page by page again (on this project's VMs first-touch faults were half of the
-in-process shuffle's wall time: 6.0 s -> 3.1 s, BENCHMARKS.md). Inside `kept()` allocations up to 2 GiB come from
+By default glibc serves every allocation above 32 MiB by `mmap` and unmaps it on free, so each of the in-memory
+shuffle's partition-sized arrays is faulted in page by page again (on this project's VMs first-touch faults were half
+of the in-process shuffle's wall time: 6.0 s -> 3.1 s, BENCHMARKS.md); Dask starts its workers with
+MALLOC_TRIM_THRESHOLD_ set, which pins that threshold at 128 KiB, so there every larger temporary is a fresh mapping
+(the multilevel rounds' tasks: `daskrun.run_tasks(..., kept=True)`). Inside `kept()` allocations up to 2 GiB come from
 the heap and the heap keeps up to 2 GiB free; on leaving, the thresholds are set to glibc's own dynamic ceilings
 (32 MiB mmap, 64 MiB trim: where a numpy process's settle anyway) and what is free is handed back (`malloc_trim`).
 """
