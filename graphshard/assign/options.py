@@ -114,6 +114,7 @@ def multilevel_blocks(edges: int, block_edges: int, most: int | None = None) -> 
         blocks = -(-blocks // BLOCK_MULTIPLE) * BLOCK_MULTIPLE
     return blocks if most is None else min(blocks, most)
 
+
 class FlatOptions(BaseModel):
     """Every option of every method, flat (see the module docstring for each field)."""
 

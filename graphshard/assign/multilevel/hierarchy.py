@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from distributed import Client
@@ -41,7 +42,7 @@ JET_ROUNDS = 1
 REFINE_GAIN = 0.005
 
 
-def _tasks(client: Client | None, what: str, fn, items: list, **kw) -> list:
+def _tasks(client: Client | None, what: str, fn: Callable, items: list, **kw) -> list:
     """run_tasks for the multilevel rounds, each task with freed memory kept in its heap (daskrun's `kept`): their
     block-sized temporaries otherwise fault fresh pages in, two workers at once (R-MAT 20M, 2 workers: the
     clustering tasks' CPU 23.9 -> ~15.5 s)."""
@@ -80,7 +81,7 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     classes = None
     if opts.balance_ntypes:
         found = _tasks(client, "ml-classes", build.block_classes, list(shape.blocks), graph=graph,
-                          level=shape, balance_ntypes=opts.balance_ntypes)
+                       level=shape, balance_ntypes=opts.balance_ntypes)
         classes = np.unique(np.concatenate(found))
     columns = 1 + (len(classes) if classes is not None else int(opts.balance_edges))
     fetch = opts.objtype == "fetch"
@@ -88,14 +89,14 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     create(level.vwgt, (n, columns), np.int64)
     jobs = len(edge_chunks(graph))
     _tasks(client, "ml-route", build.route_chunk, list(range(jobs)), graph=graph, level=level,
-              flagged=opts.balance_edges or fetch)
+           flagged=opts.balance_edges or fetch)
 
     def run(what: str, fn, items: list, **constants) -> list:
         return _tasks(client, what, fn, items, **constants)
 
     gains = sampled.compute(graph, level, jobs, plan.nparts, opts, run) if fetch else None
     made = _tasks(client, "ml-block", build.build_block, list(level.blocks), graph=graph, level=level,
-                     jobs=jobs, options=opts, classes=classes, gains=gains)
+                  jobs=jobs, options=opts, classes=classes, gains=gains)
     remove(build.input_paths(level), level.root / "fetch")
     plan.limits(sum(m["sums"] for m in made), np.max([m["max"] for m in made], axis=0))
     return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, fetch)
@@ -138,10 +139,10 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         _tasks(client, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
-                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=bound, lone=coarsen.lone_weight(far))
+               star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
+               hub_cluster=bound, lone=coarsen.lone_weight(far))
         counts = _tasks(client, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
-                           level=level, rnd=done)
+                        level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
         done += 1
         before, clusters = clusters, sum(counts)
@@ -176,11 +177,11 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
     create(level.cmap, (level.nodes,), np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     _tasks(client, f"ml-number-L{level.index}", coarsen.number_clusters,
-              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
+           [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
     _tasks(client, f"ml-contract-L{level.index}", coarsen.contract_block, list(level.blocks), level=level,
-              rnd=rnd, coarse=coarse)
+           rnd=rnd, coarse=coarse)
     entries = _tasks(client, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
-                        level=level, coarse=coarse)
+                     level=level, coarse=coarse)
     remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.root / "contract")
     return Level(coarse.root, coarse.index, nodes, int(sum(entries)), coarse.bounds, coarse.columns, True)
 
@@ -214,7 +215,7 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         owner = np.searchsorted(np.asarray(level.bounds), chosen[:, 0], side="right") - 1
         per_block = [(b, chosen[owner == b]) for b in level.blocks]  # items, not one big constant for every task
         _tasks(client, f"ml-rebalance-L{level.index}", refine.apply_moves, per_block, star=True,
-                  label=lambda item: f"b{item[0]}", level=level, rnd=rnd)
+               label=lambda item: f"b{item[0]}", level=level, rnd=rnd)
         load = load + delta
         remove(level.parts(rnd))
         rnd, moves = rnd + 1, moves + len(chosen)
@@ -226,8 +227,8 @@ def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.nda
     """The cheapest moves out of overweight parts into parts with `room` (refine.py: candidates per block, chosen
     together); ((node, target) rows, net weight change per part)."""
     found = _tasks(client, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
-                      list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
-                      balance=plan.balance, excess=excess, room=room, load=load)
+                   list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
+                   balance=plan.balance, excess=excess, room=room, load=load)
     return refine.choose_moves(found, excess, room)
 
 
@@ -241,9 +242,9 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
         budget = (plan.bound - load) // len(level.blocks)
         results = _tasks(client, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
-                            level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
-                            budget=budget, fm=plan.options.multilevel_fm,
-                            jet=plan.options.multilevel_jet and i < JET_ROUNDS)
+                         level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
+                         budget=budget, fm=plan.options.multilevel_fm,
+                         jet=plan.options.multilevel_jet and i < JET_ROUNDS)
         load, moved, gain, cut = _sum_results(results, load)
         remove(level.parts(rnd))
         rnd += 1
@@ -259,7 +260,7 @@ def project(fine: Level, coarse: Level, rnd: int, client: Client | None) -> None
     """Parts map 0 of `fine` from the coarse level's parts map `rnd`."""
     create(fine.parts(0), (fine.nodes,), np.int32)
     _tasks(client, f"ml-project-L{fine.index}", refine.project_block, list(fine.blocks), fine=fine,
-              coarse=coarse, rnd=rnd)
+           coarse=coarse, rnd=rnd)
 
 
 def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.ndarray]:
@@ -270,5 +271,5 @@ def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.nd
     fine_enough = level.nodes * tight >= 10 * plan.nparts * 1000 and level.index > 0
     ufactor = tight if fine_enough else opts.ufactor
     return _tasks(client, "ml-initial", partition_coarsest, [level], label=lambda lv: f"L{lv.index}",
-                     nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
-                     method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
+                  nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
+                  method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
