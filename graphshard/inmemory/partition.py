@@ -24,7 +24,6 @@ import numpy as np
 import xxhash
 from pydantic import ValidationError
 
-from graphshard import malloc
 from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
 from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.atomic import move_into_place, publish_on_store
@@ -33,6 +32,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name
+from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
@@ -321,7 +321,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     phases = Phases()
     try:
         here = client is None and options.method in RUN_HERE
-        with malloc.kept() if here else nullcontext(), started_beside(_cluster(client, options.method)) as cluster:
+        with heap.kept() if here else nullcontext(), started_beside(_cluster(client, options.method)) as cluster:
             with phases("chunks"):
                 metadata = write_chunked(graph, work / "input", safe_graph_name(graph_name))
             config = _run_steps(graph, metadata, graph_name, num_parts, options, classes, shuffle_options,
