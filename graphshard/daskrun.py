@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from graphshard import logs, taskheap
+from graphshard import logs
 from graphshard.errors import GraphshardError
 
 if TYPE_CHECKING:
@@ -80,16 +80,10 @@ def _star(item: tuple, *, _fn: Callable, **constants) -> Any:
     return _fn(*item, **constants)
 
 
-def _on_heap(threshold: int, fn: Callable, *args, **constants) -> Any:
-    """fn(*args, **constants) with its temporaries below `threshold` bytes from the heap (`taskheap.raised`)."""
-    with taskheap.raised(threshold):
-        return fn(*args, **constants)
-
-
 def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
                  label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
                  star: bool = False, priority: int = 0, place: Callable[[Any], str | None] | None = None,
-                 share: Sequence[str] = (), heap: int = 0, **constants) -> TaskGroup:
+                 share: Sequence[str] = (), **constants) -> TaskGroup:
     """Submit fn(item, **constants) (fn(*item, ...) with `star`) per item as named Dask tasks; `gather_tasks` collects.
 
     With several groups in flight, a worker runs the ready task of the highest `priority` first (Dask's own order,
@@ -121,10 +115,6 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
         every worker and places the tasks as before): each worker then holds one copy that all its tasks get,
         instead of one per task (for objects whose copies each set themselves up again: a `Storage` makes a new S3
         client per copy, 0.1-0.4 s on the first request).
-    heap : int
-        With a size, each task serves its temporaries below that many bytes from the heap (`taskheap.raised`): Dask's
-        workers start with glibc's mmap threshold pinned at 128 KiB, so each larger one is a fresh mapping faulted in
-        page by page. For tasks that make many block-sized arrays.
     **constants
         Passed to every call (sent to the cluster once).
 
@@ -134,8 +124,6 @@ def submit_tasks(client: Client | None, step: str, what: str, fn: Callable, item
         The submitted tasks.
     """
     items = list(items)
-    if heap:
-        fn = partial(_on_heap, heap, fn)
     if star:
         fn, constants = _star, {"_fn": fn, **constants}
     labels = [str(label(it)) if label else str(i) for i, it in enumerate(items)]
@@ -299,12 +287,12 @@ def _resend_lost(client: Client, groups: Sequence[TaskGroup], lost: list[Future]
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,
               label: Callable[[Any], str] | None = None, detail: Callable[[Any], str] | None = None,
               star: bool = False, place: Callable[[Any], str | None] | None = None, share: Sequence[str] = (),
-              heap: int = 0, **constants) -> list:
+              **constants) -> list:
     """fn(item, **constants) for every item as Dask tasks (here when `client` is None); results in item order.
 
     Parameters
     ----------
-    client, step, what, fn, items, label, detail, star, place, share, heap, **constants
+    client, step, what, fn, items, label, detail, star, place, share, **constants
         As for `submit_tasks`.
 
     Returns
@@ -313,7 +301,7 @@ def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: 
         One result per item, in item order.
     """
     return gather_tasks(client, submit_tasks(client, step, what, fn, items, label=label, detail=detail, star=star,
-                                             place=place, share=share, heap=heap, **constants))[0]
+                                             place=place, share=share, **constants))[0]
 
 
 def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup, int] | None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from distributed import Client
@@ -42,16 +41,6 @@ JET_ROUNDS = 1
 REFINE_GAIN = 0.005
 
 
-# A round task's temporaries below this come from the heap (daskrun's `heap`, as validation's pieces): Dask's workers
-# otherwise map each one afresh and fault its pages in, two workers at once.
-ROUND_HEAP = 16 << 20
-
-
-def _tasks(client: Client | None, what: str, fn: Callable, items: list, **kw) -> list:
-    """run_tasks for the multilevel rounds (their temporaries below ROUND_HEAP from the heap)."""
-    return run_tasks(client, STEP, what, fn, items, heap=ROUND_HEAP, **kw)
-
-
 @dataclass
 class Plan:
     """What every level shares: sizes, bounds and the options."""
@@ -83,23 +72,23 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     shape = Level(scratch / "L0", 0, n, 0, even_bounds(n, blocks), 1, False)
     classes = None
     if opts.balance_ntypes:
-        found = _tasks(client, "ml-classes", build.block_classes, list(shape.blocks), graph=graph,
-                       level=shape, balance_ntypes=opts.balance_ntypes)
+        found = run_tasks(client, STEP, "ml-classes", build.block_classes, list(shape.blocks), graph=graph,
+                          level=shape, balance_ntypes=opts.balance_ntypes)
         classes = np.unique(np.concatenate(found))
     columns = 1 + (len(classes) if classes is not None else int(opts.balance_edges))
     fetch = opts.objtype == "fetch"
     level = Level(shape.root, 0, n, 0, shape.bounds, columns, fetch).make()
     create(level.vwgt, (n, columns), np.int64)
     jobs = len(edge_chunks(graph))
-    _tasks(client, "ml-route", build.route_chunk, list(range(jobs)), graph=graph, level=level,
-           flagged=opts.balance_edges or fetch)
+    run_tasks(client, STEP, "ml-route", build.route_chunk, list(range(jobs)), graph=graph, level=level,
+              flagged=opts.balance_edges or fetch)
 
     def run(what: str, fn, items: list, **constants) -> list:
-        return _tasks(client, what, fn, items, **constants)
+        return run_tasks(client, STEP, what, fn, items, **constants)
 
     gains = sampled.compute(graph, level, jobs, plan.nparts, opts, run) if fetch else None
-    made = _tasks(client, "ml-block", build.build_block, list(level.blocks), graph=graph, level=level,
-                  jobs=jobs, options=opts, classes=classes, gains=gains)
+    made = run_tasks(client, STEP, "ml-block", build.build_block, list(level.blocks), graph=graph, level=level,
+                     jobs=jobs, options=opts, classes=classes, gains=gains)
     remove(build.input_paths(level), level.root / "fetch")
     plan.limits(sum(m["sums"] for m in made), np.max([m["max"] for m in made], axis=0))
     return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, fetch)
@@ -132,7 +121,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
-    top = max(_tasks(client, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
+    top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
     hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
     far = level.nodes > opts.multilevel_coarse_nodes
     bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
@@ -141,11 +130,11 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         create(level.labels(done + 1), (level.nodes,), np.int64)
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
-        _tasks(client, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
-               star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-               hub_cluster=bound, lone=coarsen.lone_weight(far))
-        counts = _tasks(client, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
-                        level=level, rnd=done)
+        run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
+                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
+                  hub_cluster=bound, lone=coarsen.lone_weight(far))
+        counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
+                           level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
         done += 1
         before, clusters = clusters, sum(counts)
@@ -179,12 +168,12 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
     create(coarse.vwgt, (nodes, level.columns), np.int64)
     create(level.cmap, (level.nodes,), np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)])
-    _tasks(client, f"ml-number-L{level.index}", coarsen.number_clusters,
-           [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
-    _tasks(client, f"ml-contract-L{level.index}", coarsen.contract_block, list(level.blocks), level=level,
-           rnd=rnd, coarse=coarse)
-    entries = _tasks(client, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
-                     level=level, coarse=coarse)
+    run_tasks(client, STEP, f"ml-number-L{level.index}", coarsen.number_clusters,
+              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
+    run_tasks(client, STEP, f"ml-contract-L{level.index}", coarsen.contract_block, list(level.blocks), level=level,
+              rnd=rnd, coarse=coarse)
+    entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
+                        level=level, coarse=coarse)
     remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.root / "contract")
     return Level(coarse.root, coarse.index, nodes, int(sum(entries)), coarse.bounds, coarse.columns, True)
 
@@ -217,8 +206,8 @@ def fix_overweight(level: Level, plan: Plan, load: np.ndarray, rnd: int, client:
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
         owner = np.searchsorted(np.asarray(level.bounds), chosen[:, 0], side="right") - 1
         per_block = [(b, chosen[owner == b]) for b in level.blocks]  # items, not one big constant for every task
-        _tasks(client, f"ml-rebalance-L{level.index}", refine.apply_moves, per_block, star=True,
-               label=lambda item: f"b{item[0]}", level=level, rnd=rnd)
+        run_tasks(client, STEP, f"ml-rebalance-L{level.index}", refine.apply_moves, per_block, star=True,
+                  label=lambda item: f"b{item[0]}", level=level, rnd=rnd)
         load = load + delta
         remove(level.parts(rnd))
         rnd, moves = rnd + 1, moves + len(chosen)
@@ -229,9 +218,9 @@ def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.nda
                       client: Client | None) -> tuple[np.ndarray, np.ndarray]:
     """The cheapest moves out of overweight parts into parts with `room` (refine.py: candidates per block, chosen
     together); ((node, target) rows, net weight change per part)."""
-    found = _tasks(client, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
-                   list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
-                   balance=plan.balance, excess=excess, room=room, load=load)
+    found = run_tasks(client, STEP, f"ml-overweight-L{level.index}", refine.rebalance_candidates_block,
+                      list(level.blocks), level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts,
+                      balance=plan.balance, excess=excess, room=room, load=load)
     return refine.choose_moves(found, excess, room)
 
 
@@ -244,10 +233,10 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
     for i in range(plan.options.multilevel_refine_rounds):
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
         budget = (plan.bound - load) // len(level.blocks)
-        results = _tasks(client, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
-                         level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
-                         budget=budget, fm=plan.options.multilevel_fm,
-                         jet=plan.options.multilevel_jet and i < JET_ROUNDS)
+        results = run_tasks(client, STEP, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
+                            level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
+                            budget=budget, fm=plan.options.multilevel_fm,
+                            jet=plan.options.multilevel_jet and i < JET_ROUNDS)
         load, moved, gain, cut = _sum_results(results, load)
         remove(level.parts(rnd))
         rnd += 1
@@ -262,8 +251,8 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
 def project(fine: Level, coarse: Level, rnd: int, client: Client | None) -> None:
     """Parts map 0 of `fine` from the coarse level's parts map `rnd`."""
     create(fine.parts(0), (fine.nodes,), np.int32)
-    _tasks(client, f"ml-project-L{fine.index}", refine.project_block, list(fine.blocks), fine=fine,
-           coarse=coarse, rnd=rnd)
+    run_tasks(client, STEP, f"ml-project-L{fine.index}", refine.project_block, list(fine.blocks), fine=fine,
+              coarse=coarse, rnd=rnd)
 
 
 def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.ndarray]:
@@ -273,6 +262,6 @@ def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.nd
     tight = max(1, opts.ufactor // INITIAL_SLACK)
     fine_enough = level.nodes * tight >= 10 * plan.nparts * 1000 and level.index > 0
     ufactor = tight if fine_enough else opts.ufactor
-    return _tasks(client, "ml-initial", partition_coarsest, [level], label=lambda lv: f"L{lv.index}",
-                  nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
-                  method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
+    return run_tasks(client, STEP, "ml-initial", partition_coarsest, [level], label=lambda lv: f"L{lv.index}",
+                     nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
+                     method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
