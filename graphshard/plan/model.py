@@ -253,7 +253,7 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     `ml_shrink` times (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
     `multilevel_coarse_edges`, each level keeps `ml_near_edge_keep` of them (the hubs' bound grows within a level's
     rounds where they stall it, so no level keeps them all). A coarse level has as many blocks as its finer level's
-    edges need, never more (`hierarchy.contract`)."""
+    edges need, never more (`options.multilevel_blocks`, as `hierarchy.contract` counts them)."""
     c = coefficients.load()
     nodes, edges = float(g.nodes), float(g.edges)
     out = [(nodes, edges, multilevel_blocks(int(edges), s.block_edges))]
