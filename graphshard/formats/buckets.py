@@ -8,6 +8,7 @@ In a scratch prefix on a store (`graphshard.storage.scratch.StorePath`) a bucket
 
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
@@ -29,13 +30,32 @@ def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
-def read_bucket(path: ScratchPath, count: int | None = None) -> list[np.ndarray]:
-    """The first `count` records of a bucket (all when None)."""
+def read_bucket(path: ScratchPath, count: int | None = None, mapped: bool = False) -> list[np.ndarray]:
+    """The first `count` records of a bucket (all when None); `mapped`: read-only views of a local file's pages
+    (no copy, and no fresh memory to fault in and zero for each record), for buckets read whole and often."""
     if is_store(path):
         return get_records(path, count)
+    if mapped:
+        return _mapped(Path(path), count)
     out = []
     with open(Path(path), "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         while (count is None or len(out) < count) and fh.tell() < size:
             out.append(np.load(fh, allow_pickle=False))
+    return out
+
+
+def _mapped(path: Path, count: int | None) -> list[np.ndarray]:
+    """read_bucket's records as views of one read-only mapping of the file (alive while a view is)."""
+    with open(path, "rb") as fh:
+        pages = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        out = []
+        while (count is None or len(out) < count) and fh.tell() < len(pages):
+            fmt = np.lib.format
+            header = fmt.read_array_header_1_0 if fmt.read_magic(fh) == (1, 0) else fmt.read_array_header_2_0
+            shape, fortran, dtype = header(fh)
+            rows = int(np.prod(shape, dtype=np.int64))
+            arr = np.frombuffer(pages, dtype=dtype, count=rows, offset=fh.tell())
+            out.append(arr.reshape(shape, order="F" if fortran else "C"))
+            fh.seek(rows * dtype.itemsize, os.SEEK_CUR)
     return out

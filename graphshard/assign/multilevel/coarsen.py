@@ -13,8 +13,8 @@ import numpy as np
 
 from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.hashing import half, salt_of
-from graphshard.assign.multilevel.kernels import cluster_round, compact_labels
-from graphshard.assign.multilevel.store import Level, gather, local_rows, open_ro, read_block, save_array, write_range
+from graphshard.assign.multilevel.kernels import cluster_round, compact_labels, local_rows
+from graphshard.assign.multilevel.store import Level, gather, open_ro, read_block, save_array, write_range
 from graphshard.formats.buckets import read_bucket, write_bucket
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:

@@ -45,6 +45,25 @@ def _label_of(e: int, loc: np.ndarray, nbr: np.ndarray, own: np.ndarray) -> np.i
     return own[loc[e]] if loc[e] >= 0 else nbr[e]
 
 
+def index_dtype(count: int) -> type:
+    """The narrowest of int32 / int64 that holds indices below `count` (a block's rows or labels): int32 halves the
+    per-entry arrays the kernels stream through, and the pages a task faults in for them."""
+    return np.int32 if count < 2**31 else np.int64
+
+
+def local_rows(indices: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Per adjacency entry, the neighbour's row in the block [lo, hi), or -1 when another block holds it."""
+    return _local_rows(indices, lo, hi, np.empty(len(indices), dtype=index_dtype(hi - lo)))
+
+
+@njit(cache=True)
+def _local_rows(indices, lo, hi, out):
+    for e in range(len(indices)):
+        v = indices[e]
+        out[e] = v - lo if lo <= v < hi else -1
+    return out
+
+
 def compact_labels(own: np.ndarray, nbr: np.ndarray, labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Number the distinct labels of a block (its own, then its neighbours') in first-seen order, O(entries) where a
     sort would be O(entries log entries). Returns (labels by local index, own as local indices, neighbours as local
@@ -54,18 +73,17 @@ def compact_labels(own: np.ndarray, nbr: np.ndarray, labels: int) -> tuple[np.nd
     block and never the graph (a power-of-two size doubled it just past 2^23 entries)."""
     total = len(own) + len(nbr)
     direct = labels <= 2 * total + 1
-    table = np.full(labels if direct else 2 * total + 1, -1, dtype=np.int32 if total < 2**31 else np.int64)
-    return _compact(own, nbr, table, direct)
+    dtype = index_dtype(total)
+    table = np.full(labels if direct else 2 * total + 1, -1, dtype=dtype)
+    found = np.empty(min(total, labels), dtype=np.int64)
+    return _compact(own, nbr, table, direct, found, np.empty(len(own), dtype=dtype), np.empty(len(nbr), dtype=dtype))
 
 
 @njit(cache=True)
-def _compact(own, nbr, table, direct):
+def _compact(own, nbr, table, direct, found, own_l, nbr_l):
     """compact_labels' loop: `table` maps a slot (the label itself when `direct`, else its hash modulo the table's
-    length, linear probing) to the local index of the label stored there (-1: empty)."""
+    length, linear probing) to the local index of the label stored there (-1: empty); `found` lists the labels."""
     size = np.uint64(len(table))
-    found = np.empty(len(own) + len(nbr), dtype=np.int64)
-    own_l = np.empty(len(own), dtype=np.int64)
-    nbr_l = np.empty(len(nbr), dtype=np.int64)
     count = 0
     for i in range(len(own) + len(nbr)):
         lab = own[i] if i < len(own) else nbr[i - len(own)]

@@ -11,8 +11,8 @@ import numpy as np
 from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
 from graphshard.assign.multilevel.jet import jet_pass
-from graphshard.assign.multilevel.kernels import block_cut, rebalance_candidates, refine_round
-from graphshard.assign.multilevel.store import Level, gather, load_array, local_rows, open_ro, read_block, write_range
+from graphshard.assign.multilevel.kernels import block_cut, local_rows, rebalance_candidates, refine_round
+from graphshard.assign.multilevel.store import Level, gather, load_array, open_ro, read_block, write_range
 
 # Jet's negative-gain allowance (a candidate may lose up to this share of its connection to its own part): its
 # paper's figures, larger on coarse levels, whose nodes are clusters.
@@ -36,8 +36,8 @@ def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
 def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
-    own = np.asarray(open_ro(level.parts(rnd))[lo:hi], dtype=np.int64)
-    nbr = gather(level.parts(rnd), indices).astype(np.int64)
+    own = np.array(open_ro(level.parts(rnd))[lo:hi])
+    nbr = gather(level.parts(rnd), indices)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[lo:hi][:, balance])
     return lo, hi, indptr, local_rows(indices, lo, hi), nbr, ew, own, vw
 
@@ -61,7 +61,7 @@ def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, bala
     if fm:
         moved, won = fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)
         moves, gain = moves + moved, gain + won
-    write_range(level.parts(rnd + 1), lo, own.astype(np.int32))
+    write_range(level.parts(rnd + 1), lo, own)
     return delta, int(moves), int(gain), int(start)
 
 

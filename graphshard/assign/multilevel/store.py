@@ -116,16 +116,9 @@ def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
 
 
 def read_block(level: Level, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(indptr, neighbour ids, edge weights or an empty array) of one block."""
-    indptr, indices, ew = read_bucket(level.block(b))
+    """(indptr, neighbour ids, edge weights or an empty array) of one block, read-only (every round reads it)."""
+    indptr, indices, ew = read_bucket(level.block(b), mapped=True)
     return indptr, indices, ew
-
-
-def local_rows(indices: np.ndarray, lo: int, hi: int) -> np.ndarray:
-    """Per adjacency entry, the neighbour's row in the block [lo, hi), or -1 when another block holds it."""
-    loc = indices - lo
-    loc[(indices < lo) | (indices >= hi)] = -1
-    return loc
 
 
 def remove(*paths: ScratchPath) -> None:
