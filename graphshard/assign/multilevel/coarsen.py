@@ -13,7 +13,14 @@ import numpy as np
 
 from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.hashing import half, salt_of
-from graphshard.assign.multilevel.kernels import cluster_round, compact_labels, local_rows
+from graphshard.assign.multilevel.kernels import (
+    cluster_round,
+    coarse_keys,
+    compact_labels,
+    index_dtype,
+    local_rows,
+    sum_sorted,
+)
 from graphshard.assign.multilevel.store import Level, gather, open_ro, read_block, save_array, write_range
 from graphshard.formats.buckets import read_bucket, write_bucket
 
@@ -97,7 +104,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     ukind = np.array(open_ro(level.hubs)[lo:hi]) if hubs else np.zeros(hi - lo, dtype=np.uint8)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
                           half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster, lone)
-    write_range(level.labels(rnd + 1), lo, cand[own_l])
+    write_range(level.labels(rnd + 1), lo, cand[own_l].astype(index_dtype(level.nodes)))
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])
     w = np.concatenate([-vw[changed], vw[changed]])
@@ -127,7 +134,7 @@ def number_clusters(d: int, offset: int, *, level: Level, rnd: int, coarse: Leve
     lo, hi = level.span(d)
     cw = np.array(open_ro(level.cluster_weights(rnd))[lo:hi])
     keep = cw[:, 0] > 0
-    cmap = np.full(hi - lo, -1, dtype=np.int64)
+    cmap = np.full(hi - lo, -1, dtype=index_dtype(coarse.nodes))
     cmap[keep] = offset + np.arange(int(keep.sum()))
     write_range(level.cmap, lo, cmap)
     write_range(coarse.vwgt, offset, cw[keep])
@@ -142,12 +149,8 @@ def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     save_array(level.fine_to_coarse(b), f2c)
     cv = gather(level.cmap, gather(level.labels(rnd), indices))
     del indices
-    cu = np.repeat(f2c, np.diff(indptr))
-    keep = cu != cv
     bits = key_bits(coarse.nodes)
-    keys = (cu[keep] << bits) | cv[keep]
-    w = ew[keep] if len(ew) else np.ones(len(keys), dtype=np.int64)
-    keys, w = sum_duplicates(keys, w)
+    keys, w = sum_duplicates(*coarse_keys(indptr, f2c, cv, ew, bits))
     cuts = np.searchsorted(keys, np.asarray(coarse.bounds, dtype=np.int64) << bits)
     for d in coarse.blocks:
         write_bucket(level.contracted(b, d), [keys[cuts[d]:cuts[d + 1]], w[cuts[d]:cuts[d + 1]]])
@@ -160,9 +163,7 @@ def sum_duplicates(keys: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndar
     if not len(keys):
         return keys, w
     keys, order = _sort_with_order(keys)
-    w = w[order]
-    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
-    return keys[first], np.add.reduceat(w, first)
+    return sum_sorted(keys, w[order])
 
 
 def _sort_with_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

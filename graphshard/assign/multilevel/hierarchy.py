@@ -13,6 +13,7 @@ from distributed import Client
 from graphshard.assign.graph_build import edge_chunks
 from graphshard.assign.multilevel import build, coarsen, refine, sampled
 from graphshard.assign.multilevel.initial import partition_coarsest
+from graphshard.assign.multilevel.kernels import index_dtype
 from graphshard.assign.multilevel.store import Level, create, even_bounds, remove
 from graphshard.assign.options import AssignOptions, multilevel_blocks
 from graphshard.daskrun import run_tasks
@@ -127,7 +128,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
     grow = hubs and not far
     while done < rounds:
-        create(level.labels(done + 1), (level.nodes,), np.int64)
+        create(level.labels(done + 1), (level.nodes,), index_dtype(level.nodes))
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
@@ -166,7 +167,7 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
     coarse = Level(level.root.parent / f"L{level.index + 1}", level.index + 1, nodes, 0, even_bounds(nodes, blocks),
                    level.columns, True).make()
     create(coarse.vwgt, (nodes, level.columns), np.int64)
-    create(level.cmap, (level.nodes,), np.int64)
+    create(level.cmap, (level.nodes,), index_dtype(nodes))
     offsets = np.concatenate([[0], np.cumsum(counts)])
     run_tasks(client, STEP, f"ml-number-L{level.index}", coarsen.number_clusters,
               [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)

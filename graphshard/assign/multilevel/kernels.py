@@ -64,6 +64,36 @@ def _local_rows(indices, lo, hi, out):
     return out
 
 
+@njit(cache=True)
+def coarse_keys(indptr, f2c, cv, ew, bits):
+    """A block's entries between different coarse nodes: (coarse source << bits | coarse target, weight), in entry
+    order (`f2c` per row, `cv` per entry: the coarse nodes)."""
+    keys = np.empty(len(cv), dtype=np.int64)
+    w = np.empty(len(cv), dtype=np.int64)
+    m = 0
+    for u in range(len(f2c)):
+        cu = np.int64(f2c[u])
+        for e in range(indptr[u], indptr[u + 1]):
+            if cv[e] != cu:
+                keys[m] = (cu << bits) | cv[e]
+                w[m] = _weight(ew, e)
+                m += 1
+    return keys[:m], w[:m]
+
+
+@njit(cache=True)
+def sum_sorted(keys, w):
+    """Sorted keys' distinct values and the sum of `w` over each, written over the inputs' fronts (no new arrays)."""
+    m = 0
+    for i in range(len(keys)):
+        if i and keys[i] == keys[m - 1]:
+            w[m - 1] += w[i]
+        else:
+            keys[m], w[m] = keys[i], w[i]
+            m += 1
+    return keys[:m], w[:m]
+
+
 def compact_labels(own: np.ndarray, nbr: np.ndarray, labels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Number the distinct labels of a block (its own, then its neighbours') in first-seen order, O(entries) where a
     sort would be O(entries log entries). Returns (labels by local index, own as local indices, neighbours as local
