@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphshard.storage.scratch import ScratchPath, get_records, is_store, put_records
+from graphshard.storage.scratch import ScratchPath, get_records, is_store, npy_header, put_records
 
 
 def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
@@ -51,9 +51,7 @@ def _mapped(path: Path, count: int | None) -> list[np.ndarray]:
         pages = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         out = []
         while (count is None or len(out) < count) and fh.tell() < len(pages):
-            fmt = np.lib.format
-            header = fmt.read_array_header_1_0 if fmt.read_magic(fh) == (1, 0) else fmt.read_array_header_2_0
-            shape, fortran, dtype = header(fh)
+            shape, fortran, dtype = npy_header(fh)
             rows = int(np.prod(shape, dtype=np.int64))
             arr = np.frombuffer(pages, dtype=dtype, count=rows, offset=fh.tell())
             out.append(arr.reshape(shape, order="F" if fortran else "C"))

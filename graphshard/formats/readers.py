@@ -20,6 +20,7 @@ from graphshard.formats.arrow import column_to_numpy
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat
 from graphshard.storage import Location, StoredFile
 from graphshard.storage.overlap import each
+from graphshard.storage.scratch import npy_header
 
 Source = StoredFile | Path | str | Location  # what a reader method takes: a StoredFile, else a path or URL
 
@@ -124,10 +125,8 @@ class NpyLayout:
 
 def _npy_layout(head: bytes) -> NpyLayout:
     """Parse an .npy header from the file's first bytes (they must hold the whole header)."""
-    npf = np.lib.format
     fh = io.BytesIO(head)
-    read = npf.read_array_header_1_0 if npf.read_magic(fh) == (1, 0) else npf.read_array_header_2_0
-    shape, fortran, dtype = read(fh)
+    shape, fortran, dtype = npy_header(fh)
     return NpyLayout(tuple(int(x) for x in shape), bool(fortran), dtype, fh.tell())
 
 

@@ -123,14 +123,26 @@ def _fill(arr: np.ndarray, fill: int) -> None:
 
 
 def write_range(path: ScratchPath, lo: int, values: np.ndarray) -> None:
-    """Rows [lo, lo + len(values)) of an array (a task writes only its own rows)."""
+    """Rows [lo, lo + len(values)) of an array (a task writes only its own rows). A local file takes one positioned
+    write: what it writes is in the page cache for every process of the host at once and, on a shared filesystem,
+    sent when the file is closed (close-to-open), with no synchronous flush to disk (a memory map's flush took 3-9 ms
+    a call, and the multilevel rounds make hundreds)."""
     if is_store(path):
         put_records(path / f"r{lo:020d}.npy", [values])
         return
-    arr = np.load(path, mmap_mode="r+")
-    arr[lo:lo + len(values)] = values
-    arr.flush()
-    del arr
+    with open(path, "r+b") as fh:
+        shape, _, dtype = npy_header(fh)
+        values = np.ascontiguousarray(values, dtype=dtype)
+        if values.shape[1:] != tuple(shape[1:]) or not 0 <= lo <= shape[0] - len(values):
+            raise ValueError(f"{path}: rows {lo}..{lo + len(values)} of shape {values.shape} do not fit {shape}")
+        fh.seek(lo * values[:1].nbytes, os.SEEK_CUR)
+        fh.write(values.data)
+
+
+def npy_header(fh) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, Fortran order, dtype) of the `.npy` record at the file's position, which is left at its data."""
+    fmt = np.lib.format
+    return (fmt.read_array_header_1_0 if fmt.read_magic(fh) == (1, 0) else fmt.read_array_header_2_0)(fh)
 
 
 def upload_range(path: ScratchPath, lo: int, npy_file: Path, keep: bool = False) -> None:
@@ -258,9 +270,7 @@ def _assemble(path: StorePath, local: Path) -> None:
 
 def _copy_range(piece: StorePath, out: np.ndarray, lo: int) -> None:
     with piece.storage.open_read(piece.loc) as fh:
-        version = np.lib.format.read_magic(fh)
-        shape, _, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0)
-                           else np.lib.format.read_array_header_2_0(fh))
+        shape, _, dtype = npy_header(fh)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize)
         step = max(1, COPY_BLOCK // row_bytes)
         for i in range(0, shape[0] if shape else 0, step):
