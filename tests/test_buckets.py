@@ -20,6 +20,8 @@ def test_bucket_records_round_trip(tmp_path, mapped):
         assert got.dtype == want.dtype and got.shape == want.shape and (got == want).all()
         assert got.flags.writeable != mapped
     assert [a.tolist() for a in read_bucket(path, 2, mapped=mapped)] == [a.tolist() for a in rows[:2]]
+    write_bucket(path, [])
+    assert read_bucket(path, mapped=mapped) == []
 
 
 def test_mapped_records_outlive_the_file_being_replaced(tmp_path):

@@ -48,6 +48,8 @@ def read_bucket(path: ScratchPath, count: int | None = None, mapped: bool = Fals
 def _mapped(path: Path, count: int | None) -> list[np.ndarray]:
     """read_bucket's records as views of one read-only mapping of the file (alive while a view is)."""
     with open(path, "rb") as fh:
+        if not os.fstat(fh.fileno()).st_size:
+            return []  # a bucket of no records (an empty file cannot be mapped)
         pages = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         out = []
         while (count is None or len(out) < count) and fh.tell() < len(pages):
