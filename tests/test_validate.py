@@ -86,6 +86,19 @@ def test_good_sets_pass(mag_set, rmat_set, full, piece, monkeypatch):
         assert report["halo_mode"] == "full"
 
 
+def test_big_endian_input_features_validate(client, make_graph, tmp_path):
+    """A big-endian .npy feature is written in DGL's little-endian dtype and validates against the input."""
+    md = tmp_path / "graph" / "metadata.json"
+    shutil.copytree(make_graph("rmat", nodes=200, edges=1000, chunks=2, seed=6).parent, md.parent)
+    meta = json.loads(md.read_text())
+    for spec in (meta["node_data"]["_N"]["feat"], meta["edge_data"]["_N:_E:_N"]["weight"]):
+        for name in spec["data"]:
+            np.save(md.parent / name, np.load(md.parent / name).astype(">f4"))
+    report = validate(partition(client, md, tmp_path / "out", num_parts=2, **ORIG), md, full=True)
+    assert report["ok"], problem_lines(report)
+    assert statuses(report)["feature-values"] == "passed"
+
+
 def test_dask_and_local_runs_agree(client, mag_set):
     config, md = mag_set
     local, dist = validate(config, md), validate(config, md, client=client)

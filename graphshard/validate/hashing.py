@@ -20,8 +20,11 @@ from graphshard.splitmix import GOLDEN, finalize
 
 
 def canonical(rows: np.ndarray) -> np.ndarray:
-    """Rows as DGL stores them: bool becomes uint8 (the only conversion the writer may make)."""
+    """Rows as DGL stores them: bool becomes uint8, a big-endian input dtype its native one (the writer's only
+    conversions)."""
     rows = np.asarray(rows)
+    if not rows.dtype.isnative:
+        rows = rows.astype(rows.dtype.newbyteorder("="))
     return rows.view(np.uint8) if rows.dtype == np.bool_ else rows
 
 
