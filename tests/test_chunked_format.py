@@ -15,6 +15,7 @@ from graphshard.formats.chunked import load_metadata, parse_metadata
 from graphshard.formats.chunked_writer import ChunkedGraphWriter
 from graphshard.formats.readers import read_chunk, read_edge_chunk, read_rows
 from graphshard.ingest import check_graph
+from graphshard.precheck import precheck
 
 
 def _tiny(out: Path, fmt: str = "numpy", delimiter: str = " ") -> Path:
@@ -135,3 +136,19 @@ def test_metadata_problems_name_the_field(tmp_path):
         with pytest.raises(InputError) as err:
             parse_metadata(data, meta.parent, meta)
         assert err.value.field == field and expected in str(err.value) and str(meta) in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda b: b + b"\n",  # a blank line at the end
+    lambda b: b.replace(b"\n", b"\n\n", 1),  # a blank line in the middle
+    lambda b: b.replace(b"\n", b"\r\n") + b"\r\n",  # CRLF, a blank line at the end
+    lambda b: b.replace(b"\n", b"\r"),  # old Mac line ends
+], ids=["trailing-blank", "blank-inside", "crlf-blank", "cr-only"])
+def test_csv_rows_are_the_rows_pyarrow_reads(tmp_path, edit):
+    meta = _tiny(tmp_path / "g", "csv")
+    g = load_metadata(meta)
+    for name in g.data_files():
+        path = g.path(name)
+        path.write_bytes(edit(path.read_bytes()))
+    assert precheck(g) == [] and check_graph(g) == []
+    assert read_edge_chunk(g, "a:r:b", 0)[0].tolist() == [0, 1, 2]

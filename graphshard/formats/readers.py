@@ -355,16 +355,24 @@ class CsvReader(ChunkReader):
             return self.table(f, fmt)
 
     def num_rows(self, path: Source, fmt: FileFormat) -> int:
+        """The rows pyarrow reads: non-empty lines, ended by LF, CRLF or CR (blank lines are skipped, as it does)."""
         f = _file(path)
         try:
             with f.open(block_size=1 << 24) as fh:
                 count, last = 0, b"\n"
                 while block := fh.read(1 << 24):
-                    count += block.count(b"\n")
+                    count += _line_ends(last + block)
                     last = block[-1:]
-                return count + (last != b"\n")
+                return count + (last not in b"\r\n")
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
+
+
+def _line_ends(data: bytes) -> int:
+    """How many non-empty lines end in `data`: bytes other than CR and LF followed by a CR or LF."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    end = (arr == 10) | (arr == 13)
+    return int(np.count_nonzero(end[1:] & ~end[:-1]))
 
 
 READERS: dict[str, ChunkReader] = {"numpy": NumpyReader(), "parquet": ParquetReader(), "csv": CsvReader()}
