@@ -143,7 +143,8 @@ def test_metadata_problems_name_the_field(tmp_path):
     lambda b: b.replace(b"\n", b"\n\n", 1),  # a blank line in the middle
     lambda b: b.replace(b"\n", b"\r\n") + b"\r\n",  # CRLF, a blank line at the end
     lambda b: b.replace(b"\n", b"\r"),  # old Mac line ends
-], ids=["trailing-blank", "blank-inside", "crlf-blank", "cr-only"])
+    lambda b: b.rstrip(b"\n"),  # no final newline (a:r:b's second chunk: one row, so no line end at all)
+], ids=["trailing-blank", "blank-inside", "crlf-blank", "cr-only", "no-final-newline"])
 def test_csv_rows_are_the_rows_pyarrow_reads(tmp_path, edit):
     meta = _tiny(tmp_path / "g", "csv")
     g = load_metadata(meta)

@@ -302,6 +302,15 @@ def _csv_source(f: StoredFile, block: int):
     return pa.BufferReader(f.data) if f.data is not None else f.open(block_size=block)
 
 
+NO_LINE_END = "cannot infer number of columns"  # pyarrow's words for a non-empty csv file without a line end
+
+
+def _parse_csv(source, fmt: FileFormat) -> pa.Table:
+    """The whole csv file, no header, columns split at format.delimiter."""
+    return pacsv.read_csv(source, read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
+                          parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter))
+
+
 class CsvReader(ChunkReader):
     """Text files of numbers: read whole (a store serves them as whole objects), the first block for headers."""
 
@@ -320,14 +329,15 @@ class CsvReader(ChunkReader):
 
     def _read(self, f: StoredFile, fmt: FileFormat) -> pa.Table:
         try:
-            return pacsv.read_csv(
-                _csv_source(f, HEAD_BLOCK),
-                read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
-                parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
-            )
+            return _parse_csv(_csv_source(f, HEAD_BLOCK), fmt)
         except Exception as err:  # noqa: BLE001
             if not f.exists():
                 raise _open_error(f, err) from None
+            if NO_LINE_END in str(err) and f.size():  # one row without a final newline: pyarrow sees no line
+                try:
+                    return _parse_csv(pa.BufferReader(f.read_all() + b"\n"), fmt)
+                except Exception as again:  # noqa: BLE001
+                    err = again
             raise InputError(f.shown, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
                              f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
 
