@@ -153,3 +153,13 @@ def test_csv_rows_are_the_rows_pyarrow_reads(tmp_path, edit):
         path.write_bytes(edit(path.read_bytes()))
     assert precheck(g) == [] and check_graph(g) == []
     assert read_edge_chunk(g, "a:r:b", 0)[0].tolist() == [0, 1, 2]
+
+
+def test_pickled_npy_is_named_by_its_dtype(tmp_path):
+    meta = _tiny(tmp_path / "g")
+    g = load_metadata(meta)
+    np.save(g.path(g.node_data["a"]["x"].data[0]), np.array([{"x": 1}, None], dtype=object), allow_pickle=True)
+    problems = precheck(g)
+    assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[0]", problems
+    assert "numeric or bool dtype, found dtype object" in str(problems[0]) and "truncated" not in str(problems[0])
+

@@ -151,6 +151,8 @@ class NumpyReader(ChunkReader):
         """The .npy header; a file shorter than its header's shape and dtype need is reported as truncated."""
         f = _file(path)
         lay = self.layout(f)
+        if lay.dtype.hasobject:  # its size says nothing: the objects are pickled after the header
+            raise InputError(f.shown, None, "a numeric or bool dtype", "dtype object (pickled Python objects)")
         need, size = lay.offset + lay.data_bytes, f.size()
         if size < need:
             raise InputError(f.shown, None, f"{need} bytes (header: shape {lay.shape}, dtype {lay.dtype})",
