@@ -163,3 +163,16 @@ def test_pickled_npy_is_named_by_its_dtype(tmp_path):
     assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[0]", problems
     assert "numeric or bool dtype, found dtype object" in str(problems[0]) and "truncated" not in str(problems[0])
 
+
+def test_corrupt_parquet_page_is_one_line(tmp_path):
+    meta = _tiny(tmp_path / "g", "parquet")
+    g = load_metadata(meta)
+    path = g.path(g.edges["a:r:b"].data[0])
+    pq.write_table(pa.table({"s": np.arange(600), "d": np.arange(600)}), path, row_group_size=200)
+    data = bytearray(path.read_bytes())
+    start = pq.ParquetFile(path).metadata.row_group(1).column(1).data_page_offset
+    data[start + 10:start + 60] = bytes(b ^ 0x5A for b in data[start + 10:start + 60])
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError, match="a readable chunk file") as err:
+        read_edge_chunk(g, "a:r:b", 0)
+    assert "\n" not in str(err.value), str(err.value)

@@ -32,7 +32,7 @@ def _file(source: Source) -> StoredFile:
 def _open_error(f: StoredFile, err: Exception) -> InputError:
     if not f.exists():
         return InputError(f.shown, None, "an existing chunk file", "no such file")
-    return InputError(f.shown, None, "a readable chunk file", f"{type(err).__name__}: {err}")
+    return InputError(f.shown, None, "a readable chunk file", f"{type(err).__name__}: {' '.join(str(err).split())}")
 
 
 VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can hold
