@@ -176,3 +176,20 @@ def test_corrupt_parquet_page_is_one_line(tmp_path):
     with pytest.raises(InputError, match="a readable chunk file") as err:
         read_edge_chunk(g, "a:r:b", 0)
     assert "\n" not in str(err.value), str(err.value)
+
+
+def test_numeric_columns_of_different_dtypes_are_promoted(tmp_path):
+    meta = _tiny(tmp_path / "g", "parquet")
+    g = load_metadata(meta)
+    pq.write_table(pa.table({"s": pa.array([0, 1, 2], pa.int32()), "d": pa.array([1, 0, 1], pa.int64())}),
+                   g.path(g.edges["a:r:b"].data[0]))
+    pq.write_table(pa.table({"c0": pa.array([0, 2], pa.int64()), "c1": pa.array([1.5, 3.5])}),
+                   g.path(g.node_data["a"]["x"].data[0]))
+    pq.write_table(pa.table({"c0": [4.0], "c1": [5.5]}), g.path(g.node_data["a"]["x"].data[1]))
+    assert precheck(g) == [] and check_graph(g) == []
+    assert read_edge_chunk(g, "a:r:b", 0)[0].tolist() == [0, 1, 2]
+    x = read_rows(g, g.node_data["a"]["x"], 0, 3)
+    assert x.dtype == np.float64 and x.tolist() == [[0, 1.5], [2, 3.5], [4, 5.5]]
+    pq.write_table(pa.table({"s": pa.array([0, 1, 2], pa.uint64()), "d": pa.array([1, 0, 1], pa.int64())}),
+                   g.path(g.edges["a:r:b"].data[0]))
+    assert "columns of one dtype" in str(precheck(g)[0])

@@ -95,8 +95,21 @@ def _arrow_to_numpy(table: pa.Table, path: object) -> np.ndarray:
     cols = [column_to_numpy(table.column(i)) for i in range(table.num_columns)]
     dtypes = {c.dtype for c in cols}
     if len(dtypes) != 1:
-        raise InputError(path, None, "columns of one dtype", sorted(str(d) for d in dtypes))
+        common = _common_dtype(dtypes)
+        if common is None:
+            raise InputError(path, None, "columns of one dtype", sorted(str(d) for d in dtypes))
+        cols = [c.astype(common, copy=False) for c in cols]
     return np.stack(cols, axis=1)
+
+
+def _common_dtype(dtypes: set[np.dtype]) -> np.dtype | None:
+    """The dtype numeric columns of different dtypes share, as numpy (and DGL's pandas read) promotes them: int32
+    and int64 IDs, a csv feature column of whole numbers beside float ones; None for bool or text columns, or integers
+    only a float holds (int64 beside uint64)."""
+    if not all(d.kind in "iuf" for d in dtypes):
+        return None
+    common = np.result_type(*dtypes)
+    return None if common.kind == "f" and all(d.kind in "iu" for d in dtypes) else common
 
 
 @dataclass(frozen=True)
