@@ -103,13 +103,13 @@ def _arrow_to_numpy(table: pa.Table, path: object) -> np.ndarray:
 
 
 def _common_dtype(dtypes: set[np.dtype]) -> np.dtype | None:
-    """The dtype numeric columns of different dtypes share, as numpy (and DGL's pandas read) promotes them: int32
-    and int64 IDs, a csv feature column of whole numbers beside float ones; None for bool or text columns, or integers
-    only a float holds (int64 beside uint64)."""
+    """The dtype numeric columns of different dtypes share, as numpy (and DGL's pandas read) promotes them, when it is
+    one of theirs: int32 beside int64 IDs, a csv feature column of whole numbers (int64) beside float64 ones. None
+    for bool or text columns, or when promotion would make a dtype no column has (int64 beside uint64 or float32)."""
     if not all(d.kind in "iuf" for d in dtypes):
         return None
     common = np.result_type(*dtypes)
-    return None if common.kind == "f" and all(d.kind in "iu" for d in dtypes) else common
+    return common if common in dtypes else None
 
 
 @dataclass(frozen=True)
