@@ -193,3 +193,19 @@ def test_numeric_columns_of_different_dtypes_are_promoted(tmp_path):
     pq.write_table(pa.table({"s": pa.array([0, 1, 2], pa.uint64()), "d": pa.array([1, 0, 1], pa.int64())}),
                    g.path(g.edges["a:r:b"].data[0]))
     assert "columns of one dtype" in str(precheck(g)[0])
+
+
+@pytest.mark.parametrize("text,line,found", [
+    ("0 1\n1\n2 1\n", "line 2: '1'", "found 1 at"),  # a value missing
+    ("0\n1 0\n2 1\n", "line 1: '0'", "found 1 at"),  # missing on the first line, which pyarrow takes as the norm
+    ("0 1\n\n1 0 7\n2 1\n", "line 3: '1 0 7'", "found 3 at"),  # an extra value after a blank line
+], ids=["short-row", "short-first-row", "long-row"])
+def test_csv_ragged_row_is_named_by_its_line(tmp_path, text: str, line: str, found: str) -> None:
+    """A csv row with a value missing or extra is named by its line number and text, the count other rows have."""
+    g = load_metadata(_tiny(tmp_path / "g", "csv"))
+    g.path(g.edges["a:r:b"].data[0]).write_text(text)
+    with pytest.raises(InputError) as err:
+        read_edge_chunk(g, "a:r:b", 0)
+    assert "expected 2 columns separated by ' '" in str(err.value) and f"{found} {line}" in str(err.value), err.value
+    problems = precheck(g)
+    assert problems and problems[0].field == "edges['a:r:b'].data[0]" and line in str(problems[0]), problems

@@ -7,6 +7,7 @@ count a file's rows cheaply (npy header, parquet footer, a line scan for csv) wi
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -353,8 +354,9 @@ class CsvReader(ChunkReader):
                     return _parse_csv(pa.BufferReader(f.read_all() + b"\n"), fmt)
                 except Exception as again:  # noqa: BLE001
                     err = again
-            raise InputError(f.shown, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
-                             f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
+            raise _ragged_line(f, fmt) or InputError(
+                f.shown, "format.delimiter", f"rows of numbers separated by {fmt.delimiter!r}",
+                f"{type(err).__name__}: {str(err).splitlines()[0]}") from None
 
     def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
@@ -391,6 +393,34 @@ class CsvReader(ChunkReader):
                 return count + (last not in b"\r\n")
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
+
+
+def _csv_lines(f: StoredFile) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a csv file and their 1-based numbers (LF, CRLF or CR ends; blank lines skipped, as
+    pyarrow does): for messages, so only on an error path."""
+    with f.open(block_size=1 << 24) as fh:
+        for number, line in enumerate(io.TextIOWrapper(fh, encoding="utf-8", errors="replace", newline=None), 1):
+            if line := line.rstrip("\n"):
+                yield number, line
+
+
+def _shown_line(number: int, line: str) -> str:
+    """A csv line as a message quotes it: its number and its text, shortened."""
+    return f"line {number}: {line if len(line) <= 60 else line[:57] + '...'!r}"
+
+
+def _ragged_line(f: StoredFile, fmt: FileFormat) -> InputError | None:
+    """The first line whose column count differs from the count most lines have (a value missing or extra); None
+    when all lines agree. pyarrow names neither the line nor the usual count (it takes the first line's)."""
+    seen: dict[int, list] = {}  # columns -> [lines with that many, the first such line's number, its text]
+    for number, line in _csv_lines(f):
+        seen.setdefault(line.count(fmt.delimiter) + 1, [0, number, line])[0] += 1
+    if len(seen) < 2:
+        return None
+    usual = max(seen, key=lambda n: seen[n][0])
+    odd = min((n for n in seen if n != usual), key=lambda n: seen[n][1])
+    return InputError(f.shown, None, f"{usual} columns separated by {fmt.delimiter!r} on every line (as "
+                      f"{seen[usual][0]} lines have)", f"{odd} at {_shown_line(*seen[odd][1:])}")
 
 
 def _line_ends(data: bytes) -> int:
