@@ -209,3 +209,20 @@ def test_csv_ragged_row_is_named_by_its_line(tmp_path, text: str, line: str, fou
     assert "expected 2 columns separated by ' '" in str(err.value) and f"{found} {line}" in str(err.value), err.value
     problems = precheck(g)
     assert problems and problems[0].field == "edges['a:r:b'].data[0]" and line in str(problems[0]), problems
+
+
+def test_parquet_null_integer_or_bool_is_refused_by_row(tmp_path) -> None:
+    """A null integer or bool in a parquet chunk is refused naming its column and row (numpy has no value for it);
+    a null float stays NaN, as DGL's pandas-based reader reads it."""
+    g = load_metadata(_tiny(tmp_path / "g", "parquet"))
+    pq.write_table(pa.table({"s": pa.array([0, 1, 2]), "d": pa.array([1, None, 1])}), g.path(g.edges["a:r:b"].data[0]))
+    with pytest.raises(InputError, match=r"no nulls in column 'd' of type int64 \(fill them or drop their rows\), "
+                                         r"found a null at row 1"):
+        read_edge_chunk(g, "a:r:b", 0)
+    x = g.path(g.node_data["a"]["x"].data[0])
+    for column, row in [(pa.array([True, None]), 1), (pa.array([[0, 1], [2, None]]), 1), (pa.array([None, [0, 1]]), 0)]:
+        pq.write_table(pa.table({"c": column}), x)
+        with pytest.raises(InputError, match=f"found a null at row {row}"):
+            read_chunk(g, g.node_data["a"]["x"], 0)
+    pq.write_table(pa.table({"c0": [0.0, None], "c1": [1.0, 3.0]}), x)
+    assert np.isnan(read_rows(g, g.node_data["a"]["x"], 0, 3)[1, 0])

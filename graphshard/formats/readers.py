@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
@@ -84,11 +85,48 @@ class ChunkReader:
         return np.asarray(self.table(path, fmt)[ids])
 
 
-def _arrow_to_numpy(table: pa.Table, path: object) -> np.ndarray:
-    """A table of one list column or of N scalar columns as an (n,) or (n, N) array."""
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_fixed_size_list(t) or pa.types.is_large_list(t)
+
+
+def _null_lost(t: pa.DataType) -> bool:
+    """Whether numpy has no value for a null of this type (integers, bools, a column of nulls only). A float null
+    becomes NaN, as DGL's pandas-based reader reads it, so float columns keep their nulls."""
+    return pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_null(t)
+
+
+def _null_row(col: pa.ChunkedArray) -> int | None:
+    """The first row holding a null numpy cannot hold (a missing list, or a null integer or bool); None when there
+    is none, known from the null counts alone."""
+    if not _is_list(col.type):
+        return pc.index(col.is_null(), True).as_py() if col.null_count and _null_lost(col.type) else None
+    values = sum(c.flatten().null_count for c in col.chunks) if _null_lost(col.type.value_type) else 0
+    if not col.null_count and not values:
+        return None
+    col = col.combine_chunks()
+    rows = [pc.index(col.is_null(), True).as_py()]
+    if values:
+        rows.append(pc.list_parent_indices(col)[pc.index(col.flatten().is_null(), True).as_py()].as_py())
+    return min(r for r in rows if r >= 0)
+
+
+def _null_problem(table: pa.Table, path: object, first_row: int) -> InputError | None:
+    """A null where numpy has no value for it (an edge endpoint, an integer label, a bool mask): its column and
+    first row (`first_row`: the table's first row in the file)."""
+    for name, col in zip(table.column_names, table.columns):
+        if (row := _null_row(col)) is not None:
+            return InputError(path, None, f"no nulls in column {name!r} of type {col.type} (fill them or drop "
+                              "their rows)", f"a null at row {first_row + row}")
+    return None
+
+
+def _arrow_to_numpy(table: pa.Table, path: object, first_row: int = 0) -> np.ndarray:
+    """A table of one list column or of N scalar columns as an (n,) or (n, N) array; a null integer or bool refused."""
+    if (problem := _null_problem(table, path, first_row)) is not None:
+        raise problem
     if table.num_columns == 1:
         col = table.column(0).combine_chunks()
-        if pa.types.is_list(col.type) or pa.types.is_fixed_size_list(col.type) or pa.types.is_large_list(col.type):
+        if _is_list(col.type):
             flat = column_to_numpy(col.flatten())
             n = len(col)
             return flat.reshape(n, -1) if n else flat.reshape(0, 0)
@@ -276,7 +314,7 @@ class ParquetReader(ChunkReader):
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         first = int(ends[groups[0]])
-        return _arrow_to_numpy(table, f.shown)[start - first:stop - first]
+        return _arrow_to_numpy(table, f.shown, first)[start - first:stop - first]
 
     def header(self, path: Source, fmt: FileFormat) -> Header:
         """From the footer alone when every column is one numeric or bool type (N columns: rows of N values; a
