@@ -226,3 +226,19 @@ def test_parquet_null_integer_or_bool_is_refused_by_row(tmp_path) -> None:
             read_chunk(g, g.node_data["a"]["x"], 0)
     pq.write_table(pa.table({"c0": [0.0, None], "c1": [1.0, 3.0]}), x)
     assert np.isnan(read_rows(g, g.node_data["a"]["x"], 0, 3)[1, 0])
+
+
+@pytest.mark.parametrize("text,found", [
+    ("0 1\n1 abc\n2 1\n", "'abc' in column 2 of line 2: '1 abc'"),  # text among numbers
+    ("0 1\n1 \n2 1\n", "an empty value in column 2 of line 2: '1 '"),  # read as a null, which IDs cannot hold
+    ("0 1\n\nNA 0\n2 1\n", "'NA' in column 1 of line 3: 'NA 0'"),  # a null token, after a blank line
+], ids=["text", "empty", "null-token"])
+def test_csv_bad_value_is_named_by_line_column_and_token(tmp_path, text: str, found: str) -> None:
+    """A csv value that is not a number (or empty, where integers cannot be null) is named by line, column, token."""
+    g = load_metadata(_tiny(tmp_path / "g", "csv"))
+    g.path(g.edges["a:r:b"].data[0]).write_text(text)
+    with pytest.raises(InputError) as err:
+        read_edge_chunk(g, "a:r:b", 0)
+    assert f"expected numbers separated by format.delimiter ' ', found {found}" in str(err.value), err.value
+    problems = precheck(g)
+    assert problems and problems[0].field == "edges['a:r:b'].data[0]" and found in str(problems[0]), problems

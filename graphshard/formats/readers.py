@@ -7,6 +7,8 @@ count a file's rows cheaply (npy header, parquet footer, a line scan for csv) wi
 from __future__ import annotations
 
 import io
+import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -405,7 +407,10 @@ class CsvReader(ChunkReader):
                 raise _open_error(f, err) from None
         if f.exists() and f.size() == 0:
             return np.zeros((0, 0), dtype=np.int64)  # pyarrow refuses empty files; an empty chunk is valid
-        return _arrow_to_numpy(self._read(f, fmt), f.shown)
+        table = self._read(f, fmt)
+        if (problem := _csv_value_problem(f, fmt, table)) is not None:
+            raise problem
+        return _arrow_to_numpy(table, f.shown)
 
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
@@ -445,6 +450,31 @@ def _csv_lines(f: StoredFile) -> Iterator[tuple[int, str]]:
 def _shown_line(number: int, line: str) -> str:
     """A csv line as a message quotes it: its number and its text, shortened."""
     return f"line {number}: {line if len(line) <= 60 else line[:57] + '...'!r}"
+
+
+NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(inf|infinity|nan)", re.IGNORECASE)
+
+
+def _text_row(col: pa.ChunkedArray) -> int | None:
+    """The first row of a text column whose value is not a number (pyarrow reads a column as text for one such)."""
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        return None
+    return next((row for row, value in enumerate(col.to_pylist()) if not NUMBER.fullmatch(value or "")), None)
+
+
+def _csv_value_problem(f: StoredFile, fmt: FileFormat, table: pa.Table) -> InputError | None:
+    """The first value of a csv file no number column holds, by its line, column and token: text among numbers, or
+    an empty (null) value in an integer or bool column (floats keep theirs as NaN, as `_null_lost` says)."""
+    for column, col in enumerate(table.columns):
+        if (row := _text_row(col)) is None and (row := _null_row(col)) is None:
+            continue
+        number, line = next(itertools.islice(_csv_lines(f), row, None))
+        tokens = line.split(fmt.delimiter)
+        token = tokens[column] if column < len(tokens) else ""
+        return InputError(f.shown, None, f"numbers separated by format.delimiter {fmt.delimiter!r}",
+                          f"{repr(token) if token else 'an empty value'} in column {column + 1} of "
+                          f"{_shown_line(number, line)}")
+    return None
 
 
 def _ragged_line(f: StoredFile, fmt: FileFormat) -> InputError | None:
