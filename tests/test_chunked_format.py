@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -242,3 +243,21 @@ def test_csv_bad_value_is_named_by_line_column_and_token(tmp_path, text: str, fo
     assert f"expected numbers separated by format.delimiter ' ', found {found}" in str(err.value), err.value
     problems = precheck(g)
     assert problems and problems[0].field == "edges['a:r:b'].data[0]" and found in str(problems[0]), problems
+
+
+@pytest.mark.parametrize("edit,field,expected", [
+    (lambda d: d["edges"]["a:r:b"]["data"].__setitem__(0, ""), "edges['a:r:b'].data[0]", "a chunk file path"),
+    (lambda d: d["edges"]["a:r:b"]["format"].update(delimiter=", "), "edges['a:r:b'].format.delimiter",
+     "one ASCII character"),
+    (lambda d: d["num_edges_per_chunk"][0].__setitem__(0, True), "num_edges_per_chunk[0][0]", "not true or false"),
+], ids=["empty-path", "two-char-delimiter", "bool-count"])
+def test_metadata_refuses_what_a_reader_would_misread(tmp_path, edit: Callable[[dict], None], field: str,
+                                                      expected: str) -> None:
+    """An empty chunk path, a csv delimiter of other than one character, a bool count: refused by the metadata model
+    naming metadata.json and the field (were an unnamed empty location, pyarrow's Py_UCS4 error, a count of 1)."""
+    meta = _tiny(tmp_path / "g", "csv")
+    data = json.loads(meta.read_text())
+    edit(data)
+    with pytest.raises(InputError) as err:
+        parse_metadata(data, meta.parent, meta)
+    assert err.value.field == field and expected in str(err.value) and str(meta) in str(err.value), str(err.value)

@@ -6,11 +6,13 @@ import os
 import re
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -36,6 +38,23 @@ class FieldProblem(ValueError):
         self.field, self.expected, self.found = field, expected, found
 
 
+def _count(v: object) -> object:
+    """JSON true and false are not counts (pydantic would read them as 1 and 0)."""
+    if isinstance(v, bool):
+        raise ValueError("a whole number, not true or false")
+    return v
+
+
+def _chunk_path(v: str) -> str:
+    if not v.strip():
+        raise ValueError("a chunk file path, not an empty string")
+    return v
+
+
+Count = Annotated[int, BeforeValidator(_count)]
+ChunkPath = Annotated[str, AfterValidator(_chunk_path)]
+
+
 class FileFormat(BaseModel):
     """How a chunk file is encoded; `delimiter` applies to csv only."""
 
@@ -43,13 +62,20 @@ class FileFormat(BaseModel):
     name: Literal["csv", "numpy", "parquet"]
     delimiter: str = " "
 
+    @field_validator("delimiter")
+    @classmethod
+    def _delimiter(cls, v: str, info: ValidationInfo) -> str:
+        if info.data.get("name") == "csv" and (len(v) != 1 or not v.isascii() or v in "\r\n"):
+            raise ValueError("one ASCII character, not a line end (what csv columns are split at)")
+        return v
+
 
 class ChunkFileSpec(BaseModel):
     """A list of chunk files of one format, in row order."""
 
     model_config = ConfigDict(extra="allow")
     format: FileFormat
-    data: list[str] = Field(min_length=1)
+    data: list[ChunkPath] = Field(min_length=1)
 
 
 class EdgeType(BaseModel):
@@ -79,14 +105,14 @@ class ChunkedGraph(BaseModel):
 
     graph_name: str
     node_type: list[str] = Field(min_length=1)
-    num_nodes_per_chunk: list[list[int]]
+    num_nodes_per_chunk: list[list[Count]]
     edge_type: list[str]
-    num_edges_per_chunk: list[list[int]]
+    num_edges_per_chunk: list[list[Count]]
     edges: dict[str, ChunkFileSpec]
     node_data: dict[str, dict[str, ChunkFileSpec]] = Field(default_factory=dict)
     edge_data: dict[str, dict[str, ChunkFileSpec]] = Field(default_factory=dict)
-    num_nodes_per_type: list[int] | None = None
-    num_edges_per_type: list[int] | None = None
+    num_nodes_per_type: list[Count] | None = None
+    num_edges_per_type: list[Count] | None = None
     base_dir: Path = Field(default=Path("."), exclude=True)
     metadata_path: Path | Location | None = Field(default=None, exclude=True)
     _base: Location | None = PrivateAttr(default=None)
