@@ -76,6 +76,12 @@ def _bad_id(folder: Path, meta: dict) -> None:
     np.save(path, edges)
 
 
+def _directory(path: Path) -> None:
+    """Replace a chunk file by a directory of its name: named as a directory, not as a missing file."""
+    path.unlink()
+    path.mkdir()
+
+
 def _string_parquet(folder: Path, meta: dict) -> None:
     path = _feat(folder, meta, "label")
     pq.write_table(pa.table({"label": [f"class {i}" for i in range(pq.read_metadata(path).num_rows)]}), path)
@@ -93,6 +99,8 @@ CASES = {
                             "the sums of num_nodes_per_chunk"),
     "missing-edge-file": Case("numpy", lambda f, m: _edge(f, m, 1).unlink(), "_N___E___N-1.npy",
                               f"edges['{ET}'].data[1]", "no such file"),
+    "directory-as-file": Case("csv", lambda f, m: _directory(_edge(f, m, 1)), "_N___E___N-1.csv",
+                              f"edges['{ET}'].data[1]", "expected a chunk file, found a directory"),
     "missing-feature-file": Case("parquet", lambda f, m: _feat(f, m).unlink(), "_N-feat-0.parquet",
                                  "node_data['_N']['feat'].data[0]", "no such file"),
     "edges-3-columns": Case("numpy", lambda f, m: np.save(_edge(f, m), np.tile(np.load(_edge(f, m)), 2)[:, :3]),

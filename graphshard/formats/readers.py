@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ def _file(source: Source) -> StoredFile:
 
 def _open_error(f: StoredFile, err: Exception) -> InputError:
     if not f.exists():
+        if f.is_local and os.path.isdir(f.loc.path):
+            return InputError(f.shown, None, "a chunk file", "a directory (name a file in it)")
         return InputError(f.shown, None, "an existing chunk file", "no such file")
     return InputError(f.shown, None, "a readable chunk file", f"{type(err).__name__}: {' '.join(str(err).split())}")
 
