@@ -58,11 +58,11 @@ def own_disk_cluster(s3_env, tmp_path):
         yield client
 
 
-def _multilevel_on_store(md: Path, out: Path, url: str, client) -> None:
+def _multilevel_on_store(md: Path, out: Path, url: str, client, **opts) -> None:
     out.mkdir(parents=True)
     graph = load_metadata(md)
     with scratch_space(url, None, client) as scratch:
-        multilevel_run(graph, 4, AssignOptions(method="multilevel", **SMALL), scratch, out, client)
+        multilevel_run(graph, 4, AssignOptions(method="multilevel", **SMALL, **opts), scratch, out, client)
 
 
 @pytest.mark.slow
@@ -78,6 +78,15 @@ def test_multilevel_on_a_store_equals_the_shared_folder(rmat_small, tmp_path, s3
     assert _files(tmp_path / "killed") == _files(tmp_path / "ref")
     from graphshard.storage import Storage
     assert Storage().listing(f"{s3_bucket}/ml") == [] and Storage().listing(f"{s3_bucket}/ml2") == []
+
+
+@pytest.mark.slow
+def test_vcycles_on_a_store_equal_the_shared_folder(rmat_small, tmp_path, s3_bucket, own_disk_cluster):
+    """Every cycle's level files have names of their own: a worker's local copy of a store array is keyed by its
+    name, so a name used again would serve the previous cycle's bytes."""
+    assign(rmat_small, tmp_path / "ref", 4, AssignOptions(method="multilevel", multilevel_vcycles=2, **SMALL))
+    _multilevel_on_store(rmat_small, tmp_path / "store", f"{s3_bucket}/mlv", own_disk_cluster, multilevel_vcycles=2)
+    assert _files(tmp_path / "store") == _files(tmp_path / "ref")
 
 
 def _shuffle_bytes(md: Path, asg: Path, out: Path, client, scratch: str | None, hops: int = 2) -> dict[str, bytes]:

@@ -29,7 +29,7 @@ def star_round(leaf_weight: int, leaves: int = 8, quota: int = 100, lone: int = 
     kind[0] = 1
     moves = cluster_round(indptr, indices.copy(), indices.copy(), np.empty(0, np.int64), own, vw.copy(), vw,
                           np.array([10**9]), np.ones(n, dtype=np.bool_), np.uint64(7), quota, own.copy(),
-                          np.argsort(np.diff(indptr), kind="stable"), kind, kind, 16, lone)
+                          np.argsort(np.diff(indptr), kind="stable"), kind, kind, 16, lone, np.empty(0, np.int64))
     return own, int(moves)
 
 

@@ -366,3 +366,18 @@ def test_multilevel_levels_follow_the_hub_rules_phases():
         assert 0.8 < step.tasks / tasks < 1.25 and 0.8 < step.scratch / scratch < 1.25
     small = GraphSizes.synthetic(1_000, 20_000, 5_000, 73, 4)  # its own coarsest level: no coarsening
     assert len(ml_levels(small, Settings(num_parts=4, method="multilevel"))) == 1
+
+
+def test_multilevel_vcycles_add_time_and_tasks_not_memory():
+    """Each V-cycle coarsens and refines again (`ml_vcycle_share` of the step's time, its tasks again); the levels it
+    makes replace the first cycle's, so the worker peak and the scratch stay."""
+    g = GraphSizes.synthetic(1_000_000, 20_000_000, 5_000_000)
+
+    def step(vcycles: int):
+        s = Settings(num_parts=4, method="multilevel", vcycles=vcycles, remote_share=False)
+        return next(st for st in plan_steps(g, s) if st.step == "assign")
+
+    one, two = step(0), step(1)
+    share = coefficients.load()["ml_vcycle_share"]
+    assert two.seconds[1] > one.seconds[1] * (1 + share / 2) and two.tasks > 1.8 * one.tasks
+    assert (two.worker_peak, two.scratch) == (one.worker_peak, one.scratch)

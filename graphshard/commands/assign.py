@@ -81,6 +81,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multilevel: label propagation rounds per coarsening level (default 6)")
     parser.add_argument("--multilevel-refine-rounds", type=int, default=8,
                         help="multilevel: refinement rounds per level at most (default 8)")
+    parser.add_argument("--multilevel-vcycles", type=int, default=0,
+                        help="multilevel: cycles after the first, each coarsening within the parts found, "
+                             "partitioning afresh (the lower cut kept) and refining back; each costs about one more "
+                             "coarsening and refinement (default 0)")
     parser.add_argument("--workers", type=int, default=0,
                         help="run the data-parallel work on a local Dask cluster of this many workers (default 0: "
                              "in this process)")
@@ -111,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             metis_lib=args.metis_lib, kaminpar_preset=args.kaminpar_preset, kaminpar_threads=args.kaminpar_threads,
             multilevel_coarse_nodes=args.multilevel_coarse_nodes, multilevel_coarse_edges=args.multilevel_coarse_edges,
             multilevel_block_edges=args.multilevel_block_edges,
-            multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds)
+            multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds,
+            multilevel_vcycles=args.multilevel_vcycles)
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"{_flag(str(first['loc'][0]))}: {first['msg']}") from None

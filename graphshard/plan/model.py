@@ -48,6 +48,7 @@ class Settings:
     coarse_edges: int = 4_000_000
     lp_rounds: int = 6
     refine_rounds: int = 8
+    vcycles: int = 0
     halo_hops: int = 1
     halo_mode: str = "full"
     orig_nids: bool = False
@@ -240,7 +241,8 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     tasks = _multilevel_tasks(g, s) + r_tasks
     work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
                          for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
-    secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges + r_secs, s, tasks)
+    cycles = 1 + s.vcycles * c["ml_vcycle_share"]
+    secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
@@ -280,13 +282,13 @@ def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
     blocks), METIS on the coarsest, and per level the refinement rounds (`ml_refine_rounds` on average, at most
     `multilevel_refine_rounds`: a level ends on a round that gains too little) and (but the coarsest) the
-    projection, a task per block each (`ml_levels`)."""
+    projection, a task per block each (`ml_levels`); each of `multilevel_vcycles` coarsens and refines again."""
     sizes = [b for _, _, b in ml_levels(g, s)]
     coarsen = sum((2 * s.lp_rounds + 3) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
     rounds = min(s.refine_rounds, coefficients.load()["ml_refine_rounds"])
     refine = round(rounds * sum(sizes)) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
-    return g.edge_chunks + sizes[0] * (1 + classes) + coarsen + 1 + refine
+    return g.edge_chunks + sizes[0] * (1 + classes) + (1 + s.vcycles) * (coarsen + 1 + refine)
 
 
 def _id_bytes(g: GraphSizes) -> int:

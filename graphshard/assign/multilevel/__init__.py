@@ -9,6 +9,7 @@ Design and memory: docs/DESIGN.md "Assignment: multilevel".
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +17,7 @@ from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
 from graphshard.assign.multilevel import coarsen, hierarchy
-from graphshard.assign.multilevel.store import open_ro, remove
+from graphshard.assign.multilevel.store import Level, open_ro, remove
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
@@ -44,7 +45,8 @@ class MultilevelPartitioner(Partitioner):
 
 def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: ScratchPath, out: Path,
         client: Client | None) -> dict:
-    """Every phase in order; returns the facts for the report (levels, time per phase, moves, METIS's cut)."""
+    """Every phase in order, then `multilevel_vcycles` more cycles from the partition found (each coarsens within
+    its parts and refines again); returns the facts for the report (levels, time per phase, moves, METIS's cut)."""
     plan = hierarchy.Plan(nparts, options)
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -55,24 +57,60 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         seconds[name] = round(seconds.get(name, 0.0) + now - t, 3)
         t = now
 
-    levels = [hierarchy.build_input(graph, plan, scratch, client)]
-    rounds: list[int] = []
-    hub_cluster = coarsen.HUB_CLUSTER  # hubs' clusters grow (x HUB_RELAX) each time they stall the coarsening
+    fine, parts, cycles = hierarchy.build_input(graph, plan, scratch, client), None, []
     lap("build")
-    while not hierarchy.coarse_enough(levels[-1], options) and len(levels) < hierarchy.MAX_LEVELS:
-        fine = levels[-1]
-        coarse, done, grown = hierarchy.coarsen_level(fine, plan, client, hub_cluster)
-        if coarse.nodes < fine.nodes:
+    for cycle in range(1 + options.multilevel_vcycles):
+        fine = replace(fine, cycle=cycle).make()
+        levels, rounds = coarsen_all(fine, plan, client, parts)
+        lap("coarsen")
+        if parts is not None and len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
+            break
+        if parts is not None:
+            remove(parts.parent)  # the previous cycle's working files of level 0
+        cut, load = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
+        lap("initial")
+        load, rnd, facts = uncoarsen(levels, plan, load, client)
+        parts = fine.parts(rnd)
+        lap("refine")
+        cycles.append({"levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks),
+                                   "lp_rounds": r} for lv, r in zip(levels, [*rounds, 0])],
+                       "coarsest_cut": int(cut), "refinement": facts})
+    write_homogeneous(graph, open_ro(parts), out)
+    lap("write")
+    return {
+        **cycles[0],
+        "constraints": len(plan.balance),
+        "part_weights": load.tolist(),
+        "part_bound": plan.bound.tolist(),
+        "vcycles": cycles[1:],
+        "seconds": seconds,
+    }
+
+
+def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts: ScratchPath | None
+                ) -> tuple[list[Level], list[int]]:
+    """The levels from `fine` until one is coarse enough or the coarsening stalls, and the LP rounds of each (with
+    `parts`, a V-cycle's: clusters within the parts of that parts map of `fine`)."""
+    levels, rounds = [fine], []
+    hub_cluster = coarsen.HUB_CLUSTER  # hubs' clusters grow (x HUB_RELAX) each time they stall the coarsening
+    while not hierarchy.coarse_enough(levels[-1], plan.options) and len(levels) < hierarchy.MAX_LEVELS:
+        level = levels[-1]
+        coarse, done, grown = hierarchy.coarsen_level(level, plan, client, hub_cluster,
+                                                      parts if len(levels) == 1 or parts is None else level.inherited)
+        if coarse.nodes < level.nodes:
             levels.append(coarse)
             rounds.append(done)
         hub_cluster = max(hub_cluster, grown)
-        if coarse.nodes > hierarchy.STALL * fine.nodes:
+        if coarse.nodes > hierarchy.STALL * level.nodes:
             if not grown or hub_cluster >= hierarchy.hub_cap(plan):
                 break
             hub_cluster *= coarsen.HUB_RELAX
-    lap("coarsen")
-    cut, load = hierarchy.initial(levels[-1], plan, client)
-    lap("initial")
+    return levels, rounds
+
+
+def uncoarsen(levels: list[Level], plan: hierarchy.Plan, load, client: Client | None) -> tuple:
+    """Refine the coarsest level's parts map 0, then project and refine level by level up to the first (removing
+    each coarser level once projected); returns (load, the first level's last parts round, facts per level)."""
     load, rnd, moved = hierarchy.refine_level(levels[-1], plan, load, client)
     facts = [{"level": len(levels) - 1, **moved}]
     for i in range(len(levels) - 2, -1, -1):
@@ -80,16 +118,4 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         remove(levels[i + 1].root)
         load, rnd, moved = hierarchy.refine_level(levels[i], plan, load, client)
         facts.append({"level": i, **moved})
-    lap("refine")
-    write_homogeneous(graph, open_ro(levels[0].parts(rnd)), out)
-    lap("write")
-    return {
-        "levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks), "lp_rounds": r}
-                   for lv, r in zip(levels, [*rounds, 0])],
-        "coarsest_cut": int(cut),
-        "constraints": len(plan.balance),
-        "part_weights": load.tolist(),
-        "part_bound": plan.bound.tolist(),
-        "refinement": facts[::-1],
-        "seconds": seconds,
-    }
+    return load, rnd, facts[::-1]

@@ -23,6 +23,7 @@ from graphshard.assign.multilevel.kernels import (
 )
 from graphshard.assign.multilevel.store import Level, gather, open_ro, read_block, save_array, write_range
 from graphshard.formats.buckets import read_bucket, write_bucket
+from graphshard.storage.scratch import ScratchPath
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
 # cut 81.9% -> 75.6% at k=16 (METIS 66.4%), 46.0% -> 39.3% at k=4 (METIS 44.6%); exact degree order: 76.3%, 43.4%,
@@ -85,14 +86,30 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
+def _within_parts(parts: ScratchPath, lo: int, hi: int, indptr: np.ndarray, indices: np.ndarray,
+                  ew: np.ndarray, nbr: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The block without its edges between parts of the parts map `parts` (a V-cycle's clusters stay within a
+    part), and the rows' parts (isolated nodes group per part)."""
+    own_p = np.array(open_ro(parts)[lo:hi])
+    rows = np.repeat(np.arange(hi - lo), np.diff(indptr))
+    keep = gather(parts, indices) == own_p[rows]
+    kept = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows[keep], minlength=hi - lo), out=kept[1:])
+    return kept, indices[keep], ew[keep] if len(ew) else ew, np.asarray(nbr)[keep], own_p.astype(np.int64)
+
+
 def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int,
-                  lone: int) -> int:
+                  lone: int, parts: ScratchPath | None = None) -> int:
     """One LP round over block b (grouping up to `quota` leftover singletons of at most `lone` input nodes, none if
-    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each): writes its
-    labels for round rnd+1 and its cluster weight changes; returns moves."""
+    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each; with
+    `parts`, clusters stay within the parts of that parts map): writes its labels for round rnd+1 and its cluster
+    weight changes; returns moves."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
+    runs = np.empty(0, dtype=np.int64)
+    if parts is not None:
+        indptr, indices, ew, nbr, runs = _within_parts(parts, lo, hi, indptr, indices, ew, nbr)
     cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr), level.nodes)
     before = own_l.copy()
     cw = gather(weights, cand)
@@ -103,7 +120,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     kind = gather(level.hubs, cand) if hubs else np.zeros(len(cand), dtype=np.uint8)
     ukind = np.array(open_ro(level.hubs)[lo:hi]) if hubs else np.zeros(hi - lo, dtype=np.uint8)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster, lone)
+                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster, lone, runs)
     write_range(level.labels(rnd + 1), lo, cand[own_l].astype(index_dtype(level.nodes)))
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])
@@ -129,8 +146,11 @@ def update_weights(d: int, *, level: Level, rnd: int) -> int:
     return int(np.count_nonzero(cw[:, 0]))
 
 
-def number_clusters(d: int, offset: int, *, level: Level, rnd: int, coarse: Level) -> None:
-    """Coarse IDs of the non-empty clusters of range d (in ID order from `offset`) and their weights."""
+def number_clusters(d: int, offset: int, *, level: Level, rnd: int, coarse: Level, parts: ScratchPath | None = None
+                    ) -> None:
+    """Coarse IDs of the non-empty clusters of range d (in ID order from `offset`) and their weights; with
+    `parts` (clusters within parts), the coarse level's inherited parts: a cluster's part is its label node's, as a
+    node only ever joins a cluster through a neighbour of its own part."""
     lo, hi = level.span(d)
     cw = np.array(open_ro(level.cluster_weights(rnd))[lo:hi])
     keep = cw[:, 0] > 0
@@ -138,6 +158,8 @@ def number_clusters(d: int, offset: int, *, level: Level, rnd: int, coarse: Leve
     cmap[keep] = offset + np.arange(int(keep.sum()))
     write_range(level.cmap, lo, cmap)
     write_range(coarse.vwgt, offset, cw[keep])
+    if parts is not None:
+        write_range(coarse.inherited, offset, np.array(open_ro(parts)[lo:hi])[keep])
 
 
 def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:

@@ -5,7 +5,7 @@ driver; every graph array lives in the scratch folder (see store.py)."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from distributed import Client
@@ -18,6 +18,7 @@ from graphshard.assign.multilevel.store import Level, create, even_bounds, remov
 from graphshard.assign.options import AssignOptions, multilevel_blocks
 from graphshard.daskrun import run_tasks
 from graphshard.formats.chunked import ChunkedGraph
+from graphshard.storage.scratch import ScratchPath
 
 log = logging.getLogger(__name__)
 STEP = "assign"
@@ -111,14 +112,15 @@ def node_target(level: Level, opts: AssignOptions) -> int:
     return max(1, level.nodes * cap // edges)
 
 
-def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER
-                  ) -> tuple[Level, int, int]:
+def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER,
+                  parts: ScratchPath | None = None) -> tuple[Level, int, int]:
     """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
     configured rounds; the last one also groups leftover singletons: `lone_weight`), then the contraction
     into the next level; returns it, the rounds run and the hubs' cluster bound it ended with (0: hubs did not
     cluster apart; on a level with skewed degrees they cluster only among themselves: coarsen.py, `hub_bound`).
     Near the coarsest size, a round in which the hubs stall the level (it keeps over STALL of its clusters) grows
-    their bound HUB_RELAX times for the next round (`hub_cap`), instead of a level of its own doing so."""
+    their bound HUB_RELAX times for the next round (`hub_cap`), instead of a level of its own doing so. With
+    `parts` (a V-cycle), clusters stay within the parts of that parts map, which the next level inherits."""
     opts = plan.options
     rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
@@ -133,10 +135,10 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=bound, lone=coarsen.lone_weight(far))
+                  hub_cluster=bound, lone=coarsen.lone_weight(far), parts=parts)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=done)
-        remove(level.labels(done), level.cluster_weights(done), level.root / f"delta-{done}")
+        remove(level.labels(done), level.cluster_weights(done), level.work / f"delta-{done}")
         done += 1
         before, clusters = clusters, sum(counts)
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
@@ -144,7 +146,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
             break
         if grow and clusters > STALL * before and hub_cluster < hub_cap(plan):
             bound, hub_cluster = bound * coarsen.HUB_RELAX, hub_cluster * coarsen.HUB_RELAX
-    return contract(level, plan, counts, done, client), done, hub_cluster if hubs else 0
+    return contract(level, plan, counts, done, client, parts), done, hub_cluster if hubs else 0
 
 
 def hub_cap(plan: Plan) -> int:
@@ -160,23 +162,28 @@ def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
     return -(-max(0, clusters - target) * (hi - lo) // max(1, level.nodes))
 
 
-def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Client | None) -> Level:
-    """The next level from the clusters after round `rnd` (`counts`: non-empty clusters per block range)."""
+def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Client | None,
+             parts: ScratchPath | None = None) -> Level:
+    """The next level from the clusters after round `rnd` (`counts`: non-empty clusters per block range; with
+    `parts`, clusters within the parts of that parts map, which the next level inherits)."""
     nodes = int(sum(counts))
     blocks = multilevel_blocks(level.entries // 2, plan.options.multilevel_block_edges, len(level.blocks))
-    coarse = Level(level.root.parent / f"L{level.index + 1}", level.index + 1, nodes, 0, even_bounds(nodes, blocks),
-                   level.columns, True).make()
+    coarse = Level(level.root.parent / f"L{level.index + 1}-c{level.cycle}", level.index + 1, nodes, 0,
+                   even_bounds(nodes, blocks), level.columns, True, level.cycle).make()
     create(coarse.vwgt, (nodes, level.columns), np.int64)
     create(level.cmap, (level.nodes,), index_dtype(nodes))
+    if parts is not None:
+        create(coarse.inherited, (nodes,), np.int32)
     offsets = np.concatenate([[0], np.cumsum(counts)])
     run_tasks(client, STEP, f"ml-number-L{level.index}", coarsen.number_clusters,
-              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse)
+              [(d, int(offsets[d])) for d in level.blocks], star=True, level=level, rnd=rnd, coarse=coarse,
+              parts=parts)
     run_tasks(client, STEP, f"ml-contract-L{level.index}", coarsen.contract_block, list(level.blocks), level=level,
               rnd=rnd, coarse=coarse)
     entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
                         level=level, coarse=coarse)
-    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.root / "contract")
-    return Level(coarse.root, coarse.index, nodes, int(sum(entries)), coarse.bounds, coarse.columns, True)
+    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.work / "contract")
+    return replace(coarse, entries=int(sum(entries)))
 
 
 def _sum_results(results: list[tuple[np.ndarray, int, int, int]], load: np.ndarray
@@ -256,13 +263,15 @@ def project(fine: Level, coarse: Level, rnd: int, client: Client | None) -> None
               coarse=coarse, rnd=rnd)
 
 
-def initial(level: Level, plan: Plan, client: Client | None) -> tuple[int, np.ndarray]:
+def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = False) -> tuple[int, np.ndarray]:
     """The coarsest level's partition, in one task (with a tighter balance when the level is fine enough and finer
-    levels follow; the input level itself gets the whole slack)."""
+    levels follow; the input level itself gets the whole slack); with `inherited` (a V-cycle), the parts its
+    clusters were kept within unless the new partition cuts less."""
     opts = plan.options
     tight = max(1, opts.ufactor // INITIAL_SLACK)
     fine_enough = level.nodes * tight >= 10 * plan.nparts * 1000 and level.index > 0
     ufactor = tight if fine_enough else opts.ufactor
     return run_tasks(client, STEP, "ml-initial", partition_coarsest, [level], label=lambda lv: f"L{lv.index}",
                      nparts=plan.nparts, balance=plan.balance, seed=opts.seed, ufactor=ufactor,
-                     method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib)[0]
+                     method=opts.multilevel_initial, tries=opts.multilevel_initial_tries, metis_lib=opts.metis_lib,
+                     inherited=inherited)[0]

@@ -58,8 +58,9 @@ def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.
 
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
-                       tries: int, metis_lib: str | None) -> tuple[int, np.ndarray]:
-    """Partition the level into its parts map 0; returns (edge cut of the level, weight per part and column)."""
+                       tries: int, metis_lib: str | None, inherited: bool = False) -> tuple[int, np.ndarray]:
+    """Partition the level into its parts map 0 (with `inherited`: the level's inherited parts instead, unless the
+    new partition cuts less); returns (edge cut of the level, weight per part and column)."""
     indptr, indices, ew = assemble(level)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
     total = int(vw[:, 0].sum())
@@ -70,9 +71,17 @@ def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: i
         parts = kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, seed, local_folder(level.root))
     else:
         parts = metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, tries, metis_lib)
+    cut = _cut(indptr, indices, ew, parts)
+    if inherited:
+        old = np.array(open_ro(level.inherited), dtype=np.int64)
+        if _cut(indptr, indices, ew, old) <= cut:
+            parts, cut = old, _cut(indptr, indices, ew, old)
     write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
-    src = np.repeat(np.arange(level.nodes), np.diff(indptr))
-    crossing = parts[src] != parts[indices]
-    cut = int((ew[crossing].sum() if ew is not None else crossing.sum()) // 2)
     load = np.stack([np.bincount(parts, weights=vw[:, c], minlength=nparts) for c in range(vw.shape[1])], axis=1)
     return cut, np.rint(load).astype(np.int64)
+
+
+def _cut(indptr: np.ndarray, indices: np.ndarray, ew: np.ndarray | None, parts: np.ndarray) -> int:
+    """The level's edge cut under `parts` (edge weights summed)."""
+    crossing = parts[np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))] != parts[indices]
+    return int((ew[crossing].sum() if ew is not None else crossing.sum()) // 2)

@@ -133,7 +133,7 @@ def _compact(own, nbr, table, direct, found, own_l, nbr_l):
 
 @njit(cache=True)
 def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order, kind, ukind, hubw,
-                  lone):
+                  lone, runs):
     """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
     so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
 
@@ -143,8 +143,9 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
     ties). A node joins only clusters of its own kind (`kind` per candidate cluster, `ukind` per row: 1 = hub), a
     hub's cluster at most `hubw` nodes (coarsen.py's hub rule). With `quota` >= 0, up to `quota` non-hub nodes of
     at most `lone` input nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
-    isolated nodes in runs (clusters must form on graphs with leaves and edgeless node types); the quota keeps the
-    level from shrinking far below the coarsest level's size. Returns moves.
+    isolated nodes in runs, one per value of `runs` (per row, or empty: one run; a V-cycle keeps parts apart)
+    (clusters must form on graphs with leaves and edgeless node types); the quota keeps the level from shrinking far
+    below the coarsest level's size. Returns moves.
     """
     n = len(own)
     rating = np.zeros(cw.shape[0], dtype=np.int64)
@@ -181,22 +182,23 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
             own[u] = best
             moves += 1
     if quota >= 0:
-        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone)
+        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone, runs)
     return moves
 
 
 @njit(cache=True)
-def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone):
+def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone, runs):
     """Nodes of at most `lone` input nodes still alone in their cluster join the first such node with the same
-    favourite cluster (isolated nodes: the previous isolated one), while it fits, `quota` moves at most."""
-    leader = np.full(cw.shape[0] + 1, -1, dtype=np.int64)  # last slot: isolated nodes
+    favourite cluster (isolated nodes: the previous isolated one of their run), while it fits, `quota` moves at
+    most."""
+    leader = np.full(cw.shape[0] + 1 + (runs.max() if len(runs) else 0), -1, dtype=np.int64)  # the last: isolated
     moves = 0
     for u in range(len(own)):
         if moves >= quota:
             break
         if cw[own[u], 0] != vw[u, 0] or vw[u, 0] > lone or ukind[u]:  # alone: column 0 counts input nodes
             continue
-        key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0]
+        key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0] + (runs[u] if len(runs) else 0)
         if key < 0:
             continue
         lead = leader[key]

@@ -33,6 +33,13 @@ class Level:
     bounds: tuple[int, ...]
     columns: int  # node weight columns: count, then balance columns
     weighted: bool  # edges carry weights (every level but the input)
+    cycle: int = 0  # the V-cycle whose working files these are (level 0's blocks and weights serve every cycle)
+
+    @property
+    def work(self) -> ScratchPath:
+        """The folder of this cycle's working files (labels, maps, parts): new names in every cycle, as a worker's
+        local copy of a store-backed array is keyed by its name."""
+        return self.root / f"cycle-{self.cycle}"
 
     @property
     def blocks(self) -> range:
@@ -49,38 +56,43 @@ class Level:
         return self.root / "vwgt.npy"
 
     def labels(self, rnd: int) -> ScratchPath:
-        return self.root / f"labels-{rnd}.npy"
+        return self.work / f"labels-{rnd}.npy"
 
     def cluster_weights(self, rnd: int) -> ScratchPath:
-        return self.root / f"cw-{rnd}.npy"
+        return self.work / f"cw-{rnd}.npy"
 
     def delta(self, rnd: int, src: int, dst: int) -> ScratchPath:
         """Cluster weight changes made by block `src` in round `rnd`, for the clusters of block `dst`'s range."""
-        return self.root / f"delta-{rnd}" / str(src) / f"{dst}.bkt"
+        return self.work / f"delta-{rnd}" / str(src) / f"{dst}.bkt"
 
     @property
     def hubs(self) -> ScratchPath:
         """1 for the level's hubs (coarsen.py: they neither join a cluster nor take members), else 0."""
-        return self.root / "hubs.npy"
+        return self.work / "hubs.npy"
 
     @property
     def cmap(self) -> ScratchPath:
-        return self.root / "cmap.npy"
+        return self.work / "cmap.npy"
 
     def contracted(self, src: int, dst: int) -> ScratchPath:
         """Coarse edges made by fine block `src` whose coarse source lies in coarse block `dst`."""
-        return self.root / "contract" / str(src) / f"{dst}.bkt"
+        return self.work / "contract" / str(src) / f"{dst}.bkt"
 
     def fine_to_coarse(self, b: int) -> ScratchPath:
-        return self.root / "f2c" / f"{b}.npy"
+        return self.work / "f2c" / f"{b}.npy"
 
     def parts(self, rnd: int) -> ScratchPath:
-        return self.root / f"parts-{rnd}.npy"
+        return self.work / f"parts-{rnd}.npy"
+
+    @property
+    def inherited(self) -> ScratchPath:
+        """A V-cycle's level: the parts its clusters were kept within (the coarsest level's partition starts there)."""
+        return self.work / "inherited.npy"
 
     def make(self) -> Level:
         if isinstance(self.root, Path):
-            for sub in ("blocks", "f2c"):
-                (self.root / sub).mkdir(parents=True, exist_ok=True)
+            for sub in (self.root / "blocks", self.work / "f2c"):
+                sub.mkdir(parents=True, exist_ok=True)
         return self
 
 
