@@ -86,30 +86,31 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
-def _within_parts(parts: ScratchPath, lo: int, hi: int, indptr: np.ndarray, indices: np.ndarray,
-                  ew: np.ndarray, nbr: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The block without its edges between parts of the parts map `parts` (a V-cycle's clusters stay within a
-    part), and the rows' parts (isolated nodes group per part)."""
+def within_block(b: int, *, level: Level, parts: ScratchPath) -> None:
+    """Block b without its edges between parts of the parts map `parts`, and its rows' parts (a V-cycle's clusters
+    stay within a part; isolated nodes group per part): what each LP round of the level reads instead of the block."""
+    lo, hi = level.span(b)
+    indptr, indices, ew = read_block(level, b)
     own_p = np.array(open_ro(parts)[lo:hi])
     rows = np.repeat(np.arange(hi - lo), np.diff(indptr))
     keep = gather(parts, indices) == own_p[rows]
     kept = np.zeros(hi - lo + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows[keep], minlength=hi - lo), out=kept[1:])
-    return kept, indices[keep], ew[keep] if len(ew) else ew, np.asarray(nbr)[keep], own_p.astype(np.int64)
+    write_bucket(level.within(b), [kept, indices[keep], ew[keep] if len(ew) else ew, own_p.astype(np.int64)])
 
 
 def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int,
-                  lone: int, parts: ScratchPath | None = None) -> int:
+                  lone: int, within: bool = False) -> int:
     """One LP round over block b (grouping up to `quota` leftover singletons of at most `lone` input nodes, none if
     `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each; with
     `parts`, clusters stay within the parts of that parts map): writes its labels for round rnd+1 and its cluster
     weight changes; returns moves."""
     lo, hi = level.span(b)
-    indptr, indices, ew = read_block(level, b)
+    if within:
+        indptr, indices, ew, runs = read_bucket(level.within(b), mapped=True)
+    else:
+        (indptr, indices, ew), runs = read_block(level, b), np.empty(0, dtype=np.int64)
     own, nbr, weights = _round_state(level, rnd, lo, hi, indices)
-    runs = np.empty(0, dtype=np.int64)
-    if parts is not None:
-        indptr, indices, ew, nbr, runs = _within_parts(parts, lo, hi, indptr, indices, ew, nbr)
     cand, own_l, nbr_l = compact_labels(own, np.asarray(nbr), level.nodes)
     before = own_l.copy()
     cw = gather(weights, cand)

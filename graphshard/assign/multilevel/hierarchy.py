@@ -129,13 +129,16 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     far = level.nodes > opts.multilevel_coarse_nodes
     bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
     grow = hubs and not far
+    if parts is not None:
+        run_tasks(client, STEP, f"ml-within-L{level.index}", coarsen.within_block, list(level.blocks), level=level,
+                  parts=parts)
     while done < rounds:
         create(level.labels(done + 1), (level.nodes,), index_dtype(level.nodes))
         create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
         quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=bound, lone=coarsen.lone_weight(far), parts=parts)
+                  hub_cluster=bound, lone=coarsen.lone_weight(far), within=parts is not None)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=done)
         remove(level.labels(done), level.cluster_weights(done), level.work / f"delta-{done}")
@@ -182,7 +185,8 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
               rnd=rnd, coarse=coarse)
     entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
                         level=level, coarse=coarse)
-    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.work / "contract")
+    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.work / "contract",
+           level.work / "within")
     return replace(coarse, entries=int(sum(entries)))
 
 

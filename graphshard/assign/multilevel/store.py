@@ -84,6 +84,10 @@ class Level:
     def parts(self, rnd: int) -> ScratchPath:
         return self.work / f"parts-{rnd}.npy"
 
+    def within(self, b: int) -> ScratchPath:
+        """Block b's edges within parts (a V-cycle's coarsening: coarsen.within_block)."""
+        return self.work / "within" / f"{b}.bkt"
+
     @property
     def inherited(self) -> ScratchPath:
         """A V-cycle's level: the parts its clusters were kept within (the coarsest level's partition starts there)."""
