@@ -1,6 +1,6 @@
 """The coarsest level, partitioned in one task: KaMinPar's strong preset when only node counts are balanced and the
 level has at most KAMINPAR_MAX_ENTRIES adjacency entries (through the weighted ParHiP file its binding reads), else
-METIS (multi-constraint, edge weights) through metis_capi, the best of `tries` seeds. Both with node and edge weights,
+METIS (multi-constraint, edge weights) through metis_capi; the best of `tries` seeds. Both with node and edge weights,
 one thread, seeded: the same level gives the same parts."""
 
 from __future__ import annotations
@@ -46,21 +46,16 @@ def kaminpar_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: 
 
 
 def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.ndarray | None, nparts: int,
-                seed: int, ufactor: int, tries: int, metis_lib: str | None) -> np.ndarray:
-    """METIS k-way with seeds seed, seed+1, ...: the parts of the smallest cut (the first on ties)."""
-    best = None
-    for t in range(tries):
-        cut, parts = load_metis(metis_lib).part_kway(indptr, indices, nparts, vw, seed=seed + t, ufactor=ufactor,
-                                                     adjwgt=ew)
-        if best is None or cut < best[0]:
-            best = (cut, parts)
-    return best[1]
+                seed: int, ufactor: int, metis_lib: str | None) -> np.ndarray:
+    """METIS k-way (multi-constraint, edge weights), seeded."""
+    return load_metis(metis_lib).part_kway(indptr, indices, nparts, vw, seed=seed, ufactor=ufactor, adjwgt=ew)[1]
 
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
                        tries: int, metis_lib: str | None, inherited: bool = False) -> tuple[int, np.ndarray]:
-    """Partition the level into its parts map 0 (with `inherited`: the level's inherited parts instead, unless the
-    new partition cuts less); returns (edge cut of the level, weight per part and column)."""
+    """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...) and, with
+    `inherited`, of the level's inherited parts (kept on ties); returns (edge cut of the level, weight per part and
+    column)."""
     indptr, indices, ew = assemble(level)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
     total = int(vw[:, 0].sum())
@@ -68,14 +63,15 @@ def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: i
     # KaMinPar's balancer does not end when one node outweighs a part's bound (a hub cluster of in-degrees with
     # balance_edges at a large k: R-MAT 50k / 800k, k=19); METIS returns its best partition then
     if method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES and vw.max() <= bound:
-        parts = kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, seed, local_folder(level.root))
+        def make(s: int) -> np.ndarray:
+            return kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, s, local_folder(level.root))
     else:
-        parts = metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, tries, metis_lib)
-    cut = _cut(indptr, indices, ew, parts)
-    if inherited:
-        old = np.array(open_ro(level.inherited), dtype=np.int64)
-        if _cut(indptr, indices, ew, old) <= cut:
-            parts, cut = old, _cut(indptr, indices, ew, old)
+        def make(s: int) -> np.ndarray:
+            return metis_parts(indptr, indices, vw, ew, nparts, s, ufactor, metis_lib)
+    found = [np.array(open_ro(level.inherited), dtype=np.int64)] if inherited else []
+    found += [make(seed + t) for t in range(tries)]
+    cuts = [_cut(indptr, indices, ew, parts) for parts in found]
+    parts, cut = found[int(np.argmin(cuts))], min(cuts)
     write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
     load = np.stack([np.bincount(parts, weights=vw[:, c], minlength=nparts) for c in range(vw.shape[1])], axis=1)
     return cut, np.rint(load).astype(np.int64)
