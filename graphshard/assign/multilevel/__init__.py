@@ -95,8 +95,8 @@ def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts:
     hub_cluster = coarsen.HUB_CLUSTER  # hubs' clusters grow (x HUB_RELAX) each time they stall the coarsening
     while not hierarchy.coarse_enough(levels[-1], plan.options) and len(levels) < hierarchy.MAX_LEVELS:
         level = levels[-1]
-        coarse, done, grown = hierarchy.coarsen_level(level, plan, client, hub_cluster,
-                                                      parts if len(levels) == 1 or parts is None else level.inherited)
+        within = None if parts is None else parts if level is fine else level.inherited
+        coarse, done, grown = hierarchy.coarsen_level(level, plan, client, hub_cluster, within)
         if coarse.nodes < level.nodes:
             levels.append(coarse)
             rounds.append(done)
@@ -108,7 +108,8 @@ def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts:
     return levels, rounds
 
 
-def uncoarsen(levels: list[Level], plan: hierarchy.Plan, load, client: Client | None) -> tuple:
+def uncoarsen(levels: list[Level], plan: hierarchy.Plan, load: np.ndarray, client: Client | None
+              ) -> tuple[np.ndarray, int, list[dict]]:
     """Refine the coarsest level's parts map 0, then project and refine level by level up to the first (removing
     each coarser level once projected); returns (load, the first level's last parts round, facts per level)."""
     load, rnd, moved = hierarchy.refine_level(levels[-1], plan, load, client)
