@@ -39,7 +39,7 @@ def test_clusters_stay_within_parts_and_the_coarse_level_inherits_them(rmat_smal
 
 
 def _run(md: Path, out: Path, client=None, **opts) -> dict:
-    assign(md, out, 4, AssignOptions(**SMALL, **opts), client=client)
+    assign(md, out, 4, AssignOptions(**{**SMALL, **opts}), client=client)
     return json.loads((out / REPORT_FILE).read_text())
 
 
@@ -56,3 +56,14 @@ def test_a_vcycle_runs_keeps_balance_and_is_deterministic(rmat_small, tmp_path, 
     assert two["edge_cut"]["count"] <= one["edge_cut"]["count"]
     _run(rmat_small, tmp_path / "dask", client=dask_cluster_client, multilevel_vcycles=1)
     assert _parts(tmp_path / "two") == _parts(tmp_path / "dask") != _parts(tmp_path / "one")
+
+
+def test_a_vcycle_keeps_every_balance_constraint_with_fetch_weights(make_graph, tmp_path):
+    """Within-part blocks keep the edge weights of `objtype: fetch` and the class columns; the cycle's coarsest
+    level and refinement hold every constraint as the first cycle does."""
+    md = make_graph("mag", papers=3000, chunks=2)
+    options = {"balance_ntypes": ["ntype", "paper/train_mask"], "ufactor": 50, "objtype": "fetch",
+               "sample_fanouts": [5, 3], "multilevel_coarse_nodes": 500}
+    report = _run(md, tmp_path / "ml", multilevel_vcycles=1, **options)
+    assert report["partitioner"]["vcycles"] and len(report["partitioner"]["vcycles"][0]["levels"]) > 1
+    assert max(v for k, v in report["imbalance"].items() if k != "nodes") <= 1.05, report["imbalance"]
