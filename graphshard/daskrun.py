@@ -225,7 +225,7 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
     except BaseException as err:
         failed = _failed(groups, err)
         settle(client, [f for g in groups for f in g.futures])
-        if failed is None or isinstance(err, KeyboardInterrupt):
+        if failed is None or not isinstance(err, Exception):  # Ctrl-C, Prefect's TerminationSignal (SIGTERM), exit
             raise
         raise _one_line(failed[0], failed[1], err) from err
     finally:

@@ -234,3 +234,20 @@ def test_large_constants_of_the_same_name_do_not_collide(dask_cluster_client):
     gb = submit_tasks(dask_cluster_client, "t", "b", _sum_with, range(3), table=b)
     ra, rb = gather_tasks(dask_cluster_client, ga, gb)
     assert ra == [i + int(a.sum()) for i in range(3)] and rb == [2 * i + int(b.sum()) for i in range(3)]
+
+
+class _Terminated(BaseException):
+    """Stands for Prefect's TerminationSignal: a BaseException raised in the flow process on SIGTERM."""
+
+
+def test_a_termination_signal_is_not_worded_as_a_task_failure(dask_cluster_client, monkeypatch):
+    """SIGTERM while a step waits (Prefect raises TerminationSignal there) ended the run as `shuffle: ... failed:
+    TerminationSignal`, exit 2, as if a task had failed: it must reach Prefect and the CLI as it is."""
+    from graphshard import daskrun
+
+    def terminated(client, groups):
+        raise _Terminated()
+
+    monkeypatch.setattr(daskrun, "_collect", terminated)
+    with pytest.raises(_Terminated):
+        run_tasks(dask_cluster_client, "shuffle", "convert-assignment", _square, [0, 1])
