@@ -84,6 +84,8 @@ BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
     ("yaml syntax", lambda t, m: (_text(t, "input: {metadata: [\n"), "valid YAML"), []),
     ("not a mapping", lambda t, m: (_text(t, "- a\n- b\n"), "mapping"), []),
+    ("not UTF-8", lambda t, m: (_bytes(t, b"num_parts: 2\noutput: {dir: caf\xe9}\n"),
+                                "expected a UTF-8 text file (save the config as UTF-8), found byte 0xe9"), []),
     ("missing input", lambda t, m: (write_config(t, t / "absent" / "metadata.json"), "input.metadata"), []),
     ("unknown top-level key", lambda t, m: (write_config(t, m, num_part=4), "did you mean 'num_parts'"), []),
     ("unknown nested key", lambda t, m: (write_config(t, m, assign={"methd": "metis"}),
@@ -122,6 +124,13 @@ BAD = [
 def _text(folder: Path, text: str) -> Path:
     path = folder / "run.yaml"
     path.write_text(text)
+    return path
+
+
+def _bytes(folder: Path, data: bytes) -> Path:
+    """A config file holding exactly `data` (e.g. Latin-1 text, not UTF-8)."""
+    path = folder / "run.yaml"
+    path.write_bytes(data)
     return path
 
 

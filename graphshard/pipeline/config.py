@@ -270,10 +270,19 @@ def _config_text(source: Path | Location) -> str:
         from graphshard.storage import check_location
 
         check_location(source)
-        return Storage().read_bytes(source).decode()
+        return _decoded(Storage().read_bytes(source), source)
     if not source.is_file():
         raise InputError(source, None, "an existing YAML config file", "no such file")
-    return source.read_text()
+    return _decoded(source.read_bytes(), source)
+
+
+def _decoded(data: bytes, source: Path | Location) -> str:
+    """The config's bytes as UTF-8 text (YAML's encoding), else one line naming the first bad byte."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(source, None, "a UTF-8 text file (save the config as UTF-8)",
+                         f"byte 0x{data[err.start]:02x} at offset {err.start}") from None
 
 
 def load_config(path: str | Path | Location, overrides: list[str] | None = None) -> PipelineConfig:
