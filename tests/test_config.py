@@ -57,6 +57,16 @@ def test_overrides_are_yaml_typed(tmp_path, rmat_small):
     assert cfg.output.dir == tmp_path / "elsewhere"
 
 
+def test_yaml_merge_keys_may_be_overridden(tmp_path, rmat_small):
+    """Duplicate keys are refused, but a key given again after `<<: *anchor` is YAML's override, not a duplicate."""
+    (tmp_path / "run.yaml").write_text(f"input: {{metadata: {rmat_small}}}\noutput: {{dir: out}}\nnum_parts: 2\n"
+                                       "cluster: {workers: 3}\n"
+                                       "assign: {method: metis, metis: {<<: {objtype: vol, metis_niter: 4}, "
+                                       "metis_niter: 7}}\n")
+    cfg = load_config(tmp_path / "run.yaml")
+    assert (cfg.assign.objtype, cfg.assign.metis_niter, cfg.cluster.workers) == ("vol", 7, 3)
+
+
 def test_cache_sections_are_json():
     cfg = load_config(REPO / "configs" / "example.yaml")
     assert cfg.section("assign")["method"] == "random"
@@ -84,6 +94,10 @@ BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
     ("yaml syntax", lambda t, m: (_text(t, "input: {metadata: [\n"), "valid YAML"), []),
     ("not a mapping", lambda t, m: (_text(t, "- a\n- b\n"), "mapping"), []),
+    ("duplicate key", lambda t, m: (_text(t, f"input: {{metadata: {m}}}\noutput: {{dir: out}}\nnum_parts: 2\n"
+                                             "num_parts: 3\n"), "key 'num_parts' given twice (first at line 3)"), []),
+    ("duplicate nested key", lambda t, m: (_text(t, f"input: {{metadata: {m}}}\noutput: {{dir: out, dir: o2}}\n"
+                                                    "num_parts: 2\n"), "key 'dir' given twice"), []),
     ("not UTF-8", lambda t, m: (_bytes(t, b"num_parts: 2\noutput: {dir: caf\xe9}\n"),
                                 "expected a UTF-8 text file (save the config as UTF-8), found byte 0xe9"), []),
     ("missing input", lambda t, m: (write_config(t, t / "absent" / "metadata.json"), "input.metadata"), []),

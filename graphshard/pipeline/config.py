@@ -285,6 +285,25 @@ def _decoded(data: bytes, source: Path | Location) -> str:
                          f"byte 0x{data[err.start]:02x} at offset {err.start}") from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader refusing a key given twice in one mapping (PyYAML keeps the last one silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        """The mapping, after checking that no key repeats."""
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base`: its keys may be overridden here
+                continue
+            key = self.construct_object(key_node, deep=True)
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' given twice (first at line {seen[key].line + 1})",
+                    key_node.start_mark)
+            if isinstance(key, typing.Hashable):
+                seen[key] = key_node.start_mark
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | Path | Location, overrides: list[str] | None = None) -> PipelineConfig:
     """Read a YAML config, apply `--set` overrides, validate; InputError (one line) on any problem.
 
@@ -304,7 +323,7 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
     source: Path | Location = loc.local_path().resolve() if loc.is_local else loc
     text = _config_text(source)
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
