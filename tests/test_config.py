@@ -98,6 +98,8 @@ BAD = [
                                              "num_parts: 3\n"), "key 'num_parts' given twice (first at line 3)"), []),
     ("duplicate nested key", lambda t, m: (_text(t, f"input: {{metadata: {m}}}\noutput: {{dir: out, dir: o2}}\n"
                                                     "num_parts: 2\n"), "key 'dir' given twice"), []),
+    ("null location", lambda t, m: (write_config(t, m, output={"dir": None}),
+                                    "field 'output.dir': expected a path or a URL, found null"), []),
     ("not UTF-8", lambda t, m: (_bytes(t, b"num_parts: 2\noutput: {dir: caf\xe9}\n"),
                                 "expected a UTF-8 text file (save the config as UTF-8), found byte 0xe9"), []),
     ("missing input", lambda t, m: (write_config(t, t / "absent" / "metadata.json"), "input.metadata"), []),

@@ -208,6 +208,8 @@ def _validation_message(err: ValidationError) -> tuple[str, str, str]:
     msg = first["msg"].removeprefix("Value error, ").removeprefix("Input should be ").replace("\n", " ")
     if msg.startswith(("greater", "less")):
         msg = "a value " + msg
+    if msg.startswith("expected "):  # a validator's own "expected X, found <type>": X, then the value as found
+        msg = msg.removeprefix("expected ").split(", found ")[0]
     found = first.get("input")
     if first["type"] == "missing":
         return loc, "a value (required key)", "nothing"
