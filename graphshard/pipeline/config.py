@@ -159,8 +159,9 @@ def _check_keys(data: dict, model: type[BaseModel], source: Path, prefix: str = 
             _check_keys(value, sub, source, f"{path}.")
 
 
-def _resolve_paths(data: dict, base: Path | Location) -> None:
+def _resolve_paths(data: dict, source: Path | Location) -> None:
     """Relative locations against the config's folder (a local folder, or a URL prefix); URLs stay as written."""
+    base = source.parent
     for keys in _PATH_KEYS:
         node = data
         for k in keys[:-1]:
@@ -168,7 +169,10 @@ def _resolve_paths(data: dict, base: Path | Location) -> None:
         if isinstance(node, dict) and isinstance(node.get(keys[-1]), str):
             text = node[keys[-1]]
             if "://" in text or isinstance(base, Location):
-                node[keys[-1]] = location(text, base=base).url
+                try:
+                    node[keys[-1]] = location(text, base=base).url
+                except GraphshardError as err:  # a malformed URL: named with the key that holds it
+                    raise GraphshardError(f"{source}: field '{'.'.join(keys)}': {err}") from None
                 continue
             p = Path(text).expanduser()
             node[keys[-1]] = str(p if p.is_absolute() else (base / p).resolve())
@@ -235,7 +239,7 @@ def parse_config(data: Any, source: Path | Location) -> PipelineConfig:
     if not isinstance(data, dict):
         raise InputError(source, None, "a YAML mapping at the top level", type(data).__name__)
     _check_keys(data, PipelineConfig, source)
-    _resolve_paths(data, source.parent)
+    _resolve_paths(data, source)
     _check_storage_options(data.get("storage_options"), source)
     try:
         # JSON mode + strict: YAML's typed values must already have the right type ("4" is not an int).

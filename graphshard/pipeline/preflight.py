@@ -133,7 +133,7 @@ def _located(cfg: PipelineConfig, key: str, where: Location, write: bool) -> Non
     that passed in this process less than RECHECK_AFTER seconds ago, for the same location, access, storage options
     and credential environment, is not sent again: `graphshard run` checks in the command and again in the flow it
     calls, seconds apart, and on a store each check is 2-4 round trips (a write probe: HEAD, listing, PUT, DELETE)."""
-    from graphshard.storage import StorageError, check_location
+    from graphshard.storage import check_location
     from graphshard.storage.check import client_key
 
     memo = (where.url, write, client_key(where, cfg.storage))
@@ -141,7 +141,7 @@ def _located(cfg: PipelineConfig, key: str, where: Location, write: bool) -> Non
         return
     try:
         check_location(where, write=write, storage=cfg.storage)
-    except StorageError as err:
+    except GraphshardError as err:  # StorageError, or no filesystem for the URL (unknown protocol, package missing)
         raise GraphshardError(f"{cfg.source}: {key}: {err}") from None
     _PASSED[memo] = time.monotonic()
 
