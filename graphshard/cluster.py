@@ -52,9 +52,10 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
     distributed.Client
         The connected client.
     """
+    spec = spec or ClusterSpec()
+    check_spec(spec)
     from distributed import Client, LocalCluster
 
-    spec = spec or ClusterSpec()
     if spec.address:
         try:
             client = Client(spec.address, timeout=spec.connect_timeout)
@@ -83,6 +84,32 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         config=WORKER_CONFIG,
     ) as cluster, Client(cluster) as client:
         yield client
+
+
+def check_spec(spec: ClusterSpec) -> None:
+    """One GraphshardError line for a spec no cluster can be reached or started with (a local cluster of no workers
+    waits for ever; a malformed address or memory limit was Dask's ValueError), before anything starts."""
+    if spec.address:
+        from distributed.comm.addressing import parse_address, parse_host_port
+
+        try:
+            parse_host_port(parse_address(spec.address)[1])
+        except ValueError:
+            raise GraphshardError(f"cluster.address (--scheduler): expected a scheduler address like "
+                                  f"tcp://host:8786, found {spec.address!r}") from None
+        return
+    if spec.workers < 1:
+        raise GraphshardError(f"cluster.workers (--workers): expected at least 1 worker, found {spec.workers}")
+    if spec.memory_limit not in (None, "auto"):
+        from dask.utils import parse_bytes
+
+        try:
+            size = parse_bytes(spec.memory_limit)
+        except (ValueError, TypeError):
+            size = -1
+        if size < 0:
+            raise GraphshardError(f"cluster.memory_limit (--memory-limit): expected a size like '4GB' or 'auto', "
+                                  f"found {spec.memory_limit!r}")
 
 
 def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:

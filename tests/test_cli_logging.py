@@ -91,3 +91,26 @@ def test_expected_dask_errors_stay_in_the_log_file(tmp_path, monkeypatch, capsys
     assert ("broadcast to tcp://127.0.0.1:1" in err) == debug
     logging.getLogger().handlers[-1].flush()
     assert "broadcast to tcp://127.0.0.1:1" in path.read_text()
+
+
+@pytest.mark.parametrize("flags,words", [
+    (["--workers", "-1"], "cluster.workers (--workers): expected at least 1 worker, found -1"),
+    (["--scheduler", "localhost"], "expected a scheduler address like tcp://host:8786, found 'localhost'"),
+])
+def test_bad_cluster_flags_are_one_line_before_any_cluster(flags, words, rmat_small, capsys):
+    """`inspect --check --workers -1` waited for ever for a worker; `--scheduler localhost` was an internal error."""
+    assert cli.main(["inspect", str(rmat_small), "--check", *flags]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("graphshard inspect: error: ") and words in err[0], err
+
+
+def test_bad_memory_limit_flag_is_one_line(make_graph, tmp_path, capsys):
+    """`shuffle --memory-limit lots` was an internal error (Dask's ValueError), exit 1."""
+    graph = make_graph("rmat", nodes=300, edges=3000, chunks=2, seed=5)
+    asg = assign(graph, tmp_path / "asg", 2, AssignOptions())
+    code = cli.main(["shuffle", "--in", str(graph), "--partitions", str(asg), "--out", str(tmp_path / "out"),
+                     "--workers", "1", "--memory-limit", "lots"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "--memory-limit): expected a size like '4GB' or 'auto', found 'lots'" \
+        in err[0], err
+    assert not (tmp_path / "out").exists()

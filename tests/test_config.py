@@ -127,6 +127,8 @@ BAD = [
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
+    ("negative memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "-1GB"}),
+                                            "field 'cluster.memory_limit': expected a size like '4GB'"), []),
     ("file method without folder", lambda t, m: (write_config(t, m, assign={"method": "file"}), "assign.dir"), []),
     ("graphbolt choice without graphbolt", lambda t, m: (write_config(t, m), "output.store_eids"),
      ["--set", "output.store_eids=true"]),

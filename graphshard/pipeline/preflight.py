@@ -111,10 +111,11 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
         from dask.utils import parse_bytes  # here: importing dask costs ~0.2 s of a cached run's ~2 s
 
         try:
-            parse_bytes(cfg.cluster.memory_limit)
+            negative = parse_bytes(cfg.cluster.memory_limit) < 0
         except (ValueError, TypeError):
-            raise InputError(src, "cluster.memory_limit", "a size like '4GB' or 'auto'",
-                             cfg.cluster.memory_limit) from None
+            negative = True
+        if negative:
+            raise InputError(src, "cluster.memory_limit", "a size like '4GB' or 'auto'", cfg.cluster.memory_limit)
     for key, where in (("output.dir", out), ("work_dir", work), ("shuffle.scratch_dir", cfg.shuffle.scratch_dir)):
         if where is not None:
             _check_writable(cfg, key, where)
