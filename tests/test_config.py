@@ -89,6 +89,12 @@ def _case_output_exists(tmp, meta):
     return write_config(tmp, meta), "output.dir"
 
 
+def _case_output_is_a_file(tmp, meta):
+    (tmp / "out").write_text("mine")
+    return write_config(tmp, meta, output={"dir": "out", "overwrite": True}), "expected a folder (or a path that " \
+        "does not exist yet), found " + str(tmp / "out") + ", a file"
+
+
 # (name, builder(tmp, metadata) -> (config path, words the message must contain), extra CLI arguments)
 BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
@@ -124,6 +130,7 @@ BAD = [
                                                   "cluster.address"), []),
     ("output inside input", _case_output_inside_input, []),
     ("output exists", _case_output_exists, []),
+    ("output is a file", _case_output_is_a_file, []),
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),

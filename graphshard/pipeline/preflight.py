@@ -176,7 +176,9 @@ def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) 
         raise InputError(src, "work_dir", f"a location outside the input folder {in_dir}", str(work))
     if isinstance(out, Location):
         return  # on a store: after the store is known to answer (_check_stored_output)
-    if out.exists() and not (out.is_dir() and (cfg.output.overwrite or published_by_us)):
+    if out.exists() and not out.is_dir():  # output.overwrite replaces a folder, not a file
+        raise InputError(src, "output.dir", "a folder (or a path that does not exist yet)", f"{out}, a file")
+    if out.exists() and not (cfg.output.overwrite or published_by_us):
         raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
                          f"{out} exists")
 
