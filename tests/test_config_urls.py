@@ -147,3 +147,15 @@ def test_run_with_bad_locations_exits_2_with_one_line(tmp_path: Path, graph_copy
         assert done.returncode == 2 and len(lines) == 1 and expected in lines[0], (name, done.stderr)
         assert "Traceback" not in done.stderr + done.stdout
     assert not Storage().listing(f"{s3_bucket}/graph/out")
+
+
+def test_storage_options_overrides_are_not_stored_with_the_flow_run():
+    """`--set storage_options...=<secret>` reached Prefect as a flow run parameter in clear (its database, its UI):
+    the flow now gets such overrides as SecretStr, which Prefect stores as asterisks, and reads them unchanged."""
+    from graphshard.pipeline.flow import _hidden, _revealed, partition
+
+    overrides = ["num_parts=3", f"storage_options.s3://bucket/.secret={SECRET}"]
+    params = partition.validate_parameters({"config": "job.yaml", "overrides": _hidden(overrides)})
+    stored = partition.serialize_parameters(params)
+    assert SECRET not in repr(stored) and stored["overrides"][0] == "num_parts=3"
+    assert _revealed(params["overrides"]) == overrides
