@@ -99,6 +99,8 @@ def _case_output_is_a_file(tmp, meta):
 BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
     ("yaml syntax", lambda t, m: (_text(t, "input: {metadata: [\n"), "valid YAML"), []),
+    ("tab indentation", lambda t, m: (_text(t, "input:\n\tmetadata: x\n"), "expected valid YAML, found "
+                                      "character '\\t' that cannot start any token at line 2 column 1"), []),
     ("not a mapping", lambda t, m: (_text(t, "- a\n- b\n"), "mapping"), []),
     ("duplicate key", lambda t, m: (_text(t, f"input: {{metadata: {m}}}\noutput: {{dir: out}}\nnum_parts: 2\n"
                                              "num_parts: 3\n"), "key 'num_parts' given twice (first at line 3)"), []),

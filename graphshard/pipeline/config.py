@@ -333,7 +333,7 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or type(err).__name__
+        problem = (getattr(err, "problem", None) or type(err).__name__).removeprefix("found ")  # "found found ..."
         raise InputError(source, None, "valid YAML", f"{problem}{where}") from None
     data = {} if data is None else data
     if isinstance(data, dict):
