@@ -112,6 +112,16 @@ def test_fetch_s3_subset(part_set: Path, s3_bucket: str, tmp_path: Path, capsys)
         load_partition(config, 1)  # not fetched
 
 
+def test_fetch_the_sets_folder(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    """CONFIG_URL may be the set's folder, as `validate --partitions` takes it (was: 'cannot read:
+    IsADirectoryError' for a local folder)."""
+    _upload(part_set.parent, f"{s3_bucket}/sets/tiny")
+    for i, where in enumerate((str(part_set.parent), f"{s3_bucket}/sets/tiny/")):
+        code, out, err = _run(capsys, where, "--out", str(tmp_path / f"got{i}"), "--parts", "1")
+        assert code == 0 and "fetched part(s) 1" in out, err
+        assert (tmp_path / f"got{i}" / part_set.name).read_bytes() == part_set.read_bytes()
+
+
 def test_tampered_object_refused(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
     _upload(part_set.parent, f"{s3_bucket}/set")
     storage = Storage()

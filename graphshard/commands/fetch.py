@@ -11,7 +11,8 @@ HELP = ("Download a partition set's config and its parts (default all) from a pa
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", metavar="CONFIG_URL", help="the partition config <graph_name>.json (path or URL)")
+    parser.add_argument("config", metavar="CONFIG_URL",
+                        help="the partition config <graph_name>.json, or the set's folder (path or URL)")
     parser.add_argument("--out", required=True, metavar="DIR", help="local folder to create with the fetched set")
     parser.add_argument("--parts", default=None, metavar="IDS",
                         help="comma-separated partition ids to fetch, e.g. 0,3 (default: all); the config still "
@@ -22,9 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from graphshard.commands.validate import partition_config
     from graphshard.fetch import fetch
 
-    done = fetch(args.config, args.out, parts=args.parts, overwrite=args.overwrite, transfers=args.transfers)
+    config = partition_config(args.config)  # a folder: the one partition config in it, as validate --partitions
+    done = fetch(str(config), args.out, parts=args.parts, overwrite=args.overwrite, transfers=args.transfers)
     print(f"graphshard: fetched part(s) {','.join(map(str, done.parts))} ({done.files} files, {done.bytes:,} bytes, "
           f"digests checked) into {done.config.parent}; config {done.config}")
     return 0
