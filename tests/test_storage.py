@@ -211,6 +211,15 @@ def test_unreachable_endpoint(s3_env, monkeypatch):
     assert DUMMY_SECRET not in line
 
 
+def test_endpoint_without_scheme(s3_env, monkeypatch):
+    """AWS_ENDPOINT_URL=localhost:9000 (no http://) was 'cannot read: ValueError: Invalid endpoint: ...'."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "localhost:9000")
+    with pytest.raises(StorageError) as err:
+        check_location("s3://bucket/jobs/job.yaml")
+    assert str(err.value) == ("s3://bucket/jobs/job.yaml: the endpoint is not a URL (endpoint localhost:9000); set "
+                              "AWS_ENDPOINT_URL or storage_options endpoint_url to http(s)://host:port")
+
+
 def test_wrong_credentials(monkeypatch):
     """A store that checks credentials refuses ours: one line, the URL, no secret, what to change."""
     with authenticating_server() as server:

@@ -64,8 +64,10 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
 
 
 def classify(err: BaseException) -> str:
-    """unreachable | credentials | bucket | missing | permission | other."""
+    """endpoint | unreachable | credentials | bucket | missing | permission | other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
+    if "Invalid endpoint" in text:  # botocore: an endpoint without its scheme (localhost:9000)
+        return "endpoint"
     if any(s in text for s in _CREDENTIALS):
         return "credentials"
     if any(s in text for s in _UNREACHABLE) or any(isinstance(e, (ConnectionError, TimeoutError))
@@ -86,7 +88,10 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
     where = f" (endpoint {redact(endpoint)})" if endpoint else ""
     bucket = loc.path.split("/", 1)[0]
     kind = classify(err)
-    if kind == "unreachable":
+    if kind == "endpoint":
+        what = (f"the endpoint is not a URL{where}; set AWS_ENDPOINT_URL or storage_options endpoint_url to "
+                "http(s)://host:port")
+    elif kind == "unreachable":
         what = (f"cannot reach the store{where}; check the endpoint (AWS_ENDPOINT_URL or storage_options "
                 "endpoint_url) and the network")
     elif kind == "credentials":
