@@ -95,6 +95,12 @@ def _case_output_is_a_file(tmp, meta):
         "does not exist yet), found " + str(tmp / "out") + ", a file"
 
 
+def _case_work_dir_is_a_file(tmp, meta):
+    (tmp / "cache").write_text("mine")
+    return write_config(tmp, meta, work_dir="cache/sub"), "field 'work_dir': expected a folder (or a path that " \
+        "does not exist yet), found " + str(tmp / "cache") + ", a file"
+
+
 # (name, builder(tmp, metadata) -> (config path, words the message must contain), extra CLI arguments)
 BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
@@ -133,6 +139,7 @@ BAD = [
     ("output inside input", _case_output_inside_input, []),
     ("output exists", _case_output_exists, []),
     ("output is a file", _case_output_is_a_file, []),
+    ("work_dir under a file", _case_work_dir_is_a_file, []),
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),

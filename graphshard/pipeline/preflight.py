@@ -213,7 +213,9 @@ def _check_writable(cfg: PipelineConfig, key: str, where: Path | Location) -> No
     probe = where.parent if key == "output.dir" else where
     while not probe.exists():
         probe = probe.parent
-    if not probe.is_dir() or not _writable(probe):
+    if not probe.is_dir():  # a file where a folder (or one of its parents) should be
+        raise InputError(cfg.source, key, "a folder (or a path that does not exist yet)", f"{probe}, a file")
+    if not _writable(probe):
         raise InputError(cfg.source, key, "a location this user can write to", str(probe))
 
 
