@@ -159,3 +159,14 @@ def test_storage_options_overrides_are_not_stored_with_the_flow_run():
     stored = partition.serialize_parameters(params)
     assert SECRET not in repr(stored) and stored["overrides"][0] == "num_parts=3"
     assert _revealed(params["overrides"]) == overrides
+
+
+def test_unparsable_storage_options_override_does_not_show_its_value(tmp_path: Path):
+    """`--set storage_options...secret=[...` (a secret YAML cannot parse) printed the secret in its error line."""
+    from graphshard.pipeline.config import apply_override
+
+    with pytest.raises(GraphshardError) as err:
+        apply_override({}, f"storage_options.s3://bucket/.secret=[{SECRET}")
+    assert SECRET not in str(err.value) and "expected a YAML value (quote it" in str(err.value)
+    with pytest.raises(GraphshardError, match=r"found '\[4' \(ParserError\)"):
+        apply_override({}, "num_parts=[4")

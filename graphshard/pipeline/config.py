@@ -194,7 +194,9 @@ def apply_override(data: dict, assignment: str) -> None:
     try:
         value = yaml.safe_load(text) if text.strip() else None
     except yaml.YAMLError as err:
-        raise InputError("--set", key, "a YAML value", f"{text!r} ({err.__class__.__name__})") from None
+        shown = "a value" if key.strip().startswith("storage_options") else repr(text)  # may hold a secret
+        raise InputError("--set", key, "a YAML value (quote it: key='...')",
+                         f"{shown} ({err.__class__.__name__})") from None
     parts = key.strip().split(".")
     node = data
     for i, part in enumerate(parts[:-1]):
