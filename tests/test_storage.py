@@ -13,6 +13,7 @@ import pytest
 from fsspec.asyn import sync
 from s3_helpers import DUMMY_SECRET, authenticating_server, free_port, read_only_bucket
 
+from graphshard.errors import GraphshardError
 from graphshard.storage import Storage, StorageError, check_location, location, uploads
 
 
@@ -268,6 +269,14 @@ def test_checks_of_one_store_share_a_client_until_the_credentials_change(s3_env,
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "another-secret")  # moto takes any key: a new client is the point
     check_location(f"{bucket}/out", write=True)
     assert len(made) == 2, made
+
+
+def test_client_kwargs_not_a_mapping():
+    """`client_kwargs: <text>` was an internal error (TypeError / AttributeError on a str), its value unshown."""
+    with pytest.raises(GraphshardError) as err:
+        Storage({"s3://": {"endpoint_url": "http://127.0.0.1:9", "client_kwargs": "x-secret-1"}})
+    assert str(err.value) == ("storage_options['s3://'].client_kwargs: expected a mapping of the SDK client's "
+                              "arguments, found str")
 
 
 def test_unknown_protocol():

@@ -43,6 +43,9 @@ class StorageOptions:
             if not isinstance(opts, Mapping):
                 raise GraphshardError(f"storage_options[{redact(prefix)!r}]: expected a mapping of filesystem "
                                       f"options, found {type(opts).__name__}")
+            if not isinstance(opts.get("client_kwargs", {}), Mapping):  # the value is not shown: it may be secret
+                raise GraphshardError(f"storage_options[{redact(prefix)!r}].client_kwargs: expected a mapping of the "
+                                      f"SDK client's arguments, found {type(opts['client_kwargs']).__name__}")
             whole = re.fullmatch(r"([a-zA-Z][a-zA-Z0-9+.-]*)://", str(prefix))  # "s3://": every bucket
             self._options[Location(whole.group(1).lower(), "") if whole else location(prefix)] = dict(opts)
         self._cache: dict[tuple, AbstractFileSystem] = {}
