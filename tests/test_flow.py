@@ -184,3 +184,23 @@ def test_remote_share_estimate_can_be_turned_off(tmp_path, rmat_small, dask_addr
     on = run(config)
     assert _ran(on) == {"validate", "publish"} and 0 < on["remote_share"] < 1
     assert json.loads((tmp_path / "out" / "report.json").read_text())["quality"]["remote_share"]["overall"] > 0
+
+
+def test_an_output_published_meanwhile_is_not_replaced(tmp_path, rmat_small, dask_address, monkeypatch):
+    """Another run publishing to output.dir after this run's pre-flight passed (two runs at once): the publish step
+    refuses with one line, and the other run's set stays as it was."""
+    from graphshard.pipeline.steps import publish as step
+
+    config = write_config(tmp_path, rmat_small, dask_address)
+    theirs = tmp_path / "out" / "theirs.json"
+    real = step.is_current
+
+    def published_meanwhile(*args, **kwargs):
+        theirs.parent.mkdir(exist_ok=True)
+        theirs.write_text("{}")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(step, "is_current", published_meanwhile)
+    with pytest.raises(GraphshardError, match="publish: .*another run published there.*nothing was replaced"):
+        run(config)
+    assert [p.name for p in theirs.parent.iterdir()] == ["theirs.json"]

@@ -139,8 +139,8 @@ def partition(config: str, overrides: list[str | SecretStr] | None = None, from_
                      if cfg.validate_.enabled else None)
     finally:
         cluster.close_in_background()  # overlaps publishing, the report and Prefect's end of run; run_pipeline waits
-    state = publish_task(cfg, store, shuffled, validated, return_state=True)
-    states["publish"] = state
+    states["publish"] = publish_task(cfg, store, shuffled, validated, return_state=True)
+    states["publish"].result()  # a publish that failed fails the run (it was reported as published)
     out = cfg.output.dir
     summary, tables = summarize(cfg, out, ingested, assigned, shuffled, validated,
                                 {k: s.name for k, s in states.items()}, time.perf_counter() - start)

@@ -120,7 +120,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
         if where is not None:
             _check_writable(cfg, key, where)
     if isinstance(out, Location):
-        _check_stored_output(cfg, published_by_us)
+        check_output_free(cfg, published_by_us)
     refuse(precheck_once(graph))  # `graphshard run` checks twice in one process (command, flow): headers read once
     if cfg.assign.method == "file":
         refuse(precheck_assignment(graph, cfg.assign.dir))
@@ -174,8 +174,17 @@ def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) 
         raise InputError(src, "work_dir", f"a location separate from output.dir {out}", str(work))
     if _inside(work, in_dir):
         raise InputError(src, "work_dir", f"a location outside the input folder {in_dir}", str(work))
+    if not isinstance(out, Location):  # on a store: after the store is known to answer
+        check_output_free(cfg, published_by_us)
+
+
+def check_output_free(cfg: PipelineConfig, published_by_us: bool) -> None:
+    """An existing output is replaced only with overwrite, or when this work folder published it: checked before any
+    work, and again by the publish step (another run may have published there meanwhile)."""
+    src, out = cfg.source, cfg.output.dir
     if isinstance(out, Location):
-        return  # on a store: after the store is known to answer (_check_stored_output)
+        _check_stored_output(cfg, published_by_us)
+        return
     if out.exists() and not out.is_dir():  # output.overwrite replaces a folder, not a file
         raise InputError(src, "output.dir", "a folder (or a path that does not exist yet)", f"{out}, a file")
     if out.exists() and not (cfg.output.overwrite or published_by_us):

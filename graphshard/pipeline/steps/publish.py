@@ -9,10 +9,19 @@ from pathlib import Path
 from prefect import get_run_logger, task
 from prefect.states import Completed, State
 
+from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
-from graphshard.pipeline.publish import artifact_digests, is_current, publish_output, publish_to_store, run_of
+from graphshard.pipeline.preflight import check_output_free
+from graphshard.pipeline.publish import (
+    artifact_digests,
+    is_current,
+    publish_output,
+    publish_to_store,
+    published_by,
+    run_of,
+)
 from graphshard.pipeline.steps.common import TASK_OPTIONS
 from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
@@ -44,6 +53,11 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
     out, name = cfg.output.dir, Path(shuffled.summary["config"]).name
     if is_current(store.root, out, digests, sources, REPORT_FILES, cfg.storage, name, run):
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
+    try:  # another run may have published there since this one's pre-flight
+        check_output_free(cfg, published_by(store.root, out, cfg.storage))
+    except GraphshardError as err:
+        raise GraphshardError(f"publish: {err}; it appeared while this run worked (another run published there), "
+                              "nothing was replaced") from None
     if isinstance(out, Location):
         report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
         publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run)
