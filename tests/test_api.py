@@ -159,6 +159,12 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
                                                        "of 200 rows"),
     ({"edges": {BUYS: (np.array([0, 300]), np.array([0, 1]))}},
      "edges ('user', 'buys', 'item'): expected source IDs in [0, 300)"),
+    ({"node_feats": {"user": {"a/b": np.zeros(300)}}}, "node feature 'a/b' of 'user': expected a non-empty name "
+                                                       "without '/'"),
+    ({"edges": {("user:a", "buys", "item"): (np.array([0]), np.array([0]))}, "num_nodes": {"user:a": 1, "item": 1}},
+     "node type 'user:a': expected a non-empty name without ':' or '/'"),
+    ({"edges": {("user", "buys:now", "item"): (np.array([0]), np.array([0]))}},
+     "edge type ('user', 'buys:now', 'item'): expected a non-empty relation name without ':'"),
 ])
 def test_bad_input_is_one_clear_error_and_nothing_is_written(tmp_path, change, message):
     g = hetero()

@@ -216,6 +216,7 @@ def check(graph: InMemoryGraph) -> None:
     """Shapes and dtypes the steps need: 1-D integer edge arrays of equal length, one feature row per node/edge."""
     if not graph.edges:
         raise GraphshardError("g: expected at least one edge type, found none")
+    _check_names(graph)
     for can, (src, dst) in graph.edges.items():
         if src.ndim != 1 or dst.ndim != 1 or len(src) != len(dst):
             raise GraphshardError(f"edges {can}: expected two 1-D ID arrays of equal length, found shapes "
@@ -232,3 +233,19 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.dtype.kind not in "biuf":
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")
+
+
+def _check_names(graph: InMemoryGraph) -> None:
+    """The names partition files can hold: node types without ':' or '/', relations without ':' (DGL joins a
+    canonical edge type with ':'), feature names without '/' (DGL keys features '<type>/<name>')."""
+    for nt in graph.ntypes:
+        if not nt or ":" in nt or "/" in nt:
+            raise GraphshardError(f"node type {nt!r}: expected a non-empty name without ':' or '/'")
+    for can in graph.etypes:
+        if not can[1] or ":" in can[1]:
+            raise GraphshardError(f"edge type {can}: expected a non-empty relation name without ':'")
+    for kind, feats in (("node", graph.node_feats), ("edge", graph.edge_feats)):
+        for t, named in feats.items():
+            for name in named:
+                if not name or "/" in name:
+                    raise GraphshardError(f"{kind} feature {name!r} of {t!r}: expected a non-empty name without '/'")
