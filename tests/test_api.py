@@ -74,6 +74,17 @@ def test_metis_refines_once_per_level_as_dgl(tmp_path, dask_cluster_client, monk
     assert calls == [1] and AssignOptions(method="metis").metis_niter is None
 
 
+def test_balance_classes_are_labels_as_in_dgl(tmp_path, dask_cluster_client):
+    """Any integer labels balance as DGL's do (only equality counts): negative or huge ones give the same set."""
+    g = hetero(5)
+    mask = g["node_feats"]["user"]["mask"]
+    for name, labels in (("small", mask.astype(np.int64)), ("odd", np.where(mask, 10**12, -3))):
+        partition(g, tmp_path / name, 2, part_method="metis", balance_ntypes={"user": labels},
+                  client=dask_cluster_client)
+    files = sorted(p.relative_to(tmp_path / "small") for p in (tmp_path / "small").rglob("*.dgl"))
+    assert files and all((tmp_path / "small" / f).read_bytes() == (tmp_path / "odd" / f).read_bytes() for f in files)
+
+
 def test_trainers_per_machine_write_dgl_trainer_ids(tmp_path, dask_cluster_client):
     g = hetero(1)
     partition(g, tmp_path / "out", 2, part_method="metis", num_trainers_per_machine=2, client=dask_cluster_client)

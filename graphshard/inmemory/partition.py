@@ -25,6 +25,7 @@ import xxhash
 from pydantic import ValidationError
 
 from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
+from graphshard.assign.constraints import FEATURE_RADIX
 from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.atomic import move_into_place, publish_on_store
 from graphshard.cluster import ClusterSpec, dask_client
@@ -90,6 +91,8 @@ def _balance_classes(graph: InMemoryGraph, balance_ntypes: Any) -> dict[str, dic
         if arr.shape != (graph.num_nodes[nt],) or arr.dtype.kind not in "biu":
             raise GraphshardError(f"balance_ntypes[{nt!r}]: expected {graph.num_nodes[nt]} integer or bool class "
                                   f"labels (one per node), found shape {arr.shape} dtype {arr.dtype}")
+        if len(arr) and arr.dtype.kind != "b" and (arr.min() < 0 or arr.max() >= FEATURE_RADIX):
+            arr = np.unique(arr, return_inverse=True)[1].reshape(-1)  # DGL's classes are labels: only equality counts
         out[nt] = {BALANCE_FEAT: arr}
     return out
 
