@@ -132,6 +132,14 @@ def test_random_runs_without_a_cluster_and_writes_the_same_bytes(tmp_path, dask_
         assert (tmp_path / "here" / rel).read_bytes() == (tmp_path / "cluster" / rel).read_bytes(), rel
 
 
+def test_numpy_integer_arguments_are_taken(tmp_path):
+    """num_parts and num_trainers_per_machine as numpy integers (e.g. read from a file) work as ints do."""
+    g = hetero(6)
+    with pytest.warns(UserWarning, match="ignores balance_ntypes"):
+        partition(g, tmp_path / "out", np.int64(2), part_method="random", num_trainers_per_machine=np.int32(2))
+    assert json.loads((tmp_path / "out" / "shop-graph.json").read_text())["num_parts"] == 2
+
+
 def test_chunk_graph_round_trip_through_inspect(tmp_path):
     g = hetero(3)
     meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 3, "mixed", "shop", num_nodes=g["num_nodes"],

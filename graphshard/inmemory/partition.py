@@ -109,8 +109,9 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         raise GraphshardError(f"part_method: expected one of {', '.join(part_methods())}, found {part_method!r}")
     if objtype not in ("cut", "vol"):
         raise GraphshardError(f"objtype: expected 'cut' or 'vol', found {objtype!r}")
-    if not isinstance(num_trainers_per_machine, int) or num_trainers_per_machine < 1:
+    if not isinstance(num_trainers_per_machine, (int, np.integer)) or num_trainers_per_machine < 1:
         raise GraphshardError(f"num_trainers_per_machine: expected an integer >= 1, found {num_trainers_per_machine!r}")
+    num_trainers_per_machine = int(num_trainers_per_machine)
     if part_method == "random":
         if balance_ntypes is not None or balance_edges or num_trainers_per_machine > 1:
             warnings.warn("part_method='random' ignores balance_ntypes, balance_edges and num_trainers_per_machine "
@@ -311,8 +312,9 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     graphbolt = options_from_kwargs(use_graphbolt, kwargs)
     if not isinstance(graph_name, str) or not graph_name or "/" in graph_name:
         raise GraphshardError(f"graph_name: expected a non-empty name without '/', found {graph_name!r}")
-    if not isinstance(num_parts, int) or num_parts < 1:
+    if not isinstance(num_parts, (int, np.integer)) or num_parts < 1:  # numpy's too: e.g. a count read from a file
         raise GraphshardError(f"num_parts: expected an integer >= 1, found {num_parts!r}")
+    num_parts = int(num_parts)
     graph = from_input(g, num_nodes, node_feats, edge_feats)
     options, classes = _assign_options(graph, part_method, balance_ntypes, balance_edges, num_trainers_per_machine,
                                        objtype, seed)
