@@ -22,6 +22,8 @@ from graphshard.errors import GraphshardError
 HOMO_NTYPE = "_N"
 HOMO_ETYPE = (HOMO_NTYPE, "_E", HOMO_NTYPE)
 Canonical = tuple[str, str, str]
+DGL_SKIPPED_NODE_DATA = ("_ID", "inner_node")  # DGL's partition_graph writes no feature of these names (dgl.NID, ...)
+DGL_SKIPPED_EDGE_DATA = ("_ID", "inner_edge")
 
 
 @dataclass
@@ -84,8 +86,9 @@ def from_dgl(g: Any) -> InMemoryGraph:
         src, dst = g.edges(etype=can, order="eid")
         example = src
         edges[tuple(can)] = (as_numpy(src, f"edges {can}"), as_numpy(dst, f"edges {can}"))
-    node_feats = {nt: _feats(g.nodes[nt].data, f"g.nodes['{nt}'].data") for nt in g.ntypes}
-    edge_feats = {tuple(can): _feats(g.edges[can].data, f"g.edges[{can}].data") for can in g.canonical_etypes}
+    node_feats = {nt: _feats(g.nodes[nt].data, f"g.nodes['{nt}'].data", DGL_SKIPPED_NODE_DATA) for nt in g.ntypes}
+    edge_feats = {tuple(can): _feats(g.edges[can].data, f"g.edges[{can}].data", DGL_SKIPPED_EDGE_DATA)
+                  for can in g.canonical_etypes}
     homogeneous = bool(getattr(g, "is_homogeneous", len(num_nodes) == 1 and len(edges) == 1))
     return InMemoryGraph(num_nodes, edges, node_feats, edge_feats, homogeneous,
                          _tensor_maker(example) if example is not None else (lambda a: a))

@@ -135,3 +135,16 @@ def test_heterograph_mapping_matches_dgl_conventions(tmp_path: Path) -> None:
     check_with_dgl(tmp_path / "dgl" / "mag-like.json", g, *theirs)
     check_with_dgl(tmp_path / "gs" / "mag-like.json", g, *ours)
     assert (tmp_path / "gs" / "report.html").exists()
+
+
+def test_subgraph_id_fields_are_not_features_as_in_dgl(tmp_path: Path) -> None:
+    """A subgraph's dgl.NID/dgl.EID data (`_ID`) become no partition feature, as in DGL: the same feature names."""
+    sub = dgl.node_subgraph(_heterograph(), {"paper": torch.arange(0, 600, 2), "author": torch.arange(300),
+                                             "field": torch.arange(20)})
+    names = {}
+    for who, fn in (("dgl", dgl.distributed.partition_graph), ("gs", graphshard.partition_graph)):
+        fn(sub, "sub", 2, str(tmp_path / who), part_method="random")
+        nfeat, efeat = dgl.distributed.load_partition_feats(str(tmp_path / who / "sub.json"), 0)
+        names[who] = (sorted(nfeat), sorted(efeat))
+    assert names["gs"] == names["dgl"] and not any("_ID" in n for n in names["gs"][0] + names["gs"][1])
+
