@@ -81,6 +81,9 @@ def _feats(data: Any, what: str, skip: tuple[str, ...] = ()) -> dict[str, np.nda
 def from_dgl(g: Any) -> InMemoryGraph:
     """A DGLGraph or heterograph, read through its public API."""
     num_nodes = {nt: int(g.num_nodes(nt)) for nt in g.ntypes}
+    allowed = sum(g.formats().values(), []) if callable(getattr(g, "formats", None)) else ["coo"]
+    if "coo" not in allowed:  # a CSC/CSR-only graph lists no edges in ID order: allow COO (same features)
+        g = g.formats(allowed + ["coo"])
     edges, example = {}, None
     for can in g.canonical_etypes:
         src, dst = g.edges(etype=can, order="eid")

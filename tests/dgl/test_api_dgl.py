@@ -148,3 +148,10 @@ def test_subgraph_id_fields_are_not_features_as_in_dgl(tmp_path: Path) -> None:
         names[who] = (sorted(nfeat), sorted(efeat))
     assert names["gs"] == names["dgl"] and not any("_ID" in n for n in names["gs"][0] + names["gs"][1])
 
+
+def test_csc_only_graph_is_partitioned(tmp_path: Path) -> None:
+    """A graph restricted to CSC (DGL's partition_graph refuses it) is read in edge ID order and maps back."""
+    g = _heterograph(1)
+    mapping = graphshard.partition_graph(g.formats("csc"), "csc", 2, tmp_path / "gs", part_method="random",
+                                         return_mapping=True)
+    check_with_dgl(tmp_path / "gs" / "csc.json", g, *mapping)
