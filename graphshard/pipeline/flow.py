@@ -25,7 +25,6 @@ from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
 from prefect.states import State
 from prefect.utilities.urls import url_for
-from pydantic import SecretStr
 
 from graphshard import diskfull, logs
 from graphshard.errors import GraphshardError
@@ -77,19 +76,17 @@ def _publish_report_artifacts(summary: dict, tables: dict[str, list[dict]]) -> N
             create_table_artifact(rows, key=f"graphshard-{name}", description=f"graphshard {name}")
 
 
-def _hidden(overrides: list[str]) -> list[str | SecretStr]:
-    """`--set storage_options...=` overrides as SecretStr: Prefect stores a flow run's parameters (its UI shows them)
-    and writes a SecretStr as asterisks; the others stay readable."""
-    return [SecretStr(o) if o.strip().startswith("storage_options") else o for o in overrides]
+# `--set storage_options...=` overrides of the run this process drives (`run_pipeline`): the flow applies them
+# without taking them as parameters, which Prefect stores and its UI shows (they may hold a secret)
+_PRIVATE_OVERRIDES: list[str] = []
 
 
-def _revealed(overrides: list[str | SecretStr] | None) -> list[str]:
-    """The overrides as `load_config` takes them."""
-    return [o.get_secret_value() if isinstance(o, SecretStr) else o for o in overrides or []]
+def _is_private(override: str) -> bool:
+    return override.strip().startswith("storage_options")
 
 
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
-def partition(config: str, overrides: list[str | SecretStr] | None = None, from_step: str | None = None,
+def partition(config: str, overrides: list[str] | None = None, from_step: str | None = None,
               force: list[str] | None = None, force_plan: bool = False) -> dict:
     """The `graphshard` flow: partition the graph a YAML config describes (ingest, assign, shuffle, validate, publish).
 
@@ -98,7 +95,7 @@ def partition(config: str, overrides: list[str | SecretStr] | None = None, from_
     config : str
         The YAML config's path.
     overrides : list of str, optional
-        `key.path=value` strings (the value parsed as YAML), as `--set` takes them; SecretStr ones are not shown.
+        `key.path=value` strings (the value parsed as YAML), as `--set` takes them.
     from_step : str, optional
         Re-run this step and every later one, whatever the cache holds.
     force : list of str, optional
@@ -115,7 +112,7 @@ def partition(config: str, overrides: list[str | SecretStr] | None = None, from_
     link = ui_link(flow_run.get_id())
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
-    cfg: PipelineConfig = load_config(config, _revealed(overrides))
+    cfg: PipelineConfig = load_config(config, [*(overrides or []), *_PRIVATE_OVERRIDES])
     store = StepStore(cfg.work, cfg.storage)
     graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),
                          warn=get_run_logger().warning)
@@ -186,11 +183,14 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     GraphshardError
         The failing step's one-line message.
     """
+    overrides = overrides or []
+    _PRIVATE_OVERRIDES[:] = [o for o in overrides if _is_private(o)]
     try:
         with _heartbeats_as_configured():
-            state = partition(str(config), _hidden(overrides or []), from_step, force or [], force_plan,
-                              return_state=True)
+            state = partition(str(config), [o for o in overrides if not _is_private(o)], from_step, force or [],
+                              force_plan, return_state=True)
     finally:
+        _PRIVATE_OVERRIDES.clear()
         wait_closed()
     if state.is_completed():
         run_id = str(state.state_details.flow_run_id)
