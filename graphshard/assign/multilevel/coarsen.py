@@ -102,9 +102,9 @@ def within_block(b: int, *, level: Level, parts: ScratchPath) -> None:
 def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int,
                   lone: int, within: bool = False) -> int:
     """One LP round over block b (grouping up to `quota` leftover singletons of at most `lone` input nodes, none if
-    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each; with
-    `parts`, clusters stay within the parts of that parts map): writes its labels for round rnd+1 and its cluster
-    weight changes; returns moves."""
+    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each; `within`:
+    the round reads the level's within-part blocks, `within_block`, so clusters stay within parts): writes its labels
+    for round rnd+1 and its cluster weight changes; returns moves."""
     lo, hi = level.span(b)
     if within:
         indptr, indices, ew, runs = read_bucket(level.within(b), mapped=True)
