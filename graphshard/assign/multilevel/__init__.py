@@ -63,9 +63,9 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         fine = replace(fine, cycle=cycle).make()
         levels, rounds = coarsen_all(fine, plan, client, parts)
         lap("coarsen")
-        if parts is not None and len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
-            break
         if parts is not None:
+            if len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
+                break
             remove(parts.parent)  # the previous cycle's working files of level 0
         cut, load = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
         lap("initial")
