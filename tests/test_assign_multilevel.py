@@ -34,7 +34,7 @@ def parts_bytes(folder: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("kind,kwargs,coarse", [
     ("rmat", {"nodes": 3000, "edges": 30000, "chunks": 3}, 300),
-    ("grid", {"nodes": 10000, "chunks": 3}, 500),
+    ("grid", {"nodes": 10000, "chunks": 3}, 1000),
 ])
 def test_cut_within_1_25x_of_metis(make_graph, tmp_path, kind, kwargs, coarse):
     md = make_graph(kind, **kwargs)
@@ -44,9 +44,9 @@ def test_cut_within_1_25x_of_metis(make_graph, tmp_path, kind, kwargs, coarse):
     levels = ml["partitioner"]["levels"]
     assert len(levels) >= 3 and levels[0]["blocks"] >= 3, levels  # it did coarsen, over several blocks
     assert all(lv["blocks"] == 1 or lv["blocks"] % BLOCK_MULTIPLE == 0 for lv in levels), levels
-    # the 10k-node grid coarsened 20x: 278 vs METIS's 227 (1.22x; 272 before the FM pass and KaMinPar at the coarsest
-    # level, which lower the cut on R-MAT here from 16,091 to 10,307 against METIS's 14,335); tests/test_multilevel_
-    # families.py holds every family to METIS's cut
+    # the 10k-node grid coarsened 16x: 257 on average over seeds 0-9 vs METIS's 227 (1.13x; a coarsest level of 500
+    # nodes, which every LP round of a level takes down to ~130, 32 a part, gave 1.24x; R-MAT here cuts less than
+    # METIS); tests/test_multilevel_families.py holds every family to METIS's cut
     assert ml["edge_cut"]["count"] <= 1.25 * metis["edge_cut"]["count"]
     assert ml["imbalance"]["nodes"] <= 1.03
 

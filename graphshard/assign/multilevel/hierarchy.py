@@ -114,8 +114,9 @@ def node_target(level: Level, opts: AssignOptions) -> int:
 
 def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER,
                   parts: ScratchPath | None = None) -> tuple[Level, int, int]:
-    """LP rounds on `level` (until the clusters are few enough for the next level's `node_target`, at most the
-    configured rounds; the last one also groups leftover singletons: `lone_weight`), then the contraction
+    """The configured LP rounds on `level` (every one, as KaMinPar's clustering: a level cut short once its clusters
+    met the next level's `node_target` kept the first rounds' clusters of ~3 nodes, which later rounds re-sort; the
+    last round groups leftover singletons towards that target: `lone_weight`), then the contraction
     into the next level; returns it, the rounds run and the hubs' cluster bound it ended with (0: hubs did not
     cluster apart; on a level with skewed degrees they cluster only among themselves: coarsen.py, `hub_bound`).
     Near the coarsest size, a round in which the hubs stall the level (it keeps over STALL of its clusters) grows
@@ -145,8 +146,6 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         done += 1
         before, clusters = clusters, sum(counts)
         log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
-        if clusters <= target:
-            break
         if grow and clusters > STALL * before and hub_cluster < hub_cap(plan):
             bound, hub_cluster = bound * coarsen.HUB_RELAX, hub_cluster * coarsen.HUB_RELAX
     return contract(level, plan, counts, done, client, parts), done, hub_cluster if hubs else 0
