@@ -123,7 +123,7 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     their bound HUB_RELAX times for the next round (`hub_cap`), instead of a level of its own doing so. With
     `parts` (a V-cycle), clusters stay within the parts of that parts map, which the next level inherits."""
     opts = plan.options
-    rounds, done, clusters, target = opts.multilevel_lp_rounds, 0, level.nodes, node_target(level, opts)
+    rounds, clusters, target = opts.multilevel_lp_rounds, level.nodes, node_target(level, opts)
     create(level.hubs, (level.nodes,), np.uint8)
     top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
     hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
@@ -133,22 +133,21 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
     if parts is not None:
         run_tasks(client, STEP, f"ml-within-L{level.index}", coarsen.within_block, list(level.blocks), level=level,
                   parts=parts)
-    while done < rounds:
-        create(level.labels(done + 1), (level.nodes,), index_dtype(level.nodes))
-        create(level.cluster_weights(done + 1), (level.nodes, level.columns), np.int64)
-        quotas = [group_quota(level, b, clusters, target) if done == rounds - 1 else -1 for b in level.blocks]
+    for rnd in range(rounds):
+        create(level.labels(rnd + 1), (level.nodes,), index_dtype(level.nodes))
+        create(level.cluster_weights(rnd + 1), (level.nodes, level.columns), np.int64)
+        quotas = [group_quota(level, b, clusters, target) if rnd == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
-                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=done, seed=opts.seed, maxw=plan.maxw,
+                  star=True, label=lambda item: f"b{item[0]}", level=level, rnd=rnd, seed=opts.seed, maxw=plan.maxw,
                   hub_cluster=bound, lone=coarsen.lone_weight(far), within=parts is not None)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
-                           level=level, rnd=done)
-        remove(level.labels(done), level.cluster_weights(done), level.work / f"delta-{done}")
-        done += 1
+                           level=level, rnd=rnd)
+        remove(level.labels(rnd), level.cluster_weights(rnd), level.work / f"delta-{rnd}")
         before, clusters = clusters, sum(counts)
-        log.info("multilevel level %d round %d: %d clusters", level.index, done, clusters)
+        log.info("multilevel level %d round %d: %d clusters", level.index, rnd + 1, clusters)
         if grow and clusters > STALL * before and hub_cluster < hub_cap(plan):
             bound, hub_cluster = bound * coarsen.HUB_RELAX, hub_cluster * coarsen.HUB_RELAX
-    return contract(level, plan, counts, done, client, parts), done, hub_cluster if hubs else 0
+    return contract(level, plan, counts, rounds, client, parts), rounds, hub_cluster if hubs else 0
 
 
 def hub_cap(plan: Plan) -> int:
