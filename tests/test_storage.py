@@ -13,6 +13,7 @@ import pytest
 from fsspec.asyn import sync
 from s3_helpers import DUMMY_SECRET, authenticating_server, free_port, read_only_bucket
 
+from graphshard.cli import main
 from graphshard.errors import GraphshardError
 from graphshard.storage import Storage, StorageError, check_location, location, uploads
 
@@ -282,6 +283,20 @@ def test_client_kwargs_not_a_mapping():
 def test_unknown_protocol():
     with pytest.raises(Exception, match="unknown storage protocol 'nosuch'"):
         Storage().exists("nosuch://b/x")
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1:1/g/metadata.json", "http://127.0.0.1:1/g/metadata.json",
+                                 "hdfs://namenode:8020/g/metadata.json"])
+def test_host_urls_refused_in_one_line(url, capsys):
+    """A URL that names a host (ftp, http, hdfs) was read as bucket `host:port`: ftp failed on a missing `host`
+    argument after a traceback from fsspec's `__del__`, http said an existing file was missing. Now one line, exit 2,
+    before any request."""
+    assert main(["inspect", url]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"graphshard inspect: error: {url}: {url.split(':')[0]}:// URLs name a host, "
+                                        "not a bucket; graphshard reads and writes local paths and bucket stores "
+                                        "(s3://, gs://, abfs://, ...): copy the data to one, or mount it as a local "
+                                        "path"]
 
 
 def test_storage_import_is_light():

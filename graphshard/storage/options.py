@@ -92,6 +92,7 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
         opts.setdefault("client_kwargs", {})
         opts["client_kwargs"] = {**opts["client_kwargs"], "endpoint_url": opts.pop("endpoint_url")}
     try:
+        _check_bucket_naming(loc, fsspec.get_filesystem_class(loc.protocol))
         return fsspec.filesystem(loc.protocol, skip_instance_cache=True, **opts)
     except ImportError:
         package = _PROTOCOL_PACKAGE.get(loc.protocol, f"the fsspec implementation of {loc.protocol}://")
@@ -105,3 +106,12 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
     except TypeError as err:
         raise GraphshardError(f"{loc}: storage options rejected by the {loc.protocol}:// filesystem: "
                               f"{redact(str(err))}") from None
+
+
+def _check_bucket_naming(loc: Location, cls: type) -> None:
+    """Refuse a protocol whose filesystem names an object otherwise than `loc.path` (its URL starts with a host:
+    ftp://, sftp://, http://, hdfs://, ...): every location here is a bucket-and-key path or a local one."""
+    if cls._strip_protocol(loc.url).strip("/") != loc.path.strip("/"):
+        raise GraphshardError(f"{loc}: {loc.protocol}:// URLs name a host, not a bucket; graphshard reads and "
+                              "writes local paths and bucket stores (s3://, gs://, abfs://, ...): copy the data to "
+                              "one, or mount it as a local path")
