@@ -25,6 +25,7 @@ from graphshard.formats.readers import (
     READERS,
     VALID_KINDS,
     Header,
+    common_dtype,
     edge_field,
     edge_ids_problem,
     not_numeric_problem,
@@ -83,8 +84,9 @@ def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats
     if None not in rows and sum(rows) != expected_rows:
         problems.append(InputError(graph.path(spec.data[0]), field, f"{expected_rows} rows in all (the type's count)",
                                    f"{sum(rows)} rows ({', '.join(map(str, rows))} per file)"))
+    shared = common_dtype({np.dtype(s.dtype) for s in stats}) is not None  # e.g. a csv of whole numbers, one of floats
     for i, s in enumerate(stats[1:], start=1):
-        if (s.row_shape, s.dtype) != (stats[0].row_shape, stats[0].dtype):
+        if s.row_shape != stats[0].row_shape or (s.dtype != stats[0].dtype and not shared):
             problems.append(InputError(graph.path(spec.data[i]), f"{field}.data[{i}]",
                                        f"rows of shape {stats[0].row_shape} and dtype {stats[0].dtype} as in file 0",
                                        f"shape {s.row_shape}, dtype {s.dtype}"))

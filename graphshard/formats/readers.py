@@ -139,14 +139,14 @@ def _arrow_to_numpy(table: pa.Table, path: object, first_row: int = 0) -> np.nda
     cols = [column_to_numpy(table.column(i)) for i in range(table.num_columns)]
     dtypes = {c.dtype for c in cols}
     if len(dtypes) != 1:
-        common = _common_dtype(dtypes)
+        common = common_dtype(dtypes)
         if common is None:
             raise InputError(path, None, "columns of one dtype", sorted(str(d) for d in dtypes))
         cols = [c.astype(common, copy=False) for c in cols]
     return np.stack(cols, axis=1)
 
 
-def _common_dtype(dtypes: set[np.dtype]) -> np.dtype | None:
+def common_dtype(dtypes: set[np.dtype]) -> np.dtype | None:
     """The dtype numeric columns of different dtypes share, as numpy (and DGL's pandas read) promotes them, when it is
     one of theirs: int32 beside int64 IDs, a csv feature column of whole numbers (int64) beside float64 ones. None
     for bool or text columns, or when promotion would make a dtype no column has (int64 beside uint64 or float32)."""
@@ -592,15 +592,32 @@ def chunk_row_counts(graph: ChunkedGraph, spec: ChunkFileSpec) -> list[int]:
     return each(lambda p: reader.num_rows(graph.file(p), spec.format), spec.data, not graph.base.is_local)
 
 
+def _rows_and_dtype(reader: ChunkReader, path: Source, fmt: FileFormat) -> tuple[int, np.dtype]:
+    head = reader.header(path, fmt)
+    return (head.rows if head.rows is not None else reader.num_rows(path, fmt)), head.dtype
+
+
 @dataclass(frozen=True)
 class RowIndex:
-    """Where rows live across the files of a spec: offsets[i] is the first global row of file i."""
+    """Where rows live across the files of a spec: offsets[i] is the first global row of file i; `dtype`: what
+    their rows are read as (the files' common dtype, as DGL's concatenation promotes a csv file of whole numbers
+    beside float ones; None: each file's own)."""
 
     offsets: np.ndarray
+    dtype: np.dtype | None = None
 
     @classmethod
     def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec) -> "RowIndex":
-        return cls(np.concatenate([[0], np.cumsum(chunk_row_counts(graph, spec))]).astype(np.int64))
+        reader = reader_for(spec.format)
+        found = each(lambda p: _rows_and_dtype(reader, graph.file(p), spec.format), spec.data,
+                     not graph.base.is_local)
+        dtypes = {dtype for _, dtype in found}
+        dtype = common_dtype(dtypes) if len(dtypes) > 1 else None
+        return cls(np.concatenate([[0], np.cumsum([rows for rows, _ in found])]).astype(np.int64), dtype)
+
+    def cast(self, rows: np.ndarray) -> np.ndarray:
+        """`rows` as the spec's common dtype (unchanged when its files share one)."""
+        return rows if self.dtype is None or rows.dtype == self.dtype else rows.astype(self.dtype)
 
     @property
     def total(self) -> int:
@@ -622,6 +639,5 @@ def read_rows(graph: ChunkedGraph, spec: ChunkFileSpec, start: int, stop: int,
             pieces.append(reader.rows(graph.file(spec.data[i]), spec.format, lo, hi))
         i += 1
     if not pieces:
-        probe = reader.rows(graph.file(spec.data[0]), spec.format, 0, 0)
-        return probe[:0]
-    return np.concatenate(pieces) if len(pieces) > 1 else np.asarray(pieces[0])
+        pieces = [reader.rows(graph.file(spec.data[0]), spec.format, 0, 0)[:0]]
+    return index.cast(np.concatenate(pieces) if len(pieces) > 1 else np.asarray(pieces[0]))

@@ -41,12 +41,12 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
     out = None
     for c in np.unique(chunk):
         sel = np.flatnonzero(chunk == c)
-        rows = reader.take(graph.file(spec.data[c]), spec.format, ids[sel] - index.offsets[c])
+        rows = index.cast(reader.take(graph.file(spec.data[c]), spec.format, ids[sel] - index.offsets[c]))
         if out is None:
             out = np.empty((ids.shape[0],) + rows.shape[1:], dtype=rows.dtype)
         out[sel] = rows
     if out is None:
-        out = read_chunk(graph, spec, 0)[:0]
+        out = index.cast(read_chunk(graph, spec, 0)[:0])
     return out
 
 
@@ -234,10 +234,12 @@ def input_chunk_sums(layout: Layout, metadata: Path | Location | ChunkedGraph, s
     key = typ if kind == "edges" else f"{typ}/{feat}"
     owners = f"edge_owner_{layout.etypes.index(typ)}" if kind == "edge_feat" else ""
     spec = graph.edges[typ] if kind == "edges" else _spec(graph, kind, key)
-    offsets = graph.edge_chunk_offsets(typ) if kind == "edges" else \
-        ((indexes or {}).get((kind, key)) or RowIndex.of(graph, spec)).offsets
-    start = int(offsets[chunk])
-    table = edge_table(graph, typ, chunk) if kind == "edges" else read_chunk(graph, spec, chunk)
+    if kind == "edges":
+        start, table = int(graph.edge_chunk_offsets(typ)[chunk]), edge_table(graph, typ, chunk)
+    else:  # a file of another dtype than its feature's common one is compared as that dtype, as it was written
+        index = (indexes or {}).get((kind, key)) or RowIndex.of(graph, spec)
+        start, table = int(index.offsets[chunk]), read_chunk(graph, spec, chunk)
+        table = table if index.dtype is None else index.cast(np.asarray(table))
     sums = [0] * layout.num_parts
     for a, b in byte_pieces(table, scale=2):
         rows, ids = np.asarray(table[a:b]), np.arange(start + a, start + b, dtype=np.int64)
