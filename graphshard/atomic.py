@@ -9,6 +9,7 @@ run-unique prefix and the partition config, naming them, written last in one PUT
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import uuid
@@ -37,15 +38,22 @@ def staging_dir(final: Path) -> Path:
 def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
     """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
     final = Path(final)
+    exists = GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
     if final.exists():
         if not overwrite:
-            raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+            raise exists
         trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
         os.replace(final, trash)
         os.replace(stage, final)
         shutil.rmtree(trash, ignore_errors=True)
-    else:
-        os.replace(stage, final)
+        return final
+    try:  # a folder another process moved there meanwhile is kept: a rename never replaces a non-empty one
+        os.rename(stage, final)
+    except OSError as err:
+        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or overwrite:
+            raise
+        shutil.rmtree(stage, ignore_errors=True)
+        raise exists from None
     return final
 
 
@@ -91,12 +99,14 @@ def run_prefix(out: Location, run: str) -> Location:
 
 
 def publish_on_store(sources: list[Path | Location], out: Location, config_name: str, run: str, storage: Storage,
-                     skip: tuple[str, ...] = (), transfers: int = 8) -> Location:
+                     skip: tuple[str, ...] = (), transfers: int = 8, exclusive: bool = False) -> Location:
     """Publish a partition set on a store: every file of `sources` (but `config_name` and `skip`) under
     `run_prefix(out, run)` (copied by the store itself within one store), then the config found in the first
     source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole (a source
     that is the run prefix itself, where the shuffle step wrote the set, is not copied: only named). Then every
-    other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. Returns the config."""
+    other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. `exclusive`: the config
+    is written only where none is (`Storage.write_new`): of two runs publishing to one output at once, one wins and
+    the other fails, nothing replaced. Returns the config."""
     prefix = run_prefix(out, run)
     copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
               if e.rel != config_name and e.rel not in skip]
@@ -104,7 +114,11 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     with ThreadPoolExecutor(transfers) as pool:
         list(pool.map(lambda pair: storage.copy(*pair), copies))
     text = with_prefix(storage.read_bytes(location(sources[0]) / config_name).decode(), f"{RUNS}/{run}")
-    storage.write_bytes(out / config_name, text.encode())
+    if not exclusive:
+        storage.write_bytes(out / config_name, text.encode())
+    elif not storage.write_new(out / config_name, text.encode()):
+        raise GraphshardError(f"{out / config_name}: a partition config appeared there while this run published "
+                              "(another run published to this output); nothing was replaced")
     stale = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run})
     for name in stale:
         storage.delete_prefix(out / RUNS / name)

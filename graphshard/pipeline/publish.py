@@ -140,11 +140,12 @@ def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dic
 
 def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path | Location],
                    digests: dict[str, str], finish: Callable[[Path], object] | None = None,
-                   storage: Storage | None = None) -> Path:
+                   storage: Storage | None = None, overwrite: bool = True) -> Path:
     """Build `out_dir` from the source folders (local, or on a store) in a staging sibling (then `finish(stage)`,
-    e.g. to rewrite a file that names its location), swap it into place, record it."""
+    e.g. to rewrite a file that names its location), swap it into place (an existing `out_dir`: only with
+    `overwrite`), record it."""
     out_dir = Path(out_dir).resolve()
-    with staged_output(out_dir, overwrite=True) as stage:
+    with staged_output(out_dir, overwrite=overwrite) as stage:
         for src in sources:
             link_tree(src, stage, storage)
         if finish is not None:
@@ -159,14 +160,15 @@ def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path 
 
 def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
                      digests: dict[str, str | None], config_name: str, storage: Storage,
-                     report: dict | None = None, run: str | None = None) -> Location:
+                     report: dict | None = None, run: str | None = None, overwrite: bool = True) -> Location:
     """`atomic.publish_on_store` under the run prefix `run` (default: the run id of these artifacts), the report
-    (rewritten to name the published config) under the same prefix before the config; record it in the work
-    folder."""
+    (rewritten to name the published config) under the same prefix before the config (written only where none is
+    unless `overwrite`); record it in the work folder."""
     run = run or run_id(digests)
     if report is not None:
         write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
-    publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else ())
+    publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else (),
+                     exclusive=not overwrite)
     record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
     storage.write_bytes(location(work_dir) / RECORD, record)
     return out

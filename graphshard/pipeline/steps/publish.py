@@ -53,18 +53,20 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
     out, name = cfg.output.dir, Path(shuffled.summary["config"]).name
     if is_current(store.root, out, digests, sources, REPORT_FILES, cfg.storage, name, run):
         return Completed(data=str(out), name="Cached", message=f"{out} already up to date")
+    ours = published_by(store.root, out, cfg.storage)
     try:  # another run may have published there since this one's pre-flight
-        check_output_free(cfg, published_by(store.root, out, cfg.storage))
+        check_output_free(cfg, ours)
     except GraphshardError as err:
         raise GraphshardError(f"publish: {err}; it appeared while this run worked (another run published there), "
                               "nothing was replaced") from None
+    overwrite = cfg.output.overwrite or ours  # else the set goes only where none is, even one published just now
     if isinstance(out, Location):
         report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
-        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run)
+        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run, overwrite)
     else:
         config = out / name  # the report names the published set, not the cache
         publish_output(store.root, out, sources, digests,
                        finish=(lambda stage: retarget_report(stage, config)) if validated else None,
-                       storage=cfg.storage)
+                       storage=cfg.storage, overwrite=overwrite)
     get_run_logger().info("published %s", out)
     return str(out)
