@@ -160,7 +160,8 @@ def test_tasks_whose_constant_was_lost_with_its_worker_are_sent_again(tmp_path, 
         flag.touch()
         first = [f.key for f in group.futures]
         if not tries:
-            line = r"^shuffle: wait \d: cancelled by the cluster \(already forgotten\)"
+            # the scheduler's reason depends on timing: it forgot the constant, or cancelled its dependants first
+            line = r"^shuffle: wait \d: cancelled by the cluster \((already forgotten|lost dependencies)\)"
             with pytest.raises(GraphshardError, match=line):
                 gather_tasks(client, group)
             return
