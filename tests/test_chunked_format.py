@@ -229,6 +229,17 @@ def test_parquet_null_integer_or_bool_is_refused_by_row(tmp_path) -> None:
     assert np.isnan(read_rows(g, g.node_data["a"]["x"], 0, 3)[1, 0])
 
 
+def test_parquet_null_in_a_flat_column_is_found_by_the_preflight_from_the_footer(tmp_path) -> None:
+    """The pre-flight finds a null integer in a later row group from the footer's statistics, named by its row in
+    the file, before any task reads the rows."""
+    g = load_metadata(_tiny(tmp_path / "g", "parquet"))
+    pq.write_table(pa.table({"s": pa.array([0, 1, 2]), "d": pa.array([1, 0, None])}),
+                   g.path(g.edges["a:r:b"].data[0]), row_group_size=2)
+    problems = precheck(g)
+    assert problems and problems[0].field == "edges['a:r:b'].data[0]", problems
+    assert "no nulls in column 'd' of type int64" in str(problems[0]) and "a null at row 2" in str(problems[0])
+
+
 @pytest.mark.parametrize("text,found", [
     ("0 1\n1 abc\n2 1\n", "'abc' in column 2 of line 2: '1 abc'"),  # text among numbers
     ("0 1\n1 \n2 1\n", "an empty value in column 2 of line 2: '1 '"),  # read as a null, which IDs cannot hold

@@ -290,6 +290,23 @@ def _parquet(f: StoredFile):
     return pq.ParquetFile(pa.BufferReader(f.data) if f.data is not None else f.open(block_size=HEAD_BLOCK))
 
 
+def _null_group(pf: pq.ParquetFile) -> tuple[int, int] | None:
+    """The first row group (and its first row) whose footer statistics count a null numpy has no value for in a
+    flat column (exact there; a list's leaf count may include empty lists): the pre-flight finds it from the footer,
+    where before a shuffle task met it mid-run. Nulls in lists are found when the rows are read."""
+    meta = pf.metadata
+    lost = {field.name for field in pf.schema_arrow if _null_lost(field.type)}
+    leaves = [j for j in range(meta.num_columns) if meta.schema.column(j).path in lost]
+    first = 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        stats = [group.column(j).statistics for j in leaves]
+        if any(st is not None and st.has_null_count and st.null_count for st in stats):
+            return g, first
+        first += group.num_rows
+    return None
+
+
 class ParquetReader(ChunkReader):
     """Parquet files: the footer for counts, the row groups a row range needs (ranged reads on a store)."""
 
@@ -329,8 +346,12 @@ class ParquetReader(ChunkReader):
             with _parquet(f) as pf:
                 types, rows = {field.type for field in pf.schema_arrow}, int(pf.metadata.num_rows)
                 width = len(pf.schema_arrow)
+                null = _null_group(pf)
+                problem = None if null is None else _null_problem(pf.read_row_group(null[0]), f.shown, null[1])
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
+        if problem is not None:
+            raise problem
         typ = types.pop() if len(types) == 1 else None
         if typ is None or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
             return super().header(f, fmt)
