@@ -119,6 +119,25 @@ def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path):
     assert read_edge_chunk(graph, "n:r:n", 0)[1].tolist() == [1, 0]
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_fortran_ordered_npy_edge_chunk_reads_as_writable_arrays(tmp_path, dtype):
+    """A Fortran-ordered .npy edge chunk (np.save of an asfortranarray) is valid input: its columns come back as
+    the caller's own writable int64 arrays, which assign shifts in place into homogeneous IDs."""
+    from graphshard.assign.graph_build import homogeneous_chunk
+    from graphshard.formats.chunked import parse_metadata
+
+    np.save(tmp_path / "e0.npy", np.asfortranarray(np.array([[0, 1], [1, 2], [2, 0]], dtype=dtype)))
+    meta = {"graph_name": "g", "node_type": ["a", "n"], "num_nodes_per_chunk": [[2], [3]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[3]],
+            "edges": {"n:r:n": {"format": {"name": "numpy"}, "data": ["e0.npy"]}}}
+    graph = parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+    src, dst = read_edge_chunk(graph, "n:r:n", 0)
+    assert src.dtype == dst.dtype == np.int64 and src.flags.writeable and dst.flags.writeable
+    assert src.tolist() == [0, 1, 2] and dst.tolist() == [1, 2, 0]
+    src, dst = homogeneous_chunk(graph, "n:r:n", 0)
+    assert src.tolist() == [2, 3, 4] and dst.tolist() == [3, 4, 2]
+
+
 @pytest.mark.parametrize("type_", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                    "float16", "float32", "float64"])
 def test_column_to_numpy_views_numbers_without_nulls(type_):

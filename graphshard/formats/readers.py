@@ -591,11 +591,12 @@ def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
 def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
                     check_ids: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2 columns and (`check_ids`) the IDs'
-    ranges."""
+    ranges. The arrays are the caller's own (writable copies: a column of a Fortran-ordered .npy, memory-mapped
+    read-only, is already contiguous and would otherwise come back as a read-only view)."""
     arr = edge_table(graph, etype, chunk)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    src, dst = np.ascontiguousarray(arr[:, 0], dtype=np.int64), np.ascontiguousarray(arr[:, 1], dtype=np.int64)
+    src, dst = np.array(arr[:, 0], dtype=np.int64), np.array(arr[:, 1], dtype=np.int64)
     problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
     if problems:
         raise problems[0]
