@@ -176,6 +176,8 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"balance_ntypes": {"user": np.zeros(5)}}, "balance_ntypes['user']: expected 300 integer or bool class labels"),
     ({"node_feats": {"item": {"label": np.zeros(7)}}}, "node feature 'label' of 'item': expected a 1-D or 2-D array "
                                                        "of 200 rows"),
+    ({"node_feats": {"item": {"count": np.zeros(200, dtype=np.uint32)}}},
+     "node feature 'count' of 'item': expected a dtype DGL loads into torch"),
     ({"edges": {BUYS: (np.array([0, 300]), np.array([0, 1]))}},
      "edges ('user', 'buys', 'item'): expected source IDs in [0, 300)"),
     ({"node_feats": {"user": {"a/b": np.zeros(300)}}}, "node feature 'a/b' of 'user': expected a non-empty name "

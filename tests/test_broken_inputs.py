@@ -109,6 +109,13 @@ CASES = {
                                  "_N-label-0.npy", "node_data['_N']['label'].data[0]", "dtype <U3"),
     "string-feature-parquet": Case("parquet", _string_parquet, "_N-label-0.parquet",
                                    "node_data['_N']['label'].data[0]", "numeric or bool dtype"),
+    "uint32-feature-numpy": Case("numpy", lambda f, m: np.save(_feat(f, m, "label"),
+                                                                np.load(_feat(f, m, "label")).astype(np.uint32)),
+                                 "_N-label-0.npy", "node_data['_N']['label'].data[0]", "found dtype uint32"),
+    "uint64-feature-parquet": Case("parquet", lambda f, m: pq.write_table(pa.table(
+                                       {"w": pa.array(np.arange(pq.read_metadata(_weight(f, m)).num_rows,
+                                                                dtype=np.uint64))}), _weight(f, m)),
+                                   "weight-0.parquet", f"edge_data['{ET}']['weight'].data[0]", "found dtype uint64"),
     "feature-3d": Case("numpy", lambda f, m: np.save(_feat(f, m), np.load(_feat(f, m)).reshape(150, 4, -1)),
                        "_N-feat-0.npy", "node_data['_N']['feat'].data[0]", "3-D"),
     "wrong-delimiter": Case("csv", lambda f, m: _edge(f, m).write_text(_edge(f, m).read_text().replace(" ", ",")),

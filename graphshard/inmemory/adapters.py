@@ -239,6 +239,10 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.dtype.kind not in "biuf":
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")
+                if arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
+                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a dtype DGL loads into torch "
+                                          f"(bool, uint8, int8-int64, float16-float64): cast it to a signed type, "
+                                          f"e.g. int64, found {arr.dtype}")
 
 
 def _check_names(graph: InMemoryGraph) -> None:
