@@ -261,7 +261,11 @@ def test_csv_bad_value_is_named_by_line_column_and_token(tmp_path, text: str, fo
     (lambda d: d["edges"]["a:r:b"]["format"].update(delimiter=", "), "edges['a:r:b'].format.delimiter",
      "one ASCII character"),
     (lambda d: d["num_edges_per_chunk"][0].__setitem__(0, True), "num_edges_per_chunk[0][0]", "not true or false"),
-], ids=["empty-path", "two-char-delimiter", "bool-count"])
+    (lambda d: d["num_edges_per_chunk"][0].__setitem__(0, str(d["num_edges_per_chunk"][0][0])),
+     "num_edges_per_chunk[0][0]", "not a string"),
+    (lambda d: d.__setitem__("num_nodes_per_type", [str(sum(r)) for r in d["num_nodes_per_chunk"]]),
+     "num_nodes_per_type[0]", "not a string"),
+], ids=["empty-path", "two-char-delimiter", "bool-count", "string-count", "string-per-type-count"])
 def test_metadata_refuses_what_a_reader_would_misread(tmp_path, edit: Callable[[dict], None], field: str,
                                                       expected: str) -> None:
     """An empty chunk path, a csv delimiter of other than one character, a bool count: refused by the metadata model

@@ -39,9 +39,12 @@ class FieldProblem(ValueError):
 
 
 def _count(v: object) -> object:
-    """JSON true and false are not counts (pydantic would read them as 1 and 0)."""
+    """JSON true and false are not counts (pydantic would read them as 1 and 0), nor are strings (pydantic would
+    read "150" as 150: a count written as a string is a wrong type, as the config check says of `num_parts: "4"`)."""
     if isinstance(v, bool):
         raise ValueError("a whole number, not true or false")
+    if isinstance(v, str):
+        raise ValueError("a whole number, not a string")
     return v
 
 
