@@ -126,8 +126,8 @@ def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError |
         head = _header(graph, spec, chunk, field)
     except InputError as err:
         return err
-    if head.rows == 0 and graph.num_edges_per_chunk[graph.etype_id(etype)][chunk] == 0:
-        return None
+    if head.rows == 0:  # an empty file has no columns to check: its row count is what is wrong, if anything
+        return edge_rows_problem(graph, etype, chunk, 0)
     problem = edge_ids_problem(graph.file(spec.data[chunk]), field, spec.format, head.row_shape, head.dtype)
     return problem if problem is not None else edge_rows_problem(graph, etype, chunk, head.rows)
 

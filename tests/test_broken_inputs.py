@@ -133,6 +133,11 @@ CASES = {
     "csv-edge-rows-mismatch": Case("csv", lambda f, m: _edge(f, m).write_text(
                                        "".join(_edge(f, m).read_text().splitlines(True)[:-3])),
                                    "_N___E___N-0.csv", f"edges['{ET}'].data[0]", "found 997 rows"),
+    "empty-csv-edge-file": Case("csv", lambda f, m: _edge(f, m).write_text(""), "_N___E___N-0.csv",
+                                f"edges['{ET}'].data[0]", "expected 1000 rows (num_edges_per_chunk), found 0 rows"),
+    "empty-npy-edge-file": Case("numpy", lambda f, m: np.save(_edge(f, m), np.zeros(0, dtype=np.int64)),
+                                "_N___E___N-0.npy", f"edges['{ET}'].data[0]",
+                                "expected 1000 rows (num_edges_per_chunk), found 0 rows"),
     "id-out-of-range": Case("numpy", _bad_id, "_N___E___N-1.npy", f"edges['{ET}'].data[1] dst",
                             f"_N IDs in [0, {NODES}), found 1 out of range, first {NODES} at row 5", in_data=True),
 }
