@@ -76,6 +76,14 @@ def _bad_id(folder: Path, meta: dict) -> None:
     np.save(path, edges)
 
 
+def _huge_id(folder: Path, meta: dict) -> None:
+    """A uint64 ID of 2^64 - 1: named as it is, not as the -1 int64 wraps it to."""
+    path = _edge(folder, meta, 1)
+    edges = np.load(path).astype(np.uint64)
+    edges[5, 1] = np.uint64(2**64 - 1)
+    np.save(path, edges)
+
+
 def _directory(path: Path) -> None:
     """Replace a chunk file by a directory of its name: named as a directory, not as a missing file."""
     path.unlink()
@@ -133,6 +141,9 @@ CASES = {
     "csv-edge-rows-mismatch": Case("csv", lambda f, m: _edge(f, m).write_text(
                                        "".join(_edge(f, m).read_text().splitlines(True)[:-3])),
                                    "_N___E___N-0.csv", f"edges['{ET}'].data[0]", "found 997 rows"),
+    "uint64-id-above-int64": Case("numpy", _huge_id, "_N___E___N-1.npy", f"edges['{ET}'].data[1] dst",
+                                  f"_N IDs in [0, {NODES}), found 1 out of range, first {2**64 - 1} at row 5",
+                                  in_data=True),
     "empty-csv-edge-file": Case("csv", lambda f, m: _edge(f, m).write_text(""), "_N___E___N-0.csv",
                                 f"edges['{ET}'].data[0]", "expected 1000 rows (num_edges_per_chunk), found 0 rows"),
     "empty-npy-edge-file": Case("numpy", lambda f, m: np.save(_edge(f, m), np.zeros(0, dtype=np.int64)),
@@ -144,7 +155,8 @@ CASES = {
 
 COMMANDS = ["inspect", "assign-random", "assign-metis", "assign-kaminpar", "assign-parmetis", "assign-file",
             "dispatch", "validate", "run"]
-SLOW = {("id-out-of-range", "run"), ("id-out-of-range", "dispatch"), ("id-out-of-range", "assign-parmetis")}
+SLOW = {(case, command) for case in ("id-out-of-range", "uint64-id-above-int64")
+        for command in ("run", "dispatch", "assign-parmetis")}
 PROGRESS = re.compile(r"^(\w+ +\[[#.]+\] \d+/\d+ |Dask dashboard: http)")  # progress bars, the dashboard link
 
 

@@ -588,6 +588,18 @@ def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
     return arr
 
 
+def _wide_id_problem(graph: ChunkedGraph, etype: str, chunk: int, arr: np.ndarray) -> InputError | None:
+    """A uint64 edge chunk's IDs that int64 cannot hold (out of any type's range), with their true values."""
+    path, canonical = graph.path(graph.edges[etype].data[chunk]), graph.canonical(etype)
+    for col, end, ntype in ((0, "src", canonical.src), (1, "dst", canonical.dst)):
+        bad = np.flatnonzero(arr[:, col] > np.uint64(np.iinfo(np.int64).max))
+        if bad.size:
+            n = graph.num_nodes(ntype)
+            return InputError(path, f"{edge_field(etype, chunk)} {end}", f"{ntype} IDs in [0, {n})",
+                              f"{len(bad)} out of range, first {int(arr[bad[0], col])} at row {int(bad[0])}")
+    return None
+
+
 def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
                     check_ids: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(src, dst) per-type node IDs of one edge chunk, as int64; checks the 2 columns and (`check_ids`) the IDs'
@@ -596,6 +608,9 @@ def read_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int,
     arr = edge_table(graph, etype, chunk)
     if arr.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if arr.dtype == np.uint64:  # IDs of 2^63 and above would wrap to negative int64s: name them as they are
+        if (problem := _wide_id_problem(graph, etype, chunk, arr)) is not None:
+            raise problem
     src, dst = np.array(arr[:, 0], dtype=np.int64), np.array(arr[:, 1], dtype=np.int64)
     problems = id_problems(graph, etype, chunk, src, dst) if check_ids else []
     if problems:
