@@ -27,6 +27,7 @@ from graphshard.formats.readers import (
     Header,
     common_dtype,
     edge_field,
+    edge_file_header,
     edge_ids_problem,
     not_numeric_problem,
     reader_for,
@@ -102,9 +103,12 @@ def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats
     return problems
 
 
-def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> Header:
-    """One file's header, its errors naming the metadata field."""
+def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str, edges: bool = False) -> Header:
+    """One file's header (`edges`: of an edge file, a parquet one's first two columns), its errors naming the
+    metadata field."""
     try:
+        if edges:
+            return edge_file_header(graph.file(spec.data[chunk]), spec.format)
         return reader_for(spec.format).header(graph.file(spec.data[chunk]), spec.format)
     except InputError as err:
         raise with_field(err, field) from None
@@ -123,7 +127,7 @@ def _edge_file(graph: ChunkedGraph, etype: str, chunk: int) -> GraphshardError |
     """One edge chunk from its header: the metadata's row count, exactly two integer ID columns."""
     spec, field = graph.edges[etype], edge_field(etype, chunk)
     try:
-        head = _header(graph, spec, chunk, field)
+        head = _header(graph, spec, chunk, field, edges=True)
     except InputError as err:
         return err
     if head.rows == 0:  # an empty file has no columns to check: its row count is what is wrong, if anything

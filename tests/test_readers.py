@@ -138,6 +138,28 @@ def test_fortran_ordered_npy_edge_chunk_reads_as_writable_arrays(tmp_path, dtype
     assert src.tolist() == [2, 3, 4] and dst.tolist() == [3, 4, 2]
 
 
+def test_parquet_edge_chunk_reads_its_first_two_columns_only(tmp_path):
+    """A parquet edge file may carry more columns than src and dst (DGL reads the first two): a float timestamp, a
+    nullable text column. The pre-flight and the reader look at src and dst only (the header was the float64 of all
+    columns: 'expected integer node IDs, found dtype float64')."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphshard.formats.chunked import parse_metadata
+    from graphshard.precheck import precheck
+
+    pq.write_table(pa.table({"s": pa.array([0, 1, 2], pa.int64()), "d": pa.array([1, 2, 0], pa.int64()),
+                             "ts": pa.array([0.5, 1.5, 2.5]), "note": pa.array(["a", None, "c"])}),
+                   tmp_path / "e0.parquet", row_group_size=2)
+    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[3]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[3]],
+            "edges": {"n:r:n": {"format": {"name": "parquet"}, "data": ["e0.parquet"]}}}
+    graph = parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+    assert precheck(graph) == []
+    src, dst = read_edge_chunk(graph, "n:r:n", 0)
+    assert src.tolist() == [0, 1, 2] and dst.tolist() == [1, 2, 0]
+
+
 @pytest.mark.parametrize("type_", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                                    "float16", "float32", "float64"])
 def test_column_to_numpy_views_numbers_without_nulls(type_):

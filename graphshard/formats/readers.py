@@ -290,12 +290,14 @@ def _parquet(f: StoredFile):
     return pq.ParquetFile(pa.BufferReader(f.data) if f.data is not None else f.open(block_size=HEAD_BLOCK))
 
 
-def _null_group(pf: pq.ParquetFile) -> tuple[int, int] | None:
+def _null_group(pf: pq.ParquetFile, names: list[str] | None = None) -> tuple[int, int] | None:
     """The first row group (and its first row) whose footer statistics count a null numpy has no value for in a
     flat column (exact there; a list's leaf count may include empty lists): the pre-flight finds it from the footer,
-    where before a shuffle task met it mid-run. Nulls in lists are found when the rows are read."""
+    where before a shuffle task met it mid-run. Nulls in lists are found when the rows are read. `names`: only
+    those columns (default all)."""
     meta = pf.metadata
-    lost = {field.name for field in pf.schema_arrow if _null_lost(field.type)}
+    lost = {field.name for field in pf.schema_arrow
+            if _null_lost(field.type) and (names is None or field.name in names)}
     leaves = [j for j in range(meta.num_columns) if meta.schema.column(j).path in lost]
     first = 0
     for g in range(meta.num_row_groups):
@@ -576,12 +578,63 @@ def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, ds
     return problems
 
 
+def _parquet_edge_columns(pf: pq.ParquetFile) -> list[str] | None:
+    """A parquet edge file's first two columns (src, dst) when it has more: DGL reads only those, so the others
+    (a timestamp, a weight of another dtype, a nullable column) are not read; None when it has at most two."""
+    names = pf.schema_arrow.names
+    return names[:2] if len(names) > 2 else None
+
+
+def edge_file_header(path: Source, fmt: FileFormat) -> Header:
+    """An edge chunk file's header: its reader's, but of a parquet file's first two columns only."""
+    if fmt.name != "parquet":
+        return reader_for(fmt).header(path, fmt)
+    f = _file(path)
+    try:
+        with _parquet(f) as pf:
+            names = _parquet_edge_columns(pf)
+            if names is None:
+                return reader_for(fmt).header(f, fmt)
+            rows = int(pf.metadata.num_rows)
+            null = _null_group(pf, names)
+            problem = None if null is None else _null_problem(pf.read_row_group(null[0], columns=names), f.shown,
+                                                              null[1])
+            batch = next(pf.iter_batches(batch_size=1, columns=names), None)
+            head = pf.read(columns=names) if batch is None else pa.Table.from_batches([batch])
+    except InputError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise _open_error(f, err) from None
+    if problem is not None:
+        raise problem
+    arr = _arrow_to_numpy(head, f.shown)
+    return Header(rows, tuple(int(x) for x in arr.shape[1:]), arr.dtype)
+
+
+def edge_file_table(path: Source, fmt: FileFormat) -> np.ndarray:
+    """An edge chunk file as its reader returns it, but of a parquet file's first two columns only."""
+    if fmt.name != "parquet":
+        return reader_for(fmt).table(path, fmt)
+    f = _file(path)
+    try:
+        with _parquet(f) as pf:
+            names = _parquet_edge_columns(pf)
+            if names is None:
+                return reader_for(fmt).table(f, fmt)
+            table = pf.read(columns=names)
+    except InputError:
+        raise
+    except Exception as err:  # noqa: BLE001
+        raise _open_error(f, err) from None
+    return _arrow_to_numpy(table, f.shown)
+
+
 def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
-    """One edge chunk file as its reader returns it (numpy: memory-mapped), checked to hold the 2 integer ID
-    columns when it has rows."""
+    """One edge chunk file as its reader returns it (numpy: memory-mapped; parquet: its first two columns),
+    checked to hold the 2 integer ID columns when it has rows."""
     spec = graph.edges[etype]
     path = graph.file(spec.data[chunk])
-    arr = reader_for(spec.format).table(path, spec.format)
+    arr = edge_file_table(path, spec.format)
     if arr.size and (problem := edge_ids_problem(path, edge_field(etype, chunk), spec.format, arr.shape[1:],
                                                  arr.dtype)) is not None:
         raise problem
