@@ -46,6 +46,20 @@ def test_csv_delimiter_is_honoured(tmp_path, delimiter):
     assert check_graph(g) == []
 
 
+def test_csv_lines_ending_in_the_delimiter_read_as_their_values(tmp_path):
+    """A delimiter after the last value of every line (a trailing space some writers leave) is no value: the file
+    reads as without it and passes every check; one line without it is still named by its line."""
+    g = load_metadata(_tiny(tmp_path / "g", "csv"))
+    g.path(g.edges["a:r:b"].data[0]).write_text("0 1 \n1 0 \n2 1 \n")
+    g.path(g.node_data["a"]["x"].data[0]).write_text("0 1 \n2 3 \n")
+    assert [c.tolist() for c in read_edge_chunk(g, "a:r:b", 0)] == [[0, 1, 2], [1, 0, 1]]
+    assert read_rows(g, g.node_data["a"]["x"], 0, 3).tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert check_graph(g) == [] and precheck(g) == []
+    g.path(g.edges["a:r:b"].data[0]).write_text("0 1 \n1 0\n2 1 \n")
+    problems = precheck(g) + check_graph(g)
+    assert problems and all("line 2" in str(p) for p in problems), problems
+
+
 def test_csv_read_with_the_wrong_delimiter_names_it(tmp_path):
     meta = _tiny(tmp_path / "g", "csv", ",")
     data = json.loads(meta.read_text())

@@ -389,8 +389,17 @@ NO_LINE_END = "cannot infer number of columns"  # pyarrow's words for a non-empt
 
 def _parse_csv(source, fmt: FileFormat) -> pa.Table:
     """The whole csv file, no header, columns split at format.delimiter."""
-    return pacsv.read_csv(source, read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
-                          parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter))
+    return _trailing_delimiter_dropped(pacsv.read_csv(
+        source, read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
+        parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter)))
+
+
+def _trailing_delimiter_dropped(table: pa.Table) -> pa.Table:
+    """The table without a last column that is empty on every line: each line ended with the delimiter (a trailing
+    space, as some writers leave), which is no value. A last column empty on some lines only is still an error."""
+    if table.num_columns > 1 and table.num_rows and table.column(-1).null_count == table.num_rows:
+        return table.drop_columns([table.column_names[-1]])
+    return table
 
 
 class CsvReader(ChunkReader):
@@ -446,7 +455,8 @@ class CsvReader(ChunkReader):
                 read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 16),
                 parse_options=pacsv.ParseOptions(delimiter=fmt.delimiter),
             )
-            return _arrow_to_numpy(pa.Table.from_batches([stream.read_next_batch()]), f.shown)
+            head = _trailing_delimiter_dropped(pa.Table.from_batches([stream.read_next_batch()]))
+            return _arrow_to_numpy(head, f.shown)
         except Exception:  # noqa: BLE001 - empty or unreadable: the full read reports it precisely
             return self.table(f, fmt)
 
