@@ -1,9 +1,9 @@
 """Where a command's messages go: one line per problem on the terminal, everything (tracebacks too) in a log file.
 
 Each command run logs to its own file, `<log dir>/<command>-<time>-<pid>.log` (log dir: `$GRAPHSHARD_LOG_DIR`,
-else `~/.graphshard/logs`, else a temporary folder); `graphshard run` moves it into its work folder. The terminal
-gets warnings without tracebacks; `--debug` (or `GRAPHSHARD_DEBUG=1`) prints everything, tracebacks included, and
-leaves Dask's own worker and nanny messages on.
+else `$GRAPHSHARD_HOME/logs`, default `~/.graphshard/logs`, else a temporary folder); `graphshard run` moves it into
+its work folder. The terminal gets warnings without tracebacks; `--debug` (or `GRAPHSHARD_DEBUG=1`) prints everything,
+tracebacks included, and leaves Dask's own worker and nanny messages on.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def log_file() -> Path | None:
 
 
 def _default_dir() -> Path:
-    for candidate in (os.environ.get("GRAPHSHARD_LOG_DIR"), Path.home() / ".graphshard" / "logs",
+    home = os.environ.get("GRAPHSHARD_HOME") or Path.home() / ".graphshard"  # as the Prefect server's state
+    for candidate in (os.environ.get("GRAPHSHARD_LOG_DIR"), Path(home) / "logs",
                       Path(tempfile.gettempdir()) / "graphshard-logs"):
         if candidate:
             try:

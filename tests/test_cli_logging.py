@@ -114,3 +114,15 @@ def test_bad_memory_limit_flag_is_one_line(make_graph, tmp_path, capsys):
     assert code == 2 and len(err) == 1 and "--memory-limit): expected a size like '4GB' or 'auto', found 'lots'" \
         in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_log_folder_follows_graphshard_home(monkeypatch, tmp_path):
+    """Without GRAPHSHARD_LOG_DIR, a command's log goes under $GRAPHSHARD_HOME/logs, beside the Prefect server's
+    state, not under the home folder."""
+    from graphshard import logs
+
+    monkeypatch.delenv("GRAPHSHARD_LOG_DIR", raising=False)
+    monkeypatch.setenv("GRAPHSHARD_HOME", str(tmp_path / "home"))
+    assert logs._default_dir() == tmp_path / "home" / "logs"
+    monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path / "elsewhere"))
+    assert logs._default_dir() == tmp_path / "elsewhere"
