@@ -76,8 +76,9 @@ def test_graphshard_serve_and_deployment_run(server, tmp_path, rmat_small):
     config = write_config(tmp_path, rmat_small)
     run_id = _run_deployment(api, env, config)
     _check_run(api, run_id, tmp_path / "out")
-    serve.terminate()
-    serve.wait(timeout=30)
+    serve.terminate()  # SIGTERM, as a service manager stops it: a clean stop, as on Ctrl-C
+    assert serve.wait(timeout=30) == 0, procs.log("serve")[-3000:]
+    assert "never awaited" not in procs.log("serve") and "Traceback" not in procs.log("serve"), procs.log("serve")
 
 
 def test_prefect_yaml_deploy_and_process_worker(server, tmp_path, rmat_small):

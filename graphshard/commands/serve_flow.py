@@ -24,5 +24,20 @@ def run(args: argparse.Namespace) -> int:
 
     if pending is not None:
         prefect_server.ensure(pending)
+    _stop_on_sigterm_as_on_ctrl_c()
     partition.serve(name=args.name, limit=args.limit, print_starting_message=True)
     return 0
+
+
+def _stop_on_sigterm_as_on_ctrl_c() -> None:
+    """SIGTERM (a service manager's or Kubernetes' stop) ends the runner the way Ctrl-C does: `serve` catches
+    TerminationSignal and shuts the runner down. Prefect 3.8's own SIGTERM handler calls the runner's stop from
+    inside its event loop, where it returns a coroutine nobody awaits: the runner did not stop its loops and the
+    terminal got a RuntimeWarning."""
+    from prefect.exceptions import TerminationSignal
+    from prefect.runner import Runner
+
+    def terminate(self: Runner, signum: int, frame: object) -> None:
+        raise TerminationSignal(signum)
+
+    Runner.handle_sigterm = terminate
