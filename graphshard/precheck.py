@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from graphshard.formats.readers import (
 from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.storage.overlap import each
 
+log = logging.getLogger(__name__)
 HEADER_READS = 16  # headers read at a time from a store
 _PASSED: set[tuple] = set()  # `input_state`s whose headers passed `precheck` in this process
 
@@ -166,10 +168,25 @@ def precheck(graph: ChunkedGraph | str | Path, storage: Storage | None = None) -
         return [err]
     edges = _each(graph, _edge_file, [(et, c) for et in graph.edge_type for c in range(len(graph.edges[et].data))])
     problems = [p for p in edges if p is not None]
+    for et in graph.edge_type:
+        _warn_repeated(f"edges['{et}']", graph.edges[et], graph.num_edges_per_chunk[graph.etype_id(et)])
     for field, spec, expected in feature_specs(graph):
         stats = _each(graph, _feature_stat, [(spec, c, field) for c in range(len(spec.data))])
         problems += feature_problems(graph, field, spec, stats, expected)
+        _warn_repeated(field, spec, [st.rows for st in stats])
     return problems
+
+
+def _warn_repeated(field: str, spec: ChunkFileSpec, rows: list[int | None]) -> None:
+    """A warning for a file listed again in the same `data` list with rows in it: its rows are read twice (as DGL
+    reads them), most likely a copy-paste slip that loses another chunk's rows; one empty file standing for several
+    empty chunks is fine."""
+    first: dict[str, int] = {}
+    for i, (path, n) in enumerate(zip(spec.data, rows)):
+        if path in first and n != 0:
+            log.warning("%s.data[%d] is the same file as data[%d] (%s): its %srows are read twice; list each "
+                        "chunk's own file", field, i, first[path], path, "" if n is None else f"{n} ")
+        first.setdefault(path, i)
 
 
 def precheck_once(graph: ChunkedGraph) -> list[GraphshardError]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Callable
 
@@ -290,3 +291,30 @@ def test_metadata_refuses_what_a_reader_would_misread(tmp_path, edit: Callable[[
     with pytest.raises(InputError) as err:
         parse_metadata(data, meta.parent, meta)
     assert err.value.field == field and expected in str(err.value) and str(meta) in str(err.value), str(err.value)
+
+
+def test_a_file_listed_twice_with_rows_is_warned_of(tmp_path, caplog) -> None:
+    """The same file as two chunks of one spec reads its rows twice (as DGL does): a warning names both entries;
+    one empty file standing for two empty chunks is no warning."""
+    meta = _tiny(tmp_path / "g", "numpy")
+    data = json.loads(meta.read_text())
+    data["num_edges_per_chunk"][0] = [3, 3]
+    data["edges"]["a:r:b"]["data"][1] = data["edges"]["a:r:b"]["data"][0]
+    data["node_data"]["a"]["x"]["data"][1] = data["node_data"]["a"]["x"]["data"][0]
+    data.pop("num_edges_per_type", None)  # derived from the chunk counts
+    meta.write_text(json.dumps(data))
+    with caplog.at_level(logging.WARNING, logger="graphshard.precheck"):
+        precheck(load_metadata(meta))
+    warned = [r.getMessage() for r in caplog.records]
+    assert any("edges['a:r:b'].data[1] is the same file as data[0]" in w and "its 3 rows are read twice" in w
+               for w in warned), warned
+    assert any("node_data['a']['x'].data[1] is the same file as data[0]" in w for w in warned), warned
+    caplog.clear()
+    empty = tmp_path / "g" / "empty.npy"
+    np.save(empty, np.zeros((0, 2), dtype=np.int64))
+    data["num_edges_per_chunk"][0] = [3, 0, 0]
+    data["edges"]["a:r:b"]["data"] = [data["edges"]["a:r:b"]["data"][0], "empty.npy", "empty.npy"]
+    meta.write_text(json.dumps(data))
+    with caplog.at_level(logging.WARNING, logger="graphshard.precheck"):
+        precheck(load_metadata(meta))
+    assert not any("edges" in r.getMessage() for r in caplog.records), caplog.records
