@@ -28,8 +28,8 @@ from graphshard.formats.readers import (
     Header,
     common_dtype,
     edge_field,
-    edge_file_header,
     edge_ids_problem,
+    edge_reader,
     not_numeric_problem,
     reader_for,
 )
@@ -109,9 +109,8 @@ def _header(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str, ed
     """One file's header (`edges`: of an edge file, a parquet one's first two columns), its errors naming the
     metadata field."""
     try:
-        if edges:
-            return edge_file_header(graph.file(spec.data[chunk]), spec.format)
-        return reader_for(spec.format).header(graph.file(spec.data[chunk]), spec.format)
+        reader = edge_reader(spec.format) if edges else reader_for(spec.format)
+        return reader.header(graph.file(spec.data[chunk]), spec.format)
     except InputError as err:
         raise with_field(err, field) from None
 

@@ -290,14 +290,12 @@ def _parquet(f: StoredFile):
     return pq.ParquetFile(pa.BufferReader(f.data) if f.data is not None else f.open(block_size=HEAD_BLOCK))
 
 
-def _null_group(pf: pq.ParquetFile, names: list[str] | None = None) -> tuple[int, int] | None:
+def _null_group(pf: pq.ParquetFile, names: list[str]) -> tuple[int, int] | None:
     """The first row group (and its first row) whose footer statistics count a null numpy has no value for in a
-    flat column (exact there; a list's leaf count may include empty lists): the pre-flight finds it from the footer,
-    where before a shuffle task met it mid-run. Nulls in lists are found when the rows are read. `names`: only
-    those columns (default all)."""
+    flat column of `names` (exact there; a list's leaf count may include empty lists): the pre-flight finds it from
+    the footer, where before a shuffle task met it mid-run. Nulls in lists are found when the rows are read."""
     meta = pf.metadata
-    lost = {field.name for field in pf.schema_arrow
-            if _null_lost(field.type) and (names is None or field.name in names)}
+    lost = {field.name for field in pf.schema_arrow if _null_lost(field.type) and field.name in names}
     leaves = [j for j in range(meta.num_columns) if meta.schema.column(j).path in lost]
     first = 0
     for g in range(meta.num_row_groups):
@@ -310,13 +308,22 @@ def _null_group(pf: pq.ParquetFile, names: list[str] | None = None) -> tuple[int
 
 
 class ParquetReader(ChunkReader):
-    """Parquet files: the footer for counts, the row groups a row range needs (ranged reads on a store)."""
+    """Parquet files: the footer for counts, the row groups a row range needs (ranged reads on a store). With
+    `first`, only a file's first that many columns are read (edge files: src and dst, as DGL reads them; other
+    columns, a timestamp or a nullable weight, are never read nor checked)."""
+
+    def __init__(self, first: int | None = None) -> None:
+        self.first = first
+
+    def _columns(self, pf: pq.ParquetFile) -> list[str]:
+        names = pf.schema_arrow.names
+        return names[:self.first] if self.first else names
 
     def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
         try:
             with _parquet(f) as pf:  # not pq.read_table: it imports pandas (~0.6 s per process)
-                return _arrow_to_numpy(pf.read(), f.shown)
+                return _arrow_to_numpy(pf.read(columns=self._columns(pf)), f.shown)
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -332,7 +339,7 @@ class ParquetReader(ChunkReader):
                 groups = [i for i in range(len(sizes)) if ends[i] < stop and ends[i + 1] > start]
                 if not groups:
                     return self.head(f, fmt)[:0]
-                table = pf.read_row_groups(groups)
+                table = pf.read_row_groups(groups, columns=self._columns(pf))
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -341,15 +348,18 @@ class ParquetReader(ChunkReader):
         return _arrow_to_numpy(table, f.shown, first)[start - first:stop - first]
 
     def header(self, path: Source, fmt: FileFormat) -> Header:
-        """From the footer alone when every column is one numeric or bool type (N columns: rows of N values; a
-        remote file is then read for its footer only); else from the first row, as `ChunkReader.header`."""
+        """From the footer alone when every column read is one numeric or bool type (N columns: rows of N values; a
+        remote file is then read for its footer only); else from the first row, as `ChunkReader.header`. A null
+        where numpy has none, counted by the footer's statistics, is refused here."""
         f = _file(path)
         try:
             with _parquet(f) as pf:
-                types, rows = {field.type for field in pf.schema_arrow}, int(pf.metadata.num_rows)
-                width = len(pf.schema_arrow)
-                null = _null_group(pf)
-                problem = None if null is None else _null_problem(pf.read_row_group(null[0]), f.shown, null[1])
+                names = self._columns(pf)
+                types = {pf.schema_arrow.field(i).type for i in range(len(names))}
+                rows = int(pf.metadata.num_rows)
+                null = _null_group(pf, names)
+                problem = None if null is None else _null_problem(pf.read_row_group(null[0], columns=names),
+                                                                  f.shown, null[1])
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         if problem is not None:
@@ -357,13 +367,13 @@ class ParquetReader(ChunkReader):
         typ = types.pop() if len(types) == 1 else None
         if typ is None or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
             return super().header(f, fmt)
-        return Header(rows, (width,) if width > 1 else (), np.dtype(typ.to_pandas_dtype()))
+        return Header(rows, (len(names),) if len(names) > 1 else (), np.dtype(typ.to_pandas_dtype()))
 
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
         try:
             with _parquet(f) as pf:
-                batch = next(pf.iter_batches(batch_size=1), None)
+                batch = next(pf.iter_batches(batch_size=1, columns=self._columns(pf)), None)
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         return self.table(f, fmt) if batch is None else _arrow_to_numpy(pa.Table.from_batches([batch]), f.shown)
@@ -535,6 +545,7 @@ def _line_ends(data: bytes) -> int:
 
 
 READERS: dict[str, ChunkReader] = {"numpy": NumpyReader(), "parquet": ParquetReader(), "csv": CsvReader()}
+PARQUET_EDGES = ParquetReader(first=2)
 
 
 def reader_for(fmt: FileFormat) -> ChunkReader:
@@ -588,55 +599,9 @@ def id_problems(graph: ChunkedGraph, etype: str, chunk: int, src: np.ndarray, ds
     return problems
 
 
-def _parquet_edge_columns(pf: pq.ParquetFile) -> list[str] | None:
-    """A parquet edge file's first two columns (src, dst) when it has more: DGL reads only those, so the others
-    (a timestamp, a weight of another dtype, a nullable column) are not read; None when it has at most two."""
-    names = pf.schema_arrow.names
-    return names[:2] if len(names) > 2 else None
-
-
-def edge_file_header(path: Source, fmt: FileFormat) -> Header:
-    """An edge chunk file's header: its reader's, but of a parquet file's first two columns only."""
-    if fmt.name != "parquet":
-        return reader_for(fmt).header(path, fmt)
-    f = _file(path)
-    try:
-        with _parquet(f) as pf:
-            names = _parquet_edge_columns(pf)
-            if names is None:
-                return reader_for(fmt).header(f, fmt)
-            rows = int(pf.metadata.num_rows)
-            null = _null_group(pf, names)
-            problem = None if null is None else _null_problem(pf.read_row_group(null[0], columns=names), f.shown,
-                                                              null[1])
-            batch = next(pf.iter_batches(batch_size=1, columns=names), None)
-            head = pf.read(columns=names) if batch is None else pa.Table.from_batches([batch])
-    except InputError:
-        raise
-    except Exception as err:  # noqa: BLE001
-        raise _open_error(f, err) from None
-    if problem is not None:
-        raise problem
-    arr = _arrow_to_numpy(head, f.shown)
-    return Header(rows, tuple(int(x) for x in arr.shape[1:]), arr.dtype)
-
-
-def edge_file_table(path: Source, fmt: FileFormat) -> np.ndarray:
-    """An edge chunk file as its reader returns it, but of a parquet file's first two columns only."""
-    if fmt.name != "parquet":
-        return reader_for(fmt).table(path, fmt)
-    f = _file(path)
-    try:
-        with _parquet(f) as pf:
-            names = _parquet_edge_columns(pf)
-            if names is None:
-                return reader_for(fmt).table(f, fmt)
-            table = pf.read(columns=names)
-    except InputError:
-        raise
-    except Exception as err:  # noqa: BLE001
-        raise _open_error(f, err) from None
-    return _arrow_to_numpy(table, f.shown)
+def edge_reader(fmt: FileFormat) -> ChunkReader:
+    """The reader of an edge chunk file: its format's, but of a parquet file's first two columns only."""
+    return PARQUET_EDGES if fmt.name == "parquet" else reader_for(fmt)
 
 
 def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
@@ -644,7 +609,7 @@ def edge_table(graph: ChunkedGraph, etype: str, chunk: int) -> np.ndarray:
     checked to hold the 2 integer ID columns when it has rows."""
     spec = graph.edges[etype]
     path = graph.file(spec.data[chunk])
-    arr = edge_file_table(path, spec.format)
+    arr = edge_reader(spec.format).table(path, spec.format)
     if arr.size and (problem := edge_ids_problem(path, edge_field(etype, chunk), spec.format, arr.shape[1:],
                                                  arr.dtype)) is not None:
         raise problem
