@@ -90,6 +90,22 @@ def test_every_location_on_s3_equals_local_run_and_is_cached(tmp_path, rmat_smal
     assert report["ok"] and report["config"] == summary["partition_config"]
 
 
+def test_rebuilt_shuffle_on_s3_is_cached_again(rmat_small, dask_address, s3_env, s3_bucket):
+    """A shuffle rebuilt into the run prefix a set was published from (`--force shuffle`; also `--from`, a lost
+    manifest, a deleted partition object) lists only its own files, not the report publishing wrote there: that
+    report's timings change at each publish, so its size in the manifest never matched again and every later run
+    re-ran shuffle and validate."""
+    job = s3_job(s3_bucket, rmat_small, dask_address, s3_env.options())
+    run(job)
+    forced = run(job, force=["shuffle"])
+    assert forced["steps"]["shuffle"] == "Completed"
+    manifest = next(e.rel for e in Storage().listing(f"{s3_bucket}/cache/shuffle") if e.rel.endswith("manifest.json"))
+    files = json.loads(Storage().read_bytes(f"{s3_bucket}/cache/shuffle/{manifest}"))["files"]
+    assert not [name for name in files if name.endswith(REPORT)], sorted(files)
+    again = run(job)
+    assert again["steps"] == {s: "Cached" for s in STATES}, again["steps"]
+
+
 @pytest.mark.slow
 def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, make_graph, s3_bucket):
     """`graphshard run s3://.../job.yaml` killed (SIGKILL, with its cluster) while the shuffle writes to the store:

@@ -26,9 +26,15 @@ from graphshard.atomic import staged_output
 from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 from graphshard.storage import Location, Storage, StorageError, location
+from graphshard.validate.report_html import REPORT_FILES
 
 # Sub-folder of each step's artifact that holds the step's product.
 PRODUCT = {"assign": "assignment", "shuffle": "partitions", "validate": "report"}
+# What others write into a product prefix afterwards (publishing, `validate --write-report`, `report`: the report
+# beside the set's files): not the step's files, so never in its manifest. A rebuild of the same key into a prefix
+# a set was published from would otherwise list the report there, whose timings change at every publish: the
+# manifest's sizes never matched again and the step (and every later one) re-ran on every run.
+NOT_PRODUCT = (MANIFEST, *REPORT_FILES)
 
 
 def step_key(step: str, inputs: dict[str, str], section: dict | None = None) -> str:
@@ -130,8 +136,8 @@ class StepStore:
             summary.update(make(stage) or {}, seconds=round(time.perf_counter() - start, 3))
             files = folder_manifest(stage, storage=self.storage).files
             if product := summary.get("product"):
-                files.update({f"{PRODUCT[step]}/{k}": v for k, v in
-                              folder_manifest(location(product), storage=self.storage).files.items()})
+                files.update({f"{PRODUCT[step]}/{k}": v for k, v in folder_manifest(
+                    location(product), exclude=NOT_PRODUCT, storage=self.storage).files.items()})
             digest = Manifest({k: v for k, v in files.items() if k not in volatile}).digest
             record = {"step": step, "key": key, "version": __version__, "inputs": inputs, "summary": summary,
                       "digest": digest, "files": files}
