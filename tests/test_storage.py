@@ -222,6 +222,18 @@ def test_endpoint_without_scheme(s3_env, monkeypatch):
                               "AWS_ENDPOINT_URL or storage_options endpoint_url to http(s)://host:port")
 
 
+def test_endpoint_with_a_mistyped_scheme(s3_env, monkeypatch):
+    """AWS_ENDPOINT_URL=htp://localhost:9000 was 'cannot read: EndpointResolutionError: Custom endpoint ... was not
+    a valid URI', unlike the same mistake without a scheme."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "htp://localhost:9000")
+    for write in (False, True):
+        with pytest.raises(StorageError) as err:
+            check_location("s3://bucket/jobs/job.yaml", write=write)
+        assert str(err.value) == ("s3://bucket/jobs/job.yaml: the endpoint is not a URL (endpoint "
+                                  "htp://localhost:9000); set AWS_ENDPOINT_URL or storage_options endpoint_url to "
+                                  "http(s)://host:port")
+
+
 def test_wrong_credentials(monkeypatch):
     """A store that checks credentials refuses ours: one line, the URL, no secret, what to change."""
     with authenticating_server() as server:

@@ -66,7 +66,9 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
 def classify(err: BaseException) -> str:
     """endpoint | unreachable | credentials | bucket | missing | permission | other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
-    if "Invalid endpoint" in text:  # botocore: an endpoint without its scheme (localhost:9000)
+    # botocore: an endpoint without its scheme (localhost:9000), or with one it cannot use (htp://, a typo):
+    # EndpointResolutionError "Custom endpoint `htp://...` was not a valid URI"
+    if "Invalid endpoint" in text or "EndpointResolutionError" in text:
         return "endpoint"
     if any(s in text for s in _CREDENTIALS):
         return "credentials"
