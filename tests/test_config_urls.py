@@ -118,6 +118,17 @@ def test_bad_location_read_only(graph_copy: Path, tmp_path: Path, monkeypatch: p
     assert "output.dir" in line and "denied write access" in line and server.secret not in line
 
 
+def test_output_at_a_bucket_root_needs_a_work_dir(graph_copy: Path, tmp_path: Path, s3_env, s3_bucket: str):
+    """`output.dir: s3://bucket/` without work_dir: the default `<output.dir>.work` was `s3://bucket/bucket.work`,
+    refused as 'expected a location separate from output.dir' though the user never chose it."""
+    for out in (s3_bucket, f"{s3_bucket}/"):
+        with pytest.raises(GraphshardError) as err:
+            _checked(tmp_path, graph_copy, output={"dir": out})
+        line = str(err.value)
+        assert "work_dir" in line and "bucket's root" in line and ".work/" not in line, line
+    _checked(tmp_path, graph_copy, output={"dir": f"{s3_bucket}/"}, work_dir=str(tmp_path / "work"))
+
+
 def test_output_prefix_inside_input_prefix(tmp_path: Path):
     from graphshard.pipeline.preflight import _inside
 

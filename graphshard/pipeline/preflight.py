@@ -170,6 +170,11 @@ def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) 
         raise InputError(src, "output.dir", f"a location outside the input folder {in_dir}", str(out))
     if _inside(in_dir, out):
         raise InputError(src, "output.dir", f"a location that does not contain the input folder {in_dir}", str(out))
+    if cfg.work_dir is None and isinstance(out, Location) and not out.is_local and out.parent == out:
+        # the default `<output.dir>.work` is a sibling, and a bucket's root has none (it was `<bucket>/<bucket>.work`,
+        # inside the output, refused below as if the user had chosen it)
+        raise InputError(src, "work_dir", f"a work_dir in the config when output.dir is a bucket's root ({out}: the "
+                         "default, <output.dir>.work beside it, has no place there)", "none")
     if _inside(work, out) or _inside(out, work):
         raise InputError(src, "work_dir", f"a location separate from output.dir {out}", str(work))
     if _inside(work, in_dir):
