@@ -252,6 +252,29 @@ def test_wrong_credentials(monkeypatch):
         assert "opt-secret-9876" not in line and line.startswith("s3://bucket/x: the store refused the credentials")
 
 
+@pytest.mark.parametrize("case", ["none", "profile", "partial"])
+def test_no_usable_credentials(case: str, s3_env, tmp_path, monkeypatch):
+    """No credentials at all, AWS_PROFILE naming a profile that is not there, a secret without its key: none reached
+    the store, so not 'the store refused the credentials' (none), nor 'cannot read: ProfileNotFound: ...' (profile,
+    partial) without what to change."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    options = {}
+    if case == "profile":
+        monkeypatch.setenv("AWS_PROFILE", "no-such-profile")
+    if case == "partial":
+        options = {"s3://": {"secret": "half-a-pair-secret"}}
+    with pytest.raises(StorageError) as err:
+        check_location("s3://bucket/in/metadata.json", storage=Storage(options))
+    line = str(err.value)
+    assert line.startswith("s3://bucket/in/metadata.json: no usable credentials (") and "\n" not in line, line
+    assert "AWS_PROFILE" in line and "half-a-pair-secret" not in line
+    assert {"none": "NoCredentialsError", "profile": "no-such-profile", "partial": "Partial"}[case] in line
+
+
 def test_no_write_permission(monkeypatch):
     """Credentials that may read but not write: the write pre-flight names the URL and says so; reading passes."""
     with read_only_bucket() as (server, bucket):

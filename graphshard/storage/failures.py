@@ -21,8 +21,10 @@ _SECRET_KEY = re.compile(r"(?i)secret|token|password|passwd|credential|sas|conne
 _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY", "AZURE_STORAGE_SAS_TOKEN",
                "AZURE_STORAGE_CONNECTION_STRING", "AZURE_CLIENT_SECRET")
 _CREDENTIALS = ("InvalidAccessKeyId", "SignatureDoesNotMatch", "InvalidToken", "ExpiredToken", "InvalidClientTokenId",
-                "AuthenticationFailed", "AuthorizationFailure", "invalid_grant", "Unable to locate credentials",
-                "NoCredentialsError", "Could not find credentials", "Anonymous caller")
+                "AuthenticationFailed", "AuthorizationFailure", "invalid_grant", "Anonymous caller")
+# No credentials reached the store at all (none found, half a pair, a profile that is not there): not "refused".
+_NO_CREDENTIALS = ("Unable to locate credentials", "NoCredentialsError", "Could not find credentials",
+                   "PartialCredentialsError", "ProfileNotFound")
 _UNREACHABLE = ("EndpointConnectionError", "ConnectTimeout", "ConnectionError", "ClientConnectorError",
                 "Could not connect", "Cannot connect", "Name or service not known", "Connection refused",
                 "ServerDisconnectedError", "ReadTimeout", "ConnectTimeoutError")
@@ -64,12 +66,14 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
 
 
 def classify(err: BaseException) -> str:
-    """endpoint | unreachable | credentials | bucket | missing | permission | other."""
+    """endpoint | unreachable | nocredentials | credentials | bucket | missing | permission | other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
     # botocore: an endpoint without its scheme (localhost:9000), or with one it cannot use (htp://, a typo):
     # EndpointResolutionError "Custom endpoint `htp://...` was not a valid URI"
     if "Invalid endpoint" in text or "EndpointResolutionError" in text:
         return "endpoint"
+    if any(s in text for s in _NO_CREDENTIALS):
+        return "nocredentials"
     if any(s in text for s in _CREDENTIALS):
         return "credentials"
     if any(s in text for s in _UNREACHABLE) or any(isinstance(e, (ConnectionError, TimeoutError))
@@ -99,6 +103,11 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
     elif kind == "credentials":
         what = (f"the store refused the credentials{where}; check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the "
                 "profile, or the storage_options key/secret for this prefix")
+    elif kind == "nocredentials":
+        found = next((e for e in _chain(err) if any(n in f"{type(e).__name__} {e}" for n in _NO_CREDENTIALS)), err)
+        what = (f"no usable credentials ({type(found).__name__}: {found}){where}; set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, AWS_PROFILE naming a profile of the shared config files, or the "
+                "storage_options key and secret for this prefix")
     elif kind == "bucket":
         what = f"bucket {bucket!r} does not exist{where}; create it or correct the URL"
     elif kind == "permission":
