@@ -10,6 +10,7 @@ run-unique prefix and the partition config, naming them, written last in one PUT
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import uuid
@@ -114,6 +115,7 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     with ThreadPoolExecutor(transfers) as pool:
         list(pool.map(lambda pair: storage.copy(*pair), copies))
     text = with_prefix(storage.read_bytes(location(sources[0]) / config_name).decode(), f"{RUNS}/{run}")
+    replaced = [] if exclusive else _unprefixed_set(out, config_name, storage)
     if not exclusive:
         storage.write_bytes(out / config_name, text.encode())
     elif not storage.write_new(out / config_name, text.encode()):
@@ -122,4 +124,33 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     stale = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run})
     for name in stale:
         storage.delete_prefix(out / RUNS / name)
+    for loc in replaced:
+        storage.delete_prefix(loc)
     return out / config_name
+
+
+def _unprefixed_set(out: Location, config_name: str, storage: Storage) -> list[Location]:
+    """The files of a set at `out` whose config names them beside it, not under a run prefix (written by
+    `graphshard shuffle --out s3://...`, or a local set copied there): the files its config and digests file name,
+    the digests file and the report. The config written next replaces it, so they are what `overwrite` replaces; a
+    run-prefixed set goes with its prefix, and objects no set names stay."""
+    from graphshard.formats.set_digests import digests_name, parse_set_digests
+    from graphshard.runprefix import _part_paths, split_prefix
+    from graphshard.validate.report_html import REPORT_FILES
+
+    try:
+        text = storage.read_bytes(out / config_name).decode()
+        prefix, _ = split_prefix(text)
+        names = set(_part_paths(json.loads(text)))
+    except (GraphshardError, ValueError):
+        return []
+    if prefix:
+        return []
+    digests = digests_name(config_name)
+    try:
+        names |= set(parse_set_digests(storage.read_bytes(out / digests), str(out / digests))[1])
+    except GraphshardError:
+        pass
+    names |= {digests, *REPORT_FILES}
+    return [out / rel for rel in sorted(names)
+            if rel and not rel.startswith(("/", "../", f"{RUNS}/")) and "://" not in rel]

@@ -149,3 +149,20 @@ def test_work_and_output_on_s3_set_written_under_its_run_prefix(tmp_path, rmat_s
     again = run(config)
     assert set(again["steps"].values()) == {"Cached"}, again["steps"]
     assert _objects(out) == objects
+
+
+def test_overwrite_replaces_a_set_beside_its_config(tmp_path, rmat_small, dask_address, s3_bucket):
+    """An output holding a set whose config names its files beside it (`graphshard shuffle --out s3://...`, or a
+    local set copied up): `overwrite` replaced only the config, leaving the old parts, the old digests file (another
+    part count) and the old report beside the new config. Objects no set names stay."""
+    local = run(_config(tmp_path / "local", rmat_small, dask_address, num_parts=3))
+    out = f"{s3_bucket}/sets/rmat"
+    for path in sorted(Path(local["output"]).rglob("*")):
+        if path.is_file():
+            Storage().upload(path, f"{out}/{path.relative_to(local['output']).as_posix()}")
+    Storage().write_bytes(f"{out}/notes.txt", b"not a partition file")
+    assert "part2/graph.dgl" in _objects(out)
+    run(_config(tmp_path / "s3", rmat_small, dask_address, output={"dir": out, "overwrite": True}, num_parts=2))
+    top = sorted(o for o in _objects(out) if not o.startswith(RUNS + "/"))
+    assert top == ["notes.txt", Path(local["partition_config"]).name], top
+    fetch(f"{out}/{Path(local['partition_config']).name}", tmp_path / "fetched")
