@@ -275,6 +275,18 @@ def test_no_usable_credentials(case: str, s3_env, tmp_path, monkeypatch):
     assert {"none": "NoCredentialsError", "profile": "no-such-profile", "partial": "Partial"}[case] in line
 
 
+def test_unknown_storage_option(s3_env):
+    """An option s3fs does not take reaches its session only at the first request: that was 'cannot read:
+    TypeError: AioSession.__init__() got an unexpected keyword argument ...', naming neither storage_options nor
+    what to change."""
+    storage = Storage({"s3://": {"bogus_option": 1, "secret": "opt-secret-4321", "key": "k"}})
+    with pytest.raises(StorageError) as err:
+        check_location("s3://bucket/in/metadata.json", storage=storage)
+    line = str(err.value)
+    assert line.startswith("s3://bucket/in/metadata.json: storage options rejected by the s3:// filesystem (") and \
+        "'bogus_option'" in line and "storage_options" in line and "opt-secret-4321" not in line, line
+
+
 def test_no_write_permission(monkeypatch):
     """Credentials that may read but not write: the write pre-flight names the URL and says so; reading passes."""
     with read_only_bucket() as (server, bucket):

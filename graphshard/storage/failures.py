@@ -66,12 +66,15 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
 
 
 def classify(err: BaseException) -> str:
-    """endpoint | unreachable | nocredentials | credentials | bucket | missing | permission | other."""
+    """endpoint | unreachable | options | nocredentials | credentials | bucket | missing | permission | other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
     # botocore: an endpoint without its scheme (localhost:9000), or with one it cannot use (htp://, a typo):
     # EndpointResolutionError "Custom endpoint `htp://...` was not a valid URI"
     if "Invalid endpoint" in text or "EndpointResolutionError" in text:
         return "endpoint"
+    if any(isinstance(e, TypeError) and "unexpected keyword argument" in str(e) and "Session" in str(e)
+           for e in _chain(err)):
+        return "options"  # s3fs hands unknown storage_options to its (botocore) session, made at the first request
     if any(s in text for s in _NO_CREDENTIALS):
         return "nocredentials"
     if any(s in text for s in _CREDENTIALS):
@@ -103,6 +106,10 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
     elif kind == "credentials":
         what = (f"the store refused the credentials{where}; check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the "
                 "profile, or the storage_options key/secret for this prefix")
+    elif kind == "options":
+        found = next(e for e in _chain(err) if isinstance(e, TypeError))
+        what = (f"storage options rejected by the {loc.protocol}:// filesystem ({found}); correct the "
+                "storage_options entry for this prefix")
     elif kind == "nocredentials":
         found = next((e for e in _chain(err) if any(n in f"{type(e).__name__} {e}" for n in _NO_CREDENTIALS)), err)
         what = (f"no usable credentials ({type(found).__name__}: {found}){where}; set AWS_ACCESS_KEY_ID and "
