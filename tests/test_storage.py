@@ -287,6 +287,21 @@ def test_unknown_storage_option(s3_env):
         "'bogus_option'" in line and "storage_options" in line and "opt-secret-4321" not in line, line
 
 
+def test_credentials_in_a_url_are_refused_unshown(s3_env, tmp_path, capsys, monkeypatch):
+    """`s3://KEY:SECRET@bucket/...`: the store's own error repeated the 'bucket name' with the secret in it, on the
+    terminal line and in the log file. An abfs container (`container@account`, no password) is not user info."""
+    monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path / "logs"))
+    url = "s3://some-key:url-secret-5150@bucket/jobs/job.yaml"
+    with pytest.raises(GraphshardError) as err:
+        location(url)
+    assert "url-secret-5150" not in str(err.value) and "credentials in a URL" in str(err.value)
+    assert main(["fetch", url, "--out", str(tmp_path / "got")]) == 2
+    captured = capsys.readouterr()
+    assert "credentials in a URL" in captured.err and "url-secret-5150" not in captured.out + captured.err
+    assert not [p for p in (tmp_path / "logs").glob("*.log") if "url-secret-5150" in p.read_text()]
+    assert location("abfs://container@account.dfs.core.windows.net/x").path.startswith("container@account")
+
+
 def test_no_write_permission(monkeypatch):
     """Credentials that may read but not write: the write pre-flight names the URL and says so; reading passes."""
     with read_only_bucket() as (server, bucket):

@@ -17,6 +17,7 @@ from graphshard.errors import GraphshardError
 
 LOCAL = "file"
 _SCHEME = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://(.*)$", re.DOTALL)
+_BUCKET_FIRST = ("s3", "s3a", "gs", "gcs")  # URLs whose first component is the bucket, never user info
 _USERINFO = re.compile(r"(?<=://)[^/@\s]+@")
 _QUERY_SECRET = re.compile(r"(?i)([?&][^=&\s]*(?:signature|credential|token|secret|key|sig|password)[^=&\s]*=)"
                            r"[^&\s]*")
@@ -108,6 +109,11 @@ def location(where: str | os.PathLike | Location, base: str | os.PathLike | Loca
             return Location(LOCAL, _normal("/" + rest.lstrip("/")))
         if not rest.strip("/"):
             raise GraphshardError(f"{redact(text)}: expected {protocol}://<bucket>/<prefix>, found no bucket")
+        userinfo, at, _ = rest.lstrip("/").split("/", 1)[0].rpartition("@")
+        if at and ":" in userinfo and protocol in _BUCKET_FIRST:  # s3://KEY:SECRET@bucket/...: the store took it
+            # for a bucket name and said so, secret included (a host URL's user info: refused by the filesystem check)
+            raise GraphshardError(f"{redact(text)}: credentials in a URL are not read (user:password@ before the "
+                                  "bucket); give them in storage_options or the store's environment variables")
         return Location(protocol, _normal(rest.lstrip("/")))
     if text.startswith("/"):
         return Location(LOCAL, _normal(text))
