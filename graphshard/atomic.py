@@ -10,14 +10,13 @@ run-unique prefix and the partition config, naming them, written last in one PUT
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from graphshard.errors import GraphshardError
 from graphshard.runprefix import RUNS, with_prefix
@@ -100,14 +99,16 @@ def run_prefix(out: Location, run: str) -> Location:
 
 
 def publish_on_store(sources: list[Path | Location], out: Location, config_name: str, run: str, storage: Storage,
-                     skip: tuple[str, ...] = (), transfers: int = 8, exclusive: bool = False) -> Location:
+                     skip: tuple[str, ...] = (), transfers: int = 8, exclusive: bool = False,
+                     replaces: Sequence[Location] = ()) -> Location:
     """Publish a partition set on a store: every file of `sources` (but `config_name` and `skip`) under
     `run_prefix(out, run)` (copied by the store itself within one store), then the config found in the first
     source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole (a source
     that is the run prefix itself, where the shuffle step wrote the set, is not copied: only named). Then every
     other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. `exclusive`: the config
     is written only where none is (`Storage.write_new`): of two runs publishing to one output at once, one wins and
-    the other fails, nothing replaced. Returns the config."""
+    the other fails, nothing replaced. `replaces` (the files of a set the config replaces that lie beside it, not
+    under a run prefix: `set_digests.unprefixed_set`) are deleted last. Returns the config."""
     prefix = run_prefix(out, run)
     copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
               if e.rel != config_name and e.rel not in skip]
@@ -115,7 +116,6 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     with ThreadPoolExecutor(transfers) as pool:
         list(pool.map(lambda pair: storage.copy(*pair), copies))
     text = with_prefix(storage.read_bytes(location(sources[0]) / config_name).decode(), f"{RUNS}/{run}")
-    replaced = [] if exclusive else _unprefixed_set(out, config_name, storage)
     if not exclusive:
         storage.write_bytes(out / config_name, text.encode())
     elif not storage.write_new(out / config_name, text.encode()):
@@ -124,33 +124,7 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     stale = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run})
     for name in stale:
         storage.delete_prefix(out / RUNS / name)
-    for loc in replaced:
+    for loc in replaces:
         storage.delete_prefix(loc)
     return out / config_name
 
-
-def _unprefixed_set(out: Location, config_name: str, storage: Storage) -> list[Location]:
-    """The files of a set at `out` whose config names them beside it, not under a run prefix (written by
-    `graphshard shuffle --out s3://...`, or a local set copied there): the files its config and digests file name,
-    the digests file and the report. The config written next replaces it, so they are what `overwrite` replaces; a
-    run-prefixed set goes with its prefix, and objects no set names stay."""
-    from graphshard.formats.set_digests import digests_name, parse_set_digests
-    from graphshard.runprefix import _part_paths, split_prefix
-    from graphshard.validate.report_html import REPORT_FILES
-
-    try:
-        text = storage.read_bytes(out / config_name).decode()
-        prefix, _ = split_prefix(text)
-        names = set(_part_paths(json.loads(text)))
-    except (GraphshardError, ValueError):
-        return []
-    if prefix:
-        return []
-    digests = digests_name(config_name)
-    try:
-        names |= set(parse_set_digests(storage.read_bytes(out / digests), str(out / digests))[1])
-    except GraphshardError:
-        pass
-    names |= {digests, *REPORT_FILES}
-    return [out / rel for rel in sorted(names)
-            if rel and not rel.startswith(("/", "../", f"{RUNS}/")) and "://" not in rel]

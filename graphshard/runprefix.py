@@ -14,7 +14,7 @@ RUNS = ".runs"
 _PART = re.compile(r"^part-\d+$")
 
 
-def _part_paths(config: dict) -> list[str]:
+def part_paths(config: dict) -> list[str]:
     """Every file path the config's `part-<i>` entries name."""
     return sorted({v for k, entry in config.items() if _PART.match(k) and isinstance(entry, dict)
                    for v in entry.values() if isinstance(v, str)})
@@ -22,14 +22,14 @@ def _part_paths(config: dict) -> list[str]:
 
 def with_prefix(text: str, prefix: str) -> str:
     """The config text with each partition file path placed under `prefix` (e.g. `.runs/<id>`)."""
-    for rel in _part_paths(json.loads(text)):
+    for rel in part_paths(json.loads(text)):
         text = text.replace(json.dumps(rel), json.dumps(f"{prefix}/{rel}"))
     return text
 
 
 def split_prefix(text: str) -> tuple[str | None, str]:
     """(the run prefix the config's paths are under, or None; the config text without it)."""
-    paths = _part_paths(json.loads(text))
+    paths = part_paths(json.loads(text))
     first = paths[0].split("/") if paths else []
     if len(first) < 3 or first[0] != RUNS:
         return None, text

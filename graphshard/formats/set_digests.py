@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 
 from graphshard.digests import FAST, FileDigest, hash_file, identity
 from graphshard.errors import GraphshardError, InputError
+from graphshard.runprefix import RUNS, part_paths, split_prefix
 from graphshard.storage import Location, Storage, location
 
 SUFFIX = ".digests.json"
@@ -102,3 +103,26 @@ def parse_set_digests(data: bytes, source: str) -> tuple[int, dict[str, FileEntr
     except (ValueError, TypeError, KeyError, AttributeError) as err:
         raise InputError(source, None, "a partition set digests file written by graphshard",
                          f"unreadable ({type(err).__name__}: {err})") from None
+
+
+def unprefixed_set(out: Location, config_name: str, storage: Storage, beside: tuple[str, ...] = ()) -> list[Location]:
+    """The files of a set at `out` whose config names them beside it, not under a run prefix (written by
+    `graphshard shuffle --out s3://...`, or a local set copied there): the files its config and digests file name,
+    the digests file and `beside` (e.g. its report). A config published over it replaces that set, so they are
+    what `overwrite` deletes; a run-prefixed set goes with its prefix, and objects no set names stay."""
+    try:
+        text = storage.read_bytes(out / config_name).decode()
+        prefix, _ = split_prefix(text)
+        names = set(part_paths(json.loads(text)))
+    except (GraphshardError, ValueError):
+        return []
+    if prefix:
+        return []
+    digests = digests_name(config_name)
+    try:
+        names |= set(parse_set_digests(storage.read_bytes(out / digests), str(out / digests))[1])
+    except GraphshardError:
+        pass
+    names |= {digests, *beside}
+    return [out / rel for rel in sorted(names)
+            if rel and not rel.startswith(("/", "../", f"{RUNS}/")) and "://" not in rel]

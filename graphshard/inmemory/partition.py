@@ -32,7 +32,7 @@ from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
-from graphshard.formats.set_digests import digests_name
+from graphshard.formats.set_digests import digests_name, unprefixed_set
 from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
@@ -256,7 +256,10 @@ def _publish(config: Path, out: Path | Location, validate: bool, storage: Storag
         retarget_report(config.parent, (out / config.name).url if isinstance(out, Location) else out / config.name)
     if isinstance(out, Location):
         run = xxhash.xxh3_128_hexdigest(config.with_name(digests_name(config.name)).read_bytes())[:16]
-        publish_on_store([config.parent], out, config.name, run, storage)
+        from graphshard.validate import REPORT_FILES
+
+        publish_on_store([config.parent], out, config.name, run, storage,
+                         replaces=unprefixed_set(out, config.name, storage, REPORT_FILES))
     else:
         move_into_place(config.parent, out, overwrite=True)
 

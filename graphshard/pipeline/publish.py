@@ -21,6 +21,7 @@ from typing import Callable
 
 from graphshard.atomic import publish_on_store, run_prefix, staged_output, write_text_atomic
 from graphshard.errors import GraphshardError
+from graphshard.formats.set_digests import unprefixed_set
 from graphshard.pipeline.cache import StepResult
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
@@ -167,8 +168,9 @@ def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Pat
     run = run or run_id(digests)
     if report is not None:
         write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
+    replaces = unprefixed_set(out, config_name, storage, REPORT_FILES) if overwrite else []
     publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else (),
-                     exclusive=not overwrite)
+                     exclusive=not overwrite, replaces=replaces)
     record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
     storage.write_bytes(location(work_dir) / RECORD, record)
     return out
