@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -115,14 +116,15 @@ def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, ma
     graph = make_graph("rmat", nodes=100_000, edges=1_000_000, chunks=6)
     upload_tree(graph.parent, f"{s3_bucket}/graph")
     data = {"input": {"metadata": "../graph/metadata.json"}, "output": {"dir": "../sets/rmat"}, "work_dir": "../cache",
-            "num_parts": 4, "cluster": {"workers": 2, "memory_limit": "2GB"}}
+            "num_parts": 4, "cluster": {"workers": 2, "memory_limit": "2GB"}, "shuffle": {"scratch_dir": "../scratch"}}
     Storage().write_bytes(f"{s3_bucket}/jobs/job.yaml", yaml.safe_dump(data).encode())
     local = tmp_path / "local.yaml"
-    local.write_text(yaml.safe_dump({**data, "input": {"metadata": str(graph)},
+    local.write_text(yaml.safe_dump({**data, "input": {"metadata": str(graph)}, "shuffle": {},
                                      "output": {"dir": str(tmp_path / "out")}, "work_dir": str(tmp_path / "work")}))
     cmd = [sys.executable, "-m", "graphshard.cli", "run", f"{s3_bucket}/jobs/job.yaml"]
+    env = {**subprocess_env(), "GRAPHSHARD_SCRATCH_LEASE": "3"}  # the scratch's lease, short for the test
     proc = subprocess.Popen(cmd, stdout=open(tmp_path / "run1.log", "w"), stderr=subprocess.STDOUT,
-                            env=subprocess_env(), start_new_session=True)
+                            env=env, start_new_session=True)
     # the shuffle writes the set straight under the output's run prefix (steps/shuffle.build)
     wait_for(lambda: any(e.rel.endswith(".dgl") for e in Storage().listing(f"{s3_bucket}/sets")), 300,
              "the shuffle to write partition files to the store")
@@ -132,10 +134,13 @@ def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, ma
     left = [e.rel for e in Storage().listing(f"{s3_bucket}/sets")]
     assert left and all(r.startswith("rmat/.runs/") for r in left), left  # no config: nothing a reader takes for a set
     assert not [e for e in Storage().listing(f"{s3_bucket}/cache/shuffle") if e.rel.endswith("manifest.json")]
+    assert len(Storage().listing(f"{s3_bucket}/scratch")) > 1  # the killed shuffle's buckets and its lease record
 
-    resumed = subprocess.run(cmd, capture_output=True, text=True, env=subprocess_env(), timeout=600)
+    time.sleep(4)  # the killed run's lease expires
+    resumed = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "cached: ingest, assign" in resumed.stdout, resumed.stdout
+    assert Storage().listing(f"{s3_bucket}/scratch") == []  # the resumed shuffle deleted the killed one's scratch
     reference = subprocess.run([*cmd[:-1], str(local)], capture_output=True, text=True, env=subprocess_env(),
                                timeout=600)
     assert reference.returncode == 0, reference.stderr

@@ -28,6 +28,7 @@ from typing import Iterator, Union
 
 import numpy as np
 
+from graphshard.storage import lease
 from graphshard.storage.locations import Location, location
 from graphshard.storage.store import Storage
 
@@ -312,21 +313,28 @@ def drop_local(root: str) -> None:
 def scratch_space(where: str | os.PathLike | Location, storage: Storage | None = None, client=None
                   ) -> Iterator[ScratchPath]:
     """A step's scratch: the folder `where` (made, and deleted afterwards), or on a store a fresh prefix below
-    `where` (a run never meets another's objects or local copies), deleted afterwards with every process's local
+    `where` (a run never meets another's objects or local copies), held under a lease (`storage.lease`: a killed
+    run's prefix is deleted by a later run's scratch in `where`) and deleted afterwards with every process's local
     copies (`client`'s workers included)."""
     from graphshard.daskrun import everywhere
 
-    root = scratch_path(where, storage)
-    if is_store(root):
-        root = scratch_path(root.loc.join(uuid.uuid4().hex[:12]).url, root.storage)
-    else:
-        root.mkdir(parents=True, exist_ok=True)
-    try:
-        yield root
-    finally:
-        if is_store(root):
+    base = scratch_path(where, storage)
+    if not is_store(base):
+        base.mkdir(parents=True, exist_ok=True)
+        try:
+            yield base
+        finally:
+            remove(base)
+        return
+    name = uuid.uuid4().hex[:12]
+    with lease.held(base.storage, base.loc, name):
+        lease.sweep(base.storage, base.loc, name)
+        root = scratch_path(base.loc.join(name).url, base.storage)
+        try:
+            yield root
+        finally:
             everywhere(client, drop_local, root.root)
-        remove(root)
+            remove(root)
 
 
 def publish_file(local: Path, path: ScratchPath) -> None:

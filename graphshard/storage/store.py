@@ -17,6 +17,7 @@ import shutil
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Iterator, Mapping
 
 from graphshard.storage.failures import secrets_of, translated
@@ -194,6 +195,17 @@ def object_identity(loc: Location, info: Mapping[str, Any]) -> tuple:
     the size, as in a local file's stat identity)."""
     tag = str(info.get("ETag") or info.get("etag") or info.get("mtime") or info.get("LastModified") or "")
     return loc.url, tag, int(info.get("size") or 0), 0, 0
+
+
+def _mtime(info: Mapping[str, Any]) -> float | None:
+    """A listing entry's last-modified time in epoch seconds (local `mtime`; S3 `LastModified`; Azure
+    `last_modified`; GCS `updated`), None when the filesystem gives none."""
+    stamp = info.get("mtime", info.get("LastModified", info.get("last_modified", info.get("updated"))))
+    if isinstance(stamp, str):
+        stamp = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    if isinstance(stamp, datetime):
+        return stamp.timestamp()
+    return float(stamp) if isinstance(stamp, (int, float)) else None
 
 
 class Storage:
@@ -396,9 +408,22 @@ class Storage:
 
     def _found(self, loc: Location) -> dict[str, int]:
         """The store's own names (fsspec paths) and sizes of the files under `loc`, or of `loc` itself if a file."""
+        return {name: int(info.get("size") or 0) for name, info in self._files(loc).items()}
+
+    def _files(self, loc: Location) -> dict[str, Mapping[str, Any]]:
+        """The store's own names (fsspec paths) of the files under `loc` (or `loc` itself), with their details."""
         with self.translated(loc, "list"):
             found = self.fs(loc).find(loc.path, detail=True)
-        return {name: int(info.get("size") or 0) for name, info in found.items() if info.get("type") != "directory"}
+        return {name: info for name, info in found.items() if info.get("type") != "directory"}
+
+    def modified(self, prefix: str | Location) -> dict[str, float]:
+        """When each file under a prefix was last written, in seconds since the epoch by the store's (or this
+        host's filesystem's) clock, by its path below the prefix; a store that gives no time leaves its files out."""
+        loc = location(prefix)
+        root = loc.path.rstrip("/") + "/"
+        stamped = {name[len(root):] if name.startswith(root) else name: _mtime(info)
+                   for name, info in self._files(loc).items()}
+        return {rel: t for rel, t in stamped.items() if t is not None}
 
     def listing(self, prefix: str | Location) -> list[Entry]:
         """Every file under a prefix (a folder, recursively), sorted by path; [] when there is none. A file's own

@@ -1,0 +1,74 @@
+"""Leases on a store: a run's scratch prefix is owned by a small record that its process rewrites while it holds
+the prefix, so that a later run can delete what a killed run left there. A store has no process to ask whether it
+is alive, and hosts share no clock but the store's: a lease's age is its record's time against the sweeping run's
+own record, both stamped by the store."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+from graphshard.storage.failures import StorageError
+from graphshard.storage.locations import Location
+from graphshard.storage.store import Storage
+
+LEASES = ".leases"  # the records of a scratch folder's prefixes, `<where>/.leases/<name>.json`
+DEFAULT_SECONDS = 3600.0
+log = logging.getLogger(__name__)
+
+
+def lease_seconds() -> float:
+    """How long a record may go unrenewed before its prefix counts as a dead run's (`GRAPHSHARD_SCRATCH_LEASE`
+    seconds; default an hour: a paused process keeps its scratch that long, a killed one's stays that long)."""
+    return float(os.environ.get("GRAPHSHARD_SCRATCH_LEASE") or DEFAULT_SECONDS)
+
+
+@contextmanager
+def held(storage: Storage, where: Location, name: str) -> Iterator[None]:
+    """Hold `<where>/<name>` under a lease while the block runs: the record is written, renewed every quarter lease
+    by a thread of this process, and deleted on exit (after the block has deleted the prefix itself)."""
+    record = where.join(LEASES).join(f"{name}.json")
+    body = json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
+    storage.write_bytes(record, body)
+    stop = threading.Event()
+    renewer = threading.Thread(target=_renew, args=(storage, record, body, stop), daemon=True,
+                               name=f"graphshard-lease-{name}")
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        renewer.join()
+        storage.delete_prefix(record)
+
+
+def _renew(storage: Storage, record: Location, body: bytes, stop: threading.Event) -> None:
+    while not stop.wait(max(0.1, lease_seconds() / 4)):
+        try:
+            storage.write_bytes(record, body)
+        except StorageError as e:  # the next renewal tries again; a lease lost for good fails the run elsewhere
+            log.warning("could not renew the lease %s: %s", record, e)
+
+
+def sweep(storage: Storage, where: Location, own: str) -> list[str]:
+    """Delete the prefixes under `where` whose lease expired (their run was killed: nothing renews them), each
+    before its record; returns their names. `own` is the caller's held name, whose record gives the store's time
+    now. Never fails the caller: a store that refuses is logged and left for a later run."""
+    try:
+        stamped = storage.modified(where.join(LEASES))
+        now = stamped.get(f"{own}.json")
+        dead = [rel[:-len(".json")] for rel, t in sorted(stamped.items())
+                if now is not None and rel.endswith(".json") and "/" not in rel and now - t > lease_seconds()]
+        for name in dead:
+            storage.delete_prefix(where.join(name))
+            storage.delete_prefix(where.join(LEASES).join(f"{name}.json"))
+            log.info("deleted %s: its run's lease expired (the run was killed)", where.join(name))
+        return dead
+    except StorageError as e:
+        log.warning("could not clean up killed runs' scratch under %s: %s", where, e)
+        return []
