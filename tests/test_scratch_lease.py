@@ -7,6 +7,7 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 from graphshard.storage import Storage, location
 from graphshard.storage import scratch as sc
@@ -20,19 +21,22 @@ def _killed_run(where: str, name: str) -> None:
     store.write_bytes(f"{where}/{LEASES}/{name}.json", b"{}")
 
 
-def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(s3_bucket, monkeypatch):
+@pytest.mark.parametrize("on", ["s3", "shared folder"])
+def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(on, request, tmp_path, monkeypatch):
+    """On a store, and in a local folder given as `shuffle.scratch_dir` (`fresh`: hosts may share it over NFS)."""
     monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "2")
-    where, store = f"{s3_bucket}/scratch", Storage()
-    store.write_bytes(f"{s3_bucket}/scratch-keep/user-file", b"not ours")  # beside, not under a lease: never touched
+    top = request.getfixturevalue("s3_bucket") if on == "s3" else str(tmp_path)
+    where, store = f"{top}/scratch", Storage()
+    store.write_bytes(f"{top}/scratch/user-file", b"not ours")  # in the folder, but under no lease: never touched
     _killed_run(where, "deadbeef0001")
-    with sc.scratch_space(where) as fresh:  # the lease has not expired yet: the killed run's objects stay
+    with sc.scratch_space(where, fresh=True) as fresh:  # the lease has not expired yet: the killed run's stay
         assert {e.rel for e in store.listing(where)} >= {"deadbeef0001/buckets/0.bkt", f"{LEASES}/deadbeef0001.json"}
-        assert store.exists(f"{where}/{LEASES}/{fresh.loc.name}.json")
+        assert store.exists(f"{where}/{LEASES}/{location(str(fresh)).name}.json")
 
     entered, leave = threading.Event(), threading.Event()
 
     def live_run() -> None:  # a run that holds its scratch for longer than a lease, renewing it
-        with sc.scratch_space(where) as root:
+        with sc.scratch_space(where, fresh=True) as root:
             sc.save_array(root / "a.npy", np.arange(3))
             entered.set()
             leave.wait(30)
@@ -41,15 +45,15 @@ def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(
     runner.start()
     assert entered.wait(30)
     time.sleep(3.5)  # past the lease: the killed run's record is now stale, the live run's renewed
-    with sc.scratch_space(where) as later:
+    with sc.scratch_space(where, fresh=True) as later:
         rels = {e.rel for e in store.listing(where)}
         names = {r.split("/")[0] for r in rels}
         assert "deadbeef0001" not in names and f"{LEASES}/deadbeef0001.json" not in rels
-        live = [n for n in names if n not in (LEASES, later.loc.name)]
+        live = [n for n in names if n not in (LEASES, "user-file", location(str(later)).name)]
         assert len(live) == 1 and sc.load_array(sc.scratch_path(f"{where}/{live[0]}/a.npy")).tolist() == [0, 1, 2]
     leave.set()
     runner.join()
-    assert store.listing(where) == [] and store.exists(f"{s3_bucket}/scratch-keep/user-file")
+    assert [e.rel for e in store.listing(where)] == ["user-file"]
 
 
 def test_a_store_that_refuses_the_sweep_does_not_fail_the_run(s3_bucket, monkeypatch):

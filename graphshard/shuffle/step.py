@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -56,10 +55,7 @@ def _scratch(options: ShuffleOptions, beside: Location, storage: Storage, client
     prefix), else `beside` (a staging folder's `.scratch`, or for a set written to a store a prefix beside it on the
     same store: never a folder of this host that the workers may not see)."""
     where = options.scratch_dir
-    if where is not None and location(where).is_local:
-        Path(where).mkdir(parents=True, exist_ok=True)
-        where = tempfile.mkdtemp(prefix="graphshard-shuffle-", dir=where)
-    with scratch_space(where if where is not None else beside, storage, client) as root:
+    with scratch_space(where if where is not None else beside, storage, client, fresh=where is not None) as root:
         yield ShuffleScratch(root).make()
 
 

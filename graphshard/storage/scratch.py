@@ -310,30 +310,34 @@ def drop_local(root: str) -> None:
 
 
 @contextmanager
-def scratch_space(where: str | os.PathLike | Location, storage: Storage | None = None, client=None
-                  ) -> Iterator[ScratchPath]:
-    """A step's scratch: the folder `where` (made, and deleted afterwards), or on a store a fresh prefix below
-    `where` (a run never meets another's objects or local copies), held under a lease (`storage.lease`: a killed
-    run's prefix is deleted by a later run's scratch in `where`) and deleted afterwards with every process's local
+def scratch_space(where: str | os.PathLike | Location, storage: Storage | None = None, client=None,
+                  fresh: bool = False) -> Iterator[ScratchPath]:
+    """A step's scratch: the folder `where` (made, and deleted afterwards); or, on a store or with `fresh`, a new
+    root below `where` (a run never meets another's objects or local copies) held under a lease (`storage.lease`:
+    a killed run's root is deleted by a later run's in `where`), deleted afterwards with every process's local
     copies (`client`'s workers included)."""
     from graphshard.daskrun import everywhere
 
     base = scratch_path(where, storage)
-    if not is_store(base):
+    if not (fresh or is_store(base)):
         base.mkdir(parents=True, exist_ok=True)
         try:
             yield base
         finally:
             remove(base)
         return
-    name = uuid.uuid4().hex[:12]
-    with lease.held(base.storage, base.loc, name):
-        lease.sweep(base.storage, base.loc, name)
-        root = scratch_path(base.loc.join(name).url, base.storage)
+    loc, store = location(where), base.storage if is_store(base) else (storage or Storage())
+    name = f"graphshard-{uuid.uuid4().hex[:12]}"
+    with lease.held(store, loc, name):
+        lease.sweep(store, loc, name)
+        root = scratch_path(loc.join(name), store)
+        if not is_store(root):
+            root.mkdir()
         try:
             yield root
         finally:
-            everywhere(client, drop_local, root.root)
+            if is_store(root):
+                everywhere(client, drop_local, root.root)
             remove(root)
 
 

@@ -7,6 +7,7 @@ record, so a hit survives a lost Prefect database and a miss happens whenever th
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from contextlib import nullcontext
@@ -65,11 +66,12 @@ def scratch_dir(cfg: PipelineConfig, stage: Path | Location) -> Path | Location 
     """Where a step's tasks hand each other buckets and arrays: `shuffle.scratch_dir` when set; else, with the work
     folder on a store and the run's own local cluster (every worker on this host, so one local folder is shared),
     this host's temporary folder (the steps make a fresh folder in it and delete it): the exchange then never goes
-    through the store, as in a local run; else None (the step's default, beside its output)."""
+    through the store, as in a local run; else None (the step's default, beside its output). The temporary folder
+    is this user's own (`graphshard-<uid>`), so no other user's runs hold lease records in it."""
     if cfg.shuffle.scratch_dir is not None:
         return cfg.shuffle.scratch_dir
     if isinstance(stage, Location) and cfg.cluster.address is None:
-        return Path(tempfile.gettempdir())
+        return Path(tempfile.gettempdir()) / f"graphshard-{os.getuid()}"
     return None
 
 
