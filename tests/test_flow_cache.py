@@ -96,3 +96,28 @@ def test_clean_stale_removes_dead_runs_only(tmp_path):
         p.mkdir()
     removed = StepStore(tmp_path).clean_stale(tmp_path / "out")
     assert sorted(removed) == sorted([stale, out_stale]) and live.exists()
+
+
+def test_a_killed_build_on_a_store_is_swept_by_a_later_build(s3_bucket, monkeypatch):
+    """A work folder on a store: a build killed mid-way leaves files under its key and a lease record nobody renews;
+    once the lease lapses, a later build of the step (another key) deletes them. Finished keys are never touched."""
+    import time
+
+    from graphshard.storage import Storage, lease, location
+
+    monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "1")
+    work, storage = location(f"{s3_bucket}/work"), Storage()
+    store = StepStore(work, storage)
+
+    def make(folder):
+        storage.write_bytes(folder / "a.txt", b"done")
+        return {}
+
+    finished = store.build("assign", "k1", make, {})
+    storage.write_bytes(work / "assign" / "k0" / "half.txt", b"killed mid-way")  # what a SIGKILLed build left
+    storage.write_bytes(work / "assign" / lease.LEASES / "k0.json", b"{}")
+    time.sleep(2)
+    store.build("assign", "k2", make, {})
+    assert sorted(e.rel for e in storage.listing(work / "assign")) == [
+        "k1/a.txt", "k1/manifest.json", "k2/a.txt", "k2/manifest.json"]
+    assert store.lookup("assign", "k1").digest == finished.digest

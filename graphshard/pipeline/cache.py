@@ -7,7 +7,9 @@ makes a crashed run resume from its last finished step.
 
 A work folder on a store (`work_dir: s3://...`) has no rename: the step writes straight under `<step>/<key>/` (after
 deleting what a crashed build of the same key left there) and `manifest.json` is written last, in one PUT, from the
-digests the writers took. A key whose manifest is there and whose listing matches it is complete, on any host.
+digests the writers took. A key whose manifest is there and whose listing matches it is complete, on any host. A
+build holds its key under a lease (`storage.lease`), so the files of a killed build whose key is never built again
+are deleted by a later build of the step once the lease lapses.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from graphshard import __version__
 from graphshard.atomic import staged_output
 from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
-from graphshard.storage import Location, Storage, StorageError, location
+from graphshard.storage import Location, Storage, StorageError, lease, location
 from graphshard.validate.report_html import REPORT_FILES
 
 # Sub-folder of each step's artifact that holds the step's product.
@@ -146,8 +148,10 @@ class StepStore:
 
         summary: dict = {}
         if self.on_store:  # no rename: the manifest, written last, is what makes the folder a finished artifact
-            self.storage.delete_prefix(final)
-            digest = finish(final)
+            with lease.held(self.storage, self.root / step, key):  # a killed build's files: a later build sweeps them
+                lease.sweep(self.storage, self.root / step, key)
+                self.storage.delete_prefix(final)
+                digest = finish(final)
         else:
             with staged_output(final, overwrite=True) as stage:
                 digest = finish(stage)
