@@ -16,7 +16,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from graphshard import logs
 from graphshard.errors import GraphshardError
@@ -30,6 +30,7 @@ SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before
 SCATTER_TRIES, SCATTER_PAUSE = 5, 0.5  # a constant's scatter tried again after 0.5, 1, 2, 4 s (`_scatter`)
 LOST_TRIES = 3  # times a task is sent again after the cluster lost a constant it needed (`_resend_lost`)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
+_SHOWN: dict[str, str] = {}  # a submitted task's key -> '<what> <label>' with the label as given (the key's is safe)
 # `settle` and `everywhere` ask every worker, and one may have just died (the failure being reported): the
 # scheduler's error about it is expected here, so it stays in the log file
 logs.quiet_message("distributed", "broadcast to ")
@@ -57,15 +58,21 @@ class TaskGroup:
 
 
 def task_key(step: str, what: str, label: str, token: str) -> str:
-    """A task key a person can read on the dashboard: step, what is done, to which chunk or partition."""
+    """A task key a person can read on the dashboard: step, what is done, to which chunk or partition. The label
+    keeps only safe characters: Dask's `key_split` cuts the dashboard's task group at '-' (`describe_key` shows the
+    label as given)."""
     return f"{step}-{what}-{_UNSAFE.sub('_', label)}-{token}"
 
 
 def describe_key(key: object) -> str:
-    """A task_key as '<what> <label>' (the step is the progress bar's own label); other keys as they are."""
+    """A task_key as '<what> <label>' (the step is the progress bar's own label), the label as given while its task
+    is in flight from this process (a URL keeps its '-' and spaces); other keys as they are."""
     from dask.utils import key_split  # dask loads with the first task, not with every step module (cached runs)
 
     text = str(key)
+    shown = _SHOWN.get(text)  # one lookup: the submitting thread may drop the key meanwhile
+    if shown is not None:
+        return shown
     step, sep, rest = text.partition("-")
     what_label, _, token = rest.rpartition("-")
     prefix = key_split(text)  # '<step>-<what>': the dashboard's task prefix
@@ -151,6 +158,7 @@ def _send(client: Client, group: TaskGroup, fn: Callable, items: list, constants
     keys = [task_key(group.step, group.what, group.labels[i], token) for i in indices]
     if not picked:
         return []
+    _SHOWN.update((key, f"{group.what} {group.labels[i]}") for key, i in zip(keys, indices))
     constants = _scatter_large(client, constants, group, share)
     if place is None:
         return client.map(fn, picked, key=keys, priority=priority, **constants)
@@ -230,6 +238,7 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
         raise _one_line(failed[0], failed[1], err) from err
     finally:
         client.cancel([f for g in groups for f in g.futures + g.shared])
+        _forget(f.key for g in groups for f in g.futures)
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
     return results
@@ -277,11 +286,18 @@ def _resend_lost(client: Client, groups: Sequence[TaskGroup], lost: list[Future]
                     "sending them again", group.step, group.what, len(again))
         for old in {group.futures[i].key for i in again}:
             del where[old]
+        _forget(group.futures[i].key for i in again)
         for i, future in zip(again, group.send(again)):
             group.futures[i] = sent[future.key] = future
             where.setdefault(future.key, []).append((gi, i))
             tries[gi][i] += 1
     return list(sent.values())
+
+
+def _forget(keys: Iterable[Any]) -> None:
+    """Drop the shown labels of tasks that are done with (`_SHOWN` holds only tasks in flight)."""
+    for key in keys:
+        _SHOWN.pop(str(key), None)
 
 
 def run_tasks(client: Client | None, step: str, what: str, fn: Callable, items: Sequence, *,

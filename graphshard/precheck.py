@@ -32,6 +32,7 @@ from graphshard.formats.readers import (
     edge_reader,
     not_numeric_problem,
     reader_for,
+    wide_unsigned,
 )
 from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.storage.overlap import each
@@ -58,23 +59,16 @@ def with_field(err: InputError, field: str) -> InputError:
 
 def file_stat(path: StoredFile, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
-    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool."""
+    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 (`wide_unsigned`)."""
     problems = []
     if len(row_shape) > 1:
         problems.append(InputError(path, field, "a 1-D or 2-D array",
                                    f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
     if dtype.kind not in VALID_KINDS:
         problems.append(not_numeric_problem(path, fmt, field, dtype))
-    elif dtype.kind == "u" and dtype.itemsize > 1:
-        problems.append(wide_unsigned_problem(path, field, dtype))
+    elif (wide := wide_unsigned(dtype)) is not None:
+        problems.append(InputError(path, field, *wide))
     return FileStat(rows, row_shape, str(dtype), tuple(problems))
-
-
-def wide_unsigned_problem(path, field: str, dtype: np.dtype) -> InputError:
-    """uint16/32/64 features: DGL files can hold them, but DGL 2.x cannot load them into torch ('Unsupported kUInt
-    bits 32'), so a partition set holding one would not load."""
-    return InputError(path, field, "a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64): cast "
-                      "the feature to a signed type, e.g. int64", f"dtype {dtype}")
 
 
 def feature_specs(graph: ChunkedGraph) -> list[tuple[str, ChunkFileSpec, int]]:

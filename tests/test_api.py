@@ -199,6 +199,27 @@ def test_bad_input_is_one_clear_error_and_nothing_is_written(tmp_path, change, m
     assert list(tmp_path.iterdir()) == []
 
 
+def test_wide_unsigned_features_are_refused_in_the_same_words(tmp_path, rmat_small):
+    """A uint32 feature, in memory or in a chunked graph's file: one refusal, naming what to cast it to."""
+    import shutil
+
+    from graphshard.precheck import precheck
+
+    g = hetero()
+    g["node_feats"]["item"]["count"] = np.zeros(200, dtype=np.uint32)
+    with pytest.raises(GraphshardError) as err:
+        partition(g, tmp_path / "out", 2)
+    shutil.copytree(rmat_small.parent, tmp_path / "g")
+    md = tmp_path / "g" / "metadata.json"
+    label = md.parent / json.loads(md.read_text())["node_data"]["_N"]["label"]["data"][0]
+    np.save(label, np.load(label).astype(np.uint32))
+    (problem,) = precheck(md)
+    in_memory, in_file = (str(e).split(": expected ", 1) for e in (err.value, problem))
+    assert in_memory[0] == "node feature 'count' of 'item'" and in_file[0].endswith("['label'].data[0]'")
+    assert in_memory[1] == in_file[1] and "cast the feature to a signed type, e.g. int64" in in_file[1], in_file
+    assert in_file[1].endswith("found dtype uint32"), in_file
+
+
 def test_out_path_with_other_files_is_refused(tmp_path):
     (tmp_path / "dataset.bin").write_text("keep me")
     g = hetero()

@@ -221,6 +221,52 @@ def test_key_is_safe_for_any_label():
     assert task_key("validate", "scan", "a b/c\n", "0123abcd") == "validate-scan-a_b/c_-0123abcd"
 
 
+def _slow(label: str) -> str:
+    time.sleep(0.3)
+    return label
+
+
+def test_progress_shows_the_label_as_given(dask_cluster_client):
+    """A key keeps only safe characters ('-' would split the dashboard's task group), but the progress line and the
+    Prefect artifact show a running task's label as given: `s3://my-bucket`, not `s3://my_bucket`."""
+    from dask.utils import key_split
+
+    from graphshard import daskrun
+    from graphshard.pipeline.progress import StepProgress, TerminalBar, install
+
+    labels = [f"s3://my-bucket/feat chunk-{i}.npy" for i in range(4)]
+    assert install(dask_cluster_client)
+    seen: list[tuple[int, int, str]] = []
+    lines: list[str] = []
+    bar = TerminalBar("ingest", stream=_Lines(lines), every=0.0)
+    with StepProgress(dask_cluster_client, [lambda *shown: seen.append(shown), bar], interval=0.1):
+        group = submit_tasks(dask_cluster_client, "ingest", "check-file", _slow, labels, label=str)
+        keys = [str(f.key) for f in group.futures]
+        assert [daskrun.describe_key(k) for k in keys] == [f"check-file {lb}" for lb in labels]
+        assert gather_tasks(dask_cluster_client, group) == [labels]
+    assert all(key_split(k) == "ingest-check-file" and "my-bucket" not in k for k in keys), keys
+    doing = {d for done, submitted, d in seen if d and done < submitted}  # what the sinks show
+    assert doing and doing <= {f"check-file {lb}" for lb in labels}, seen
+    assert any("dask tasks: check-file s3://my-bucket/feat chunk-" in line for line in lines), lines
+    assert not set(keys) & set(daskrun._SHOWN)  # forgotten once gathered
+
+
+@dataclass
+class _Lines:
+    """A non-terminal stream collecting what a TerminalBar writes."""
+
+    lines: list[str]
+
+    def write(self, text: str) -> None:
+        self.lines.append(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
 def _sum_with(i: int, *, table) -> int:
     return int(table[i]) + int(table.sum())
 

@@ -228,6 +228,27 @@ def test_every_problem_is_reported_also_on_dask(rmat_copy, capsys):
     assert err.count("\n  - ") == 3
 
 
+def test_check_makes_the_preflight_of_run(rmat_copy, capsys):
+    """`inspect --check` makes `graphshard run`'s pre-flight too: a file listed twice in one `data` list is warned of
+    (its rows read twice; the counts still add up, so no problem: exit 0)."""
+    def repeat(d: dict) -> None:
+        files = d["node_data"]["_N"]["feat"]["data"]
+        files[2] = files[1]
+    _edit_meta(rmat_copy, repeat)
+    assert main(["inspect", str(rmat_copy), "--check"]) == 0
+    out, err = capsys.readouterr()
+    assert "node_data['_N']['feat'].data[2] is the same file as data[1]" in err and "667 rows are read twice" in err
+    assert "no problems" in out
+
+
+def test_a_problem_both_checks_find_is_reported_once(mixed_copy, capsys):
+    """A csv feature of words: the pre-flight names its first line, the full read the value and column; one line."""
+    path = mixed_copy.parent / _meta(mixed_copy)["node_data"]["paper"]["year"]["data"][1]
+    path.write_text("abc def\n" * 5)
+    err = _cli_fails(mixed_copy, capsys, str(path), "node_data['paper']['year'].data[1]", "'abc' in column 1")
+    assert "problem(s)" not in err and "first line" not in err, err
+
+
 def test_parquet_feature_with_mixed_column_types(mixed_copy, capsys):
     meta = _meta(mixed_copy)
     spec = meta["node_data"]["paper"]["feat"]

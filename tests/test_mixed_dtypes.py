@@ -13,6 +13,7 @@ import pyarrow.csv as pcsv
 
 from graphshard.cli import main
 from graphshard.formats.dgl_binary import load_tensor_dict
+from graphshard.ingest import summary
 
 
 def _csv(path: Path) -> np.ndarray:
@@ -27,13 +28,18 @@ def _whole_numbers(path: Path) -> None:
     path.write_text("".join(" ".join(map(str, r)) + "\n" for r in rows))
 
 
-def test_whole_number_csv_beside_float_csv(make_graph, tmp_path, capsys):
-    graph = tmp_path / "g"
-    shutil.copytree(make_graph("rmat", nodes=300, edges=2000, chunks=2, fmt="csv", feat_dim=3).parent, graph)
-    md = graph / "metadata.json"
-    files = [graph / f for f in json.loads(md.read_text())["node_data"]["_N"]["feat"]["data"]]
+def _int_and_float_csv(make_graph, folder: Path) -> tuple[Path, list[Path]]:
+    """A copy of a csv graph whose feature `feat` has a file of whole numbers (int64) before one of floats."""
+    shutil.copytree(make_graph("rmat", nodes=300, edges=2000, chunks=2, fmt="csv", feat_dim=3).parent, folder)
+    md = folder / "metadata.json"
+    files = [folder / f for f in json.loads(md.read_text())["node_data"]["_N"]["feat"]["data"]]
     _whole_numbers(files[0])
     assert (_csv(files[0]).dtype, _csv(files[1]).dtype) == (np.int64, np.float64)
+    return md, files
+
+
+def test_whole_number_csv_beside_float_csv(make_graph, tmp_path, capsys):
+    md, files = _int_and_float_csv(make_graph, tmp_path / "g")
     expected = np.concatenate([_csv(f) for f in files]).astype(np.float64)
 
     assert main(["inspect", str(md), "--check"]) == 0
@@ -48,6 +54,16 @@ def test_whole_number_csv_beside_float_csv(make_graph, tmp_path, capsys):
         feats, orig = load_tensor_dict(folder / "node_feat.dgl"), load_tensor_dict(folder / "orig_nids.dgl")["_N"]
         assert feats["_N/feat"].dtype == np.float64
         assert np.array_equal(feats["_N/feat"], expected[orig])
+
+
+def test_inspect_shows_the_common_dtype(make_graph, tmp_path, capsys):
+    """`graphshard inspect` (text and JSON, and ingest's summary) shows the dtype the partitions get: the files'
+    common one (float64), not the first file's (int64)."""
+    md, _ = _int_and_float_csv(make_graph, tmp_path / "g")
+    assert summary(md)["node_types"]["_N"]["features"]["feat"]["dtype"] == "float64"
+    assert main(["inspect", str(md)]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.strip().startswith("feat "))
+    assert line.split()[1] == "float64", line
 
 
 def test_int64_beside_float32_refused(make_graph, tmp_path, capsys):

@@ -136,8 +136,8 @@ def test_the_command_and_its_flow_probe_each_location_once(make_graph, s3_server
 
 @pytest.mark.parametrize("reader", ["summary", "plan_sizes"])
 def test_bookkeeping_headers_on_a_store_are_read_concurrently(make_graph, s3_server, monkeypatch, reader):
-    """Ingest's summary and the plan's row sizes read each feature's first header (and first row) at once on a store,
-    not one round trip after another; the figures equal those of the local graph."""
+    """Ingest's summary (every feature file's head) and the plan's row sizes (each feature's first header and first
+    row) read them at once on a store, not one round trip after another; the figures equal those of the local graph."""
     from graphshard.formats.chunked import load_metadata
     from graphshard.ingest import summary
     from graphshard.plan.sizes import GraphSizes

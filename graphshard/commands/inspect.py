@@ -1,4 +1,5 @@
-"""`graphshard inspect`: summarize a chunked graph; with --check, open and verify every file."""
+"""`graphshard inspect`: summarize a chunked graph; with --check, make `graphshard run`'s pre-flight and open and
+verify every file."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ import argparse
 import json
 
 from graphshard.cluster import ClusterSpec, dask_client
-from graphshard.formats.chunked import load_metadata
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.chunked import ChunkedGraph, load_metadata
 from graphshard.ingest import check_graph, summary
-from graphshard.precheck import refuse
+from graphshard.precheck import precheck, refuse
 
 NAME = "inspect"
 HELP = "Print a chunked graph's types, counts, chunks, features and bytes; --check verifies every file."
@@ -17,7 +19,8 @@ HELP = "Print a chunked graph's types, counts, chunks, features and bytes; --che
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("metadata", help="metadata.json of the chunked graph (or its folder)")
     parser.add_argument("--check", action="store_true",
-                        help="open every file: row counts, ID ranges, feature rows, shapes, dtypes; exit 2 on problems")
+                        help="the pre-flight of `graphshard run` (its warnings too), then open every file: row counts, "
+                        "ID ranges, feature rows, shapes, dtypes; exit 2 on problems")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.add_argument("--workers", type=int, default=0,
                         help="check on a local Dask cluster of this many workers (default 0: in this process)")
@@ -59,11 +62,25 @@ def format_summary(s: dict) -> str:
     return "\n".join(lines)
 
 
-def _check(graph, args: argparse.Namespace) -> list:
+def _check(graph: ChunkedGraph, args: argparse.Namespace) -> list[GraphshardError]:
+    """The pre-flight `graphshard run` makes (headers; its warnings logged) and the check of every file: each problem
+    once, the full check's wording first (it read the data), then what only the pre-flight found."""
+    preflight = precheck(graph)
     if not (args.workers or args.scheduler):
-        return check_graph(graph)
-    with dask_client(ClusterSpec(address=args.scheduler, workers=args.workers or 2)) as client:
-        return check_graph(graph, client)
+        found = check_graph(graph)
+    else:
+        with dask_client(ClusterSpec(address=args.scheduler, workers=args.workers or 2)) as client:
+            found = check_graph(graph, client)
+    seen = {_where(p) for p in found}
+    return found + [p for p in preflight if _where(p) not in seen]
+
+
+def _where(problem: GraphshardError) -> tuple | str:
+    """What a problem is about, so that one problem in both checks' words is reported once: a file's field (the
+    wording may differ: the full read names a csv value by its column), else the whole line."""
+    if isinstance(problem, InputError) and problem.file:
+        return problem.file, problem.field
+    return str(problem)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,35 +5,51 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
-from graphshard.formats.readers import reader_for
+from graphshard.formats.readers import common_dtype, reader_for
 from graphshard.precheck import HEADER_READS
 from graphshard.storage import Location, Storage
 from graphshard.storage.overlap import each
 
 
-def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, heads: dict[int, object]) -> dict:
-    """Format, file count, bytes, and dtype/shape from the first file's head (`heads`: `_heads`)."""
-    head = heads[id(spec)]
+def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, heads: dict[int, list[np.ndarray]]) -> dict:
+    """Format, file count, bytes, the dtype its rows are read as and their shape (`heads`: `_heads`)."""
+    found = heads[id(spec)]
     return {
         "format": spec.format.name,
         "files": len(spec.data),
         "bytes": sum(f.size() for f in map(graph.file, spec.data) if f.exists()),
-        "dtype": str(head.dtype),
-        "shape": [rows, *head.shape[1:]],
+        "dtype": str(_read_dtype([head.dtype for head in found])),
+        "shape": [rows, *found[0].shape[1:]],
     }
 
 
-def _heads(graph: ChunkedGraph, specs: list[ChunkFileSpec]) -> dict[int, object]:
-    """Each spec's first-file head, by `id(spec)`: on a store all at once (a round trip each, ~50 ms on the local S3
-    server, where one after another they were most of the ingest step's bookkeeping)."""
-    heads = each(lambda spec: reader_for(spec.format).head(graph.file(spec.data[0]), spec.format), specs,
+def _read_dtype(dtypes: list[np.dtype]) -> np.dtype:
+    """The dtype the steps read (and write) a feature's rows as, from its files' dtypes in order: their common one,
+    as `RowIndex` casts to (a csv of whole numbers beside one of floats: float64), else the first file's."""
+    common = common_dtype(set(dtypes))
+    return dtypes[0] if common is None else common
+
+
+def _heads(graph: ChunkedGraph, specs: list[ChunkFileSpec], first_only: list[ChunkFileSpec]) -> dict[int, list]:
+    """By `id(spec)`, the head of every file of `specs` (a feature's files may infer different dtypes) and of the
+    first file of `first_only` (edge structures: their IDs are read as int64 whatever the files hold). On a store all
+    at once (a round trip each, ~50 ms on the local S3 server, where one after another they were most of the ingest
+    step's bookkeeping)."""
+    jobs = [(spec, p) for spec in specs for p in spec.data] + [(spec, spec.data[0]) for spec in first_only]
+    heads = each(lambda job: reader_for(job[0].format).head(graph.file(job[1]), job[0].format), jobs,
                  not graph.base.is_local, HEADER_READS)
-    return {id(spec): head for spec, head in zip(specs, heads)}
+    out: dict[int, list] = {}
+    for (spec, _), head in zip(jobs, heads):
+        out.setdefault(id(spec), []).append(head)
+    return out
 
 
 def summary(graph: ChunkedGraph | str | Path | Location, storage: Storage | None = None) -> dict:
-    """Types, counts, chunks, features (dtype, shape, format, files, bytes) and total bytes, from headers only.
+    """Types, counts, chunks, features (the dtype the steps write, shape, format, files, bytes) and total bytes, from
+    headers only.
 
     Parameters
     ----------
@@ -49,8 +65,8 @@ def summary(graph: ChunkedGraph | str | Path | Location, storage: Storage | None
         `edge_types`.
     """
     graph = as_graph(graph, storage)
-    heads = _heads(graph, [*(s for fs in graph.node_data.values() for s in fs.values()),
-                           *graph.edges.values(), *(s for fs in graph.edge_data.values() for s in fs.values())])
+    heads = _heads(graph, [s for fs in [*graph.node_data.values(), *graph.edge_data.values()] for s in fs.values()],
+                   list(graph.edges.values()))
 
     nodes = {}
     for i, nt in enumerate(graph.node_type):

@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphshard.errors import GraphshardError
+from graphshard.formats.readers import VALID_KINDS, wide_unsigned
 
 HOMO_NTYPE = "_N"
 HOMO_ETYPE = (HOMO_NTYPE, "_E", HOMO_NTYPE)
@@ -236,13 +237,11 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.ndim not in (1, 2) or arr.shape[0] != counts[t]:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a 1-D or 2-D array of "
                                           f"{counts[t]} rows, found shape {arr.shape}")
-                if arr.dtype.kind not in "biuf":
+                if arr.dtype.kind not in VALID_KINDS:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")
-                if arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
-                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a dtype DGL loads into torch "
-                                          f"(bool, uint8, int8-int64, float16-float64): cast it to a signed type, "
-                                          f"e.g. int64, found {arr.dtype}")
+                if (wide := wide_unsigned(arr.dtype)) is not None:
+                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected {wide[0]}, found {wide[1]}")
 
 
 def _check_names(graph: InMemoryGraph) -> None:
