@@ -14,6 +14,7 @@ import logging
 import re
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
@@ -62,6 +63,14 @@ def task_key(step: str, what: str, label: str, token: str) -> str:
     keeps only safe characters: Dask's `key_split` cuts the dashboard's task group at '-' (`describe_key` shows the
     label as given)."""
     return f"{step}-{what}-{_UNSAFE.sub('_', label)}-{token}"
+
+
+def _key_labels(labels: Sequence[str]) -> list[str]:
+    """The labels as a group's keys show them: safe characters only, and the item's index appended where two come
+    out the same ('a-b' and 'a_b', or one file listed twice), since tasks under one key are one task to Dask."""
+    safe = [_UNSAFE.sub("_", label) for label in labels]
+    seen = Counter(safe)
+    return [f"{s}.{i}" if seen[s] > 1 else s for i, s in enumerate(safe)]
 
 
 def describe_key(key: object) -> str:
@@ -155,7 +164,8 @@ def _send(client: Client, group: TaskGroup, fn: Callable, items: list, constants
     (`submit_tasks`; called again for the tasks of a constant the cluster lost)."""
     token = uuid.uuid4().hex[:8]
     picked = [items[i] for i in indices]
-    keys = [task_key(group.step, group.what, group.labels[i], token) for i in indices]
+    safe = _key_labels(group.labels)
+    keys = [task_key(group.step, group.what, safe[i], token) for i in indices]
     if not picked:
         return []
     _SHOWN.update((key, f"{group.what} {group.labels[i]}") for key, i in zip(keys, indices))

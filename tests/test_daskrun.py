@@ -298,3 +298,16 @@ def test_a_termination_signal_is_not_worded_as_a_task_failure(dask_cluster_clien
     monkeypatch.setattr(daskrun, "_collect", terminated)
     with pytest.raises(_Terminated):
         run_tasks(dask_cluster_client, "shuffle", "convert-assignment", _square, [0, 1])
+
+
+def test_labels_that_read_alike_are_still_separate_tasks(dask_cluster_client):
+    """Two items whose labels come out the same in a key ('a-b' and 'a_b'; one label twice) are two tasks with
+    their own results: under one key Dask would run one of them and give both its result."""
+    items = [(1, "a-b"), (2, "a_b"), (3, "x"), (4, "x")]
+    group = submit_tasks(dask_cluster_client, "ingest", "sq", _square_first, items, label=lambda it: it[1])
+    assert gather_tasks(dask_cluster_client, group) == [[1, 4, 9, 16]]
+    assert len({str(f.key) for f in group.futures}) == 4
+
+
+def _square_first(item: tuple) -> int:
+    return item[0] ** 2
