@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 import xxhash
 
 from graphshard.atomic import staged_output
-from graphshard.errors import GraphshardError
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.jsonfile import parse_json_object
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
 from graphshard.runprefix import split_prefix
 from graphshard.storage import Location, Storage, check_location, location
@@ -110,6 +111,15 @@ def _checked_layout(config_file: Path, source: Location) -> Layout:
     return layout
 
 
+def _config_text(raw: bytes, source: Location) -> str:
+    """The bytes at the config URL as a partition config's text; one line when they are not one (a wrong file)."""
+    data = parse_json_object(raw, source, "partition config")
+    if "node_map" not in data or "num_parts" not in data:
+        raise InputError(source, None, "a partition config (a JSON object with node_map and num_parts)",
+                         f"the keys {sorted(data)[:8]}")
+    return raw.decode()
+
+
 def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storage: Storage | None = None,
           overwrite: bool = False, transfers: int = TRANSFERS) -> Fetched:
     """Copy the partition config at `config_url` and the listed parts (`"0,3"`; None: all) into `out_dir`."""
@@ -119,7 +129,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
     if not out.is_local:
         raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
     check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not
-    prefix, config_text = split_prefix(storage.read_bytes(config).decode())
+    prefix, config_text = split_prefix(_config_text(storage.read_bytes(config), config))
     config_bytes = config_text.encode()
     base = config.parent.join(prefix) if prefix else config.parent  # where the set's files are
     digests_loc = base.join(digests_name(config.name))

@@ -152,6 +152,21 @@ def test_bad_parts_and_missing_digests(part_set: Path, tmp_path: Path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["bare"]
 
 
+@pytest.mark.parametrize("text, found", [(b"\x00\xffnot json", "found 'utf-8' codec can't decode"),
+                                         (b"", "found Expecting value"), (b"[1, 2]", "found list"),
+                                         (b'{"ok": true}', "found the keys ['ok']")])
+def test_not_a_partition_config(text: bytes, found: str, part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    """A config URL naming bytes that are not a partition config (a wrong file, an error page, a report) is one
+    line saying so, before any digests file is looked for (was 'internal error: UnicodeDecodeError',
+    'AttributeError: 'list' object has no attribute 'items'', or 'no digests file beside the partition config')."""
+    _upload(part_set.parent, f"{s3_bucket}/set")
+    Storage().write_bytes(f"{s3_bucket}/set/{part_set.name}", text)
+    code, out, err = _run(capsys, f"{s3_bucket}/set/{part_set.name}", "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{part_set.name}: expected ") and found in err
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("case", ["unreachable", "bucket", "credentials"])
 def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     """One line naming the URL and what to change, never the secret; nothing created."""
