@@ -16,6 +16,7 @@ from graphshard.cli import main
 from graphshard.digests import read_digest
 from graphshard.errors import InputError
 from graphshard.formats.partition_reader import load_partition
+from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Storage, location
 
 NAME = "ogbn-tiny"  # the chunked format refuses this name: partition_graph renames the config (and digests) back
@@ -186,3 +187,84 @@ def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     assert os.listdir(tmp_path) == []
     log = max(Path(os.environ["GRAPHSHARD_LOG_DIR"]).glob("fetch-*.log"), key=lambda p: p.stat().st_mtime)
     assert url in log.read_text() and DUMMY_SECRET not in log.read_text()  # the traceback there: no secret either
+
+
+def _publish(folder: Path, url: str, run: str = "0123456789abcdef") -> str:
+    """`folder`'s set on the store as a publish lays it out: files under `.runs/<run>/`, the config naming them;
+    returns the config's URL."""
+    for rel in _files(folder):
+        if rel != f"{NAME}.json":
+            Storage().upload(folder / rel, location(url).join(f"{RUNS}/{run}/{rel}"))
+    Storage().write_bytes(f"{url}/{NAME}.json", with_prefix((folder / f"{NAME}.json").read_text(),
+                                                           f"{RUNS}/{run}").encode())
+    return f"{url}/{NAME}.json"
+
+
+def _meanwhile(monkeypatch, action) -> None:
+    """Run `action(src)` once, after fetch opened its first part file and before it reads it."""
+    done, original = [], Storage.open_read
+
+    def opened(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        if not done and "/part" in str(where):
+            done.append(action(str(where)))
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", opened)
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_part_object_missing(when: str, part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """A part object the config names is gone (before the fetch, or deleted while it reads the file): one line
+    naming it and saying the set is incomplete (was 'correct the location' before, 'internal error:
+    FileNotFoundError: The specified key does not exist.' during)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    gone = f"{s3_bucket}/set/{RUNS}/0123456789abcdef/part1/graph.dgl"
+    if when == "before":
+        Storage().delete_prefix(gone)
+    else:
+        _meanwhile(monkeypatch, lambda src: Storage().delete_prefix(src))
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--parts", "1", "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{RUNS}/0123456789abcdef/part1/")
+    assert "not on the store, though the set's config names it" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_set_replaced_while_fetching(part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """A publish replaces the set mid-fetch (its new config written, the files this fetch reads deleted): one
+    line saying so and to fetch again (was 'internal error: FileNotFoundError: The specified key does not
+    exist.', exit 1)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+
+    def republish(src: str) -> None:
+        _publish(part_set.parent, f"{s3_bucket}/set", run="fedcba9876543210")
+        Storage().delete_prefix(f"{s3_bucket}/set/{RUNS}/0123456789abcdef")
+
+    _meanwhile(monkeypatch, republish)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {url}: the set was published again while this fetch read it")
+    assert os.listdir(tmp_path) == []
+    assert _run(capsys, url, "--out", str(tmp_path / "got"))[0] == 0  # the new set, fetched again
+
+
+def test_store_unreachable_mid_copy(part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """The store stops answering while a file is copied: the same line as before any request (was 'internal
+    error: EndpointConnectionError: ...', exit 1)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    original = Storage.open_read
+
+    def cut(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        if "/part" in str(where):
+            fh.read = lambda *a: (_ for _ in ()).throw(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", cut)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"error: {s3_bucket}/set/{RUNS}/0123456789abcdef/part" in err and "cannot reach the store" in err
+    assert DUMMY_SECRET not in err and os.listdir(tmp_path) == []
