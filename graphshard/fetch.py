@@ -13,6 +13,7 @@ folder beside `out_dir` and moved into place only when every file matched its di
 from __future__ import annotations
 
 import posixpath
+import shutil
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import xxhash
 
+from graphshard import diskfull
 from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.jsonfile import parse_json_object
@@ -149,6 +151,27 @@ def _config_text(raw: bytes, source: Location) -> str:
     return raw.decode()
 
 
+def _check_room(out: Path, stage: Path, need: int) -> None:
+    """One line before any download when the filesystem of `out` has less free space than the fetched files take."""
+    if need > shutil.disk_usage(stage).free:
+        raise GraphshardError(f"--out {out}: the fetched files take {need / 1e6:,.1f} MB, {diskfull.room(stage)} "
+                              "there: free space there or fetch to a larger filesystem (or fewer --parts); nothing "
+                              "was fetched")
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """Local write failures inside the block (to `out`'s staging folder) as one line naming `out`."""
+    try:
+        yield
+    except OSError as err:
+        if diskfull.is_full(err):
+            raise GraphshardError(f"--out {out}: no space left on device ({diskfull.room(out)}) while fetching: free "
+                                  "space there or fetch to a larger filesystem; nothing was fetched") from err
+        raise GraphshardError(f"--out {out}: cannot write {err.filename or 'a file'} ({err.strerror or err}); "
+                              "nothing was fetched") from err
+
+
 def _replaced(storage: Storage, config: Location, raw: bytes) -> bool:
     """Whether the config at `config` now holds other bytes than `raw` (a publish replaced the set meanwhile)."""
     try:
@@ -202,7 +225,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
                                   "be checked; publish the set again with this graphshard (the shuffle step writes it)")
         digests_bytes = storage.read_bytes(digests_loc)
         num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
-    with staged_output(out.local_path(), overwrite) as stage:
+    with staged_output(out.local_path(), overwrite) as stage, _writing(out.local_path()):
         (stage / config.name).write_bytes(config_bytes)
         (stage / digests_loc.name).write_bytes(digests_bytes)
         layout = _checked_layout(stage / config.name, config)
@@ -212,5 +235,6 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
                 raise GraphshardError(f"{digests_loc}: lists {num_listed} parts, the config {layout.num_parts}: they "
                                       "are from different sets; publish the set again")
             files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
+            _check_room(out.local_path(), stage, sum(listed[rel].size for rel in files))
             total = _copy_all(storage, [(base.join(rel), stage / rel, listed[rel]) for rel in files], transfers)
     return Fetched(out.local_path() / config.name, chosen, len(files), total)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -268,3 +269,32 @@ def test_store_unreachable_mid_copy(part_set: Path, s3_bucket: str, tmp_path: Pa
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert f"error: {s3_bucket}/set/{RUNS}/0123456789abcdef/part" in err and "cannot reach the store" in err
     assert DUMMY_SECRET not in err and os.listdir(tmp_path) == []
+
+
+def _fill(folder: Path, leave: int) -> None:
+    """Take all but `leave` bytes of the free space of `folder`'s filesystem."""
+    (folder / "filler").write_bytes(b"\0" * max(0, shutil.disk_usage(folder).free - leave))
+
+
+def test_not_enough_room_before_any_download(part_set: Path, tiny_tmpfs: Path, tmp_path: Path, capsys,
+                                             monkeypatch):
+    """Less free space at --out than the listed files take: one line before any download (was 'internal error:
+    OSError: [Errno 28] No space left on device', exit 1, after copying what fitted)."""
+    _fill(tiny_tmpfs, 64 << 10)
+    _meanwhile(monkeypatch, lambda src: pytest.fail(f"{src} was read"))
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {tiny_tmpfs / 'got'}: the fetched files take 0.")
+    assert "MB free of 1.0 MB there" in err and "nothing was fetched" in err
+    assert os.listdir(tiny_tmpfs) == ["filler"]
+
+
+def test_disk_fills_up_while_fetching(part_set: Path, tiny_tmpfs: Path, capsys, monkeypatch):
+    """Another writer fills the disk after the space check: one line, no traceback (was 'internal error: OSError:
+    [Errno 28] No space left on device', exit 1)."""
+    _meanwhile(monkeypatch, lambda src: _fill(tiny_tmpfs, 0))
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs / "got"), "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {tiny_tmpfs / 'got'}: no space left on device (")
+    assert "free space there or fetch to a larger filesystem; nothing was fetched" in err
+    assert os.listdir(tiny_tmpfs) == ["filler"]
