@@ -10,7 +10,9 @@ run-unique prefix and the partition config, naming them, written last in one PUT
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,44 @@ from typing import Iterator, Sequence
 from graphshard.errors import GraphshardError
 from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Location, Storage, location
+
+_STALE = re.compile(r"^\..+\.(?:tmp|old)-(\d+)-[0-9a-f]{8}$")  # staging_dir's and move_into_place's names
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(path: Path) -> bool:
+    """Whether `path` is a staging folder (`staging_dir`) or a replaced output (`move_into_place`) of a process that
+    is gone: a SIGKILLed one leaves them behind."""
+    m = _STALE.match(Path(path).name)
+    return m is not None and not _alive(int(m.group(1)))
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder or a file, whatever is left of it."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale(final: Path) -> list[Path]:
+    """Delete the staging folders and replaced outputs that processes now gone left beside `final` (this host's
+    processes: the ids are local)."""
+    final = Path(final)
+    stale = [p for p in final.parent.glob(f".{glob.escape(final.name)}.*") if is_stale(p)]
+    for p in stale:
+        _remove(p)
+    return stale
 
 
 def staging_dir(final: Path) -> Path:
@@ -42,10 +82,10 @@ def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
     if final.exists():
         if not overwrite:
             raise exists
-        trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
+        trash = final.parent / f".{final.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         os.replace(final, trash)
         os.replace(stage, final)
-        shutil.rmtree(trash, ignore_errors=True)
+        _remove(trash)
         return final
     try:  # a folder another process moved there meanwhile is kept: a rename never replaces a non-empty one
         os.rename(stage, final)

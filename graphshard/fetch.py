@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 import xxhash
 
 from graphshard import diskfull
-from graphshard.atomic import staged_output
+from graphshard.atomic import remove_stale, staged_output
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.jsonfile import parse_json_object
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
@@ -225,10 +225,12 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
                                   "be checked; publish the set again with this graphshard (the shuffle step writes it)")
         digests_bytes = storage.read_bytes(digests_loc)
         num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
+    remove_stale(out.local_path())  # what a killed fetch into this folder left
     with staged_output(out.local_path(), overwrite) as stage, _writing(out.local_path()):
-        (stage / config.name).write_bytes(config_bytes)
+        pending = stage / f".{config.name}.pending"  # the config under its name last: a killed fetch leaves none
+        pending.write_bytes(config_bytes)
         (stage / digests_loc.name).write_bytes(digests_bytes)
-        layout = _checked_layout(stage / config.name, config)
+        layout = _checked_layout(pending, config)
         chosen = parse_parts(parts, layout.num_parts, str(config))
         with _same_set(storage, config, raw):
             if num_listed != layout.num_parts:
@@ -237,4 +239,5 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
             files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
             _check_room(out.local_path(), stage, sum(listed[rel].size for rel in files))
             total = _copy_all(storage, [(base.join(rel), stage / rel, listed[rel]) for rel in files], transfers)
+        pending.replace(stage / config.name)
     return Fetched(out.local_path() / config.name, chosen, len(files), total)

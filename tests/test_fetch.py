@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from flow_helpers import wait_for
 from s3_helpers import DUMMY_SECRET, authenticating_server, free_port
 
 import graphshard
@@ -298,3 +301,40 @@ def test_disk_fills_up_while_fetching(part_set: Path, tiny_tmpfs: Path, capsys, 
     assert err.startswith(f"graphshard fetch: error: --out {tiny_tmpfs / 'got'}: no space left on device (")
     assert "free space there or fetch to a larger filesystem; nothing was fetched" in err
     assert os.listdir(tiny_tmpfs) == ["filler"]
+
+
+HANG_AFTER_OPEN = """
+import sys, time
+from pathlib import Path
+from graphshard.cli import main
+from graphshard.storage import Storage
+original = Storage.open_read
+def opened(self, where, *args, **kwargs):
+    fh = original(self, where, *args, **kwargs)
+    if "/part1/" in str(where):
+        Path(sys.argv[1]).touch()
+        time.sleep(600)
+    return fh
+Storage.open_read = opened
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_killed_fetch_then_fetched_again(part_set: Path, s3_bucket: str, tmp_path: Path):
+    """A fetch SIGKILLed mid-download leaves no config in its staging folder (written last), and the next fetch
+    into the same --out deletes that folder (was: left for good, with the config that named the missing files)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    marker, host = tmp_path / "opened", tmp_path / "host"
+    host.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", HANG_AFTER_OPEN, str(marker), "fetch", url, "--out",
+                             str(host / "got"), "--transfers", "1"], stderr=subprocess.DEVNULL)
+    try:
+        wait_for(marker.exists, 60, "the fetch to open a part1 file")
+    finally:
+        proc.kill()
+        proc.wait()
+    stages = list(host.iterdir())
+    assert [p.name.startswith(".got.tmp-") for p in stages] == [True]
+    assert (stages[0] / "part0" / "graph.dgl").exists() and not (stages[0] / f"{NAME}.json").exists()
+    assert main(["fetch", url, "--out", str(host / "got")]) == 0
+    assert os.listdir(host) == ["got"]
