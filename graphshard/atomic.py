@@ -75,25 +75,60 @@ def staging_dir(final: Path) -> Path:
     return stage
 
 
+def _exists_error(final: Path) -> GraphshardError:
+    return GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+
+
+def output_folder(final: str | Path, overwrite: bool = False) -> Path:
+    """The folder an output is staged beside and moved to: `final`, or the folder it links to (a link to a larger
+    disk keeps the output there); one line before any work when it cannot be written: it exists (without
+    `overwrite`), it is a file, or it is a mount point (replacing renames the folder aside, which a mount point
+    refuses)."""
+    final = Path(final)
+    if final.is_symlink() and final.is_dir():
+        final = final.resolve()
+    if not final.exists():
+        return final
+    if not final.is_dir():
+        raise GraphshardError(f"{final}: a file is there, not a folder; remove it or choose another output folder "
+                              "(--overwrite replaces a folder only)")
+    if not overwrite:
+        raise _exists_error(final)
+    if os.path.ismount(final):
+        raise GraphshardError(f"{final}: a mount point, which --overwrite cannot replace (the folder is renamed "
+                              "aside); give a folder inside it")
+    return final
+
+
+def _swap(stage: Path, final: Path) -> None:
+    """Replace the folder `final` by `stage`: `final` renamed aside, `stage` renamed in, the old one deleted (put
+    back when the second rename fails)."""
+    trash = final.parent / f".{final.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    os.replace(final, trash)
+    try:
+        os.replace(stage, final)
+    except OSError:
+        os.replace(trash, final)
+        raise
+    _remove(trash)
+
+
 def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
     """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
     final = Path(final)
-    exists = GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
-    if final.exists():
-        if not overwrite:
-            raise exists
-        trash = final.parent / f".{final.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.replace(final, trash)
-        os.replace(stage, final)
-        _remove(trash)
-        return final
-    try:  # a folder another process moved there meanwhile is kept: a rename never replaces a non-empty one
-        os.rename(stage, final)
+    try:
+        if final.exists():
+            if not overwrite:
+                raise _exists_error(final)
+            _swap(stage, final)
+            return final
+        os.rename(stage, final)  # a folder another process moved there meanwhile is kept: never replaces a full one
     except OSError as err:
-        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or overwrite:
-            raise
         shutil.rmtree(stage, ignore_errors=True)
-        raise exists from None
+        if err.errno in (errno.ENOTEMPTY, errno.EEXIST) and not overwrite:
+            raise _exists_error(final) from None
+        raise GraphshardError(f"{final}: cannot move the finished output into place ({err.strerror or err}); "
+                              "nothing was replaced") from err
     return final
 
 
@@ -104,7 +139,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
     Parameters
     ----------
     final : str or Path
-        The folder that appears, complete, when the block ends without error.
+        The folder that appears, complete, when the block ends without error (a link to a folder: that folder).
     overwrite : bool
         Replace an existing `final` (else an existing one is an error before anything is written).
 
@@ -113,9 +148,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
     Path
         The staging folder to write into.
     """
-    final = Path(final)
-    if final.exists() and not overwrite:
-        raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+    final = output_folder(final, overwrite)
     stage = staging_dir(final)
     try:
         yield stage

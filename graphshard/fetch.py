@@ -172,6 +172,22 @@ def _writing(out: Path) -> Iterator[None]:
                               "nothing was fetched") from err
 
 
+def _check_replaceable(out: Path, overwrite: bool) -> None:
+    """`--overwrite` replaces a folder holding a partition set (an earlier fetch, another set) or nothing, never one
+    of other files (`--out .` in a project folder)."""
+    from graphshard.validate.layout import find_config
+
+    if not overwrite or not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        find_config(out)
+    except GraphshardError:
+        names = sorted(p.name for p in out.iterdir())
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise GraphshardError(f"--out {out}: --overwrite replaces a folder holding a partition set, and this one "
+                              f"holds other files ({shown}); give a new folder, or remove them first") from None
+
+
 def _replaced(storage: Storage, config: Location, raw: bytes) -> bool:
     """Whether the config at `config` now holds other bytes than `raw` (a publish replaced the set meanwhile)."""
     try:
@@ -226,6 +242,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
         digests_bytes = storage.read_bytes(digests_loc)
         num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
     remove_stale(out.local_path())  # what a killed fetch into this folder left
+    _check_replaceable(out.local_path(), overwrite)
     with staged_output(out.local_path(), overwrite) as stage, _writing(out.local_path()):
         pending = stage / f".{config.name}.pending"  # the config under its name last: a killed fetch leaves none
         pending.write_bytes(config_bytes)

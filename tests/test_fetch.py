@@ -338,3 +338,45 @@ def test_killed_fetch_then_fetched_again(part_set: Path, s3_bucket: str, tmp_pat
     assert (stages[0] / "part0" / "graph.dgl").exists() and not (stages[0] / f"{NAME}.json").exists()
     assert main(["fetch", url, "--out", str(host / "got")]) == 0
     assert os.listdir(host) == ["got"]
+
+
+def test_overwrite_replaces_a_set_only(part_set: Path, tmp_path: Path, capsys):
+    """--overwrite replaces an earlier fetch or another set, but not a folder of other files: `--out .` with
+    --overwrite in a project folder deleted everything in it."""
+    got = tmp_path / "got"
+    assert _run(capsys, str(part_set), "--out", str(got), "--parts", "0")[0] == 0
+    code, out, err = _run(capsys, str(part_set), "--out", str(got), "--parts", "1", "--overwrite")
+    assert code == 0 and err == "" and sorted(os.listdir(got)) == [f"{NAME}.digests.json", f"{NAME}.json", "part1"]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("mine")
+    code, out, err = _run(capsys, str(part_set), "--out", str(project), "--overwrite")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {project}: --overwrite replaces a folder holding a "
+                          "partition set, and this one holds other files (train.py)")
+    assert os.listdir(project) == ["train.py"] and sorted(os.listdir(tmp_path)) == ["got", "project"]
+
+
+def test_out_is_a_link_a_file_or_a_mount_point(part_set: Path, tiny_tmpfs: Path, tmp_path: Path, capsys):
+    """A link to a folder (a larger disk): the set lands there, the link stays (was: the link replaced by a folder
+    on the link's disk); a file: refused even with --overwrite (was: replaced, a hidden copy of it left beside); a
+    mount point: refused before any download (was 'internal error: OSError: [Errno 16] Device or resource busy',
+    exit 1, the finished staging folder left beside it)."""
+    disk = tiny_tmpfs / "set"
+    assert _run(capsys, str(part_set), "--out", str(disk), "--parts", "0")[0] == 0
+    (tmp_path / "link").symlink_to(disk)
+    code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "link"), "--parts", "2", "--overwrite")
+    assert code == 0 and (tmp_path / "link").is_symlink() and sorted(os.listdir(disk)) == [
+        f"{NAME}.digests.json", f"{NAME}.json", "part2"] and os.listdir(tiny_tmpfs) == ["set"]
+    (tmp_path / "file").write_text("x")
+    for flags in ((), ("--overwrite",)):
+        code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "file"), *flags)
+        assert code == 2 and err.startswith(f"graphshard fetch: error: {tmp_path / 'file'}: a file is there, not a "
+                                            "folder"), err
+    assert sorted(os.listdir(tmp_path)) == ["file", "link", "tiny"]
+    (tiny_tmpfs / "set").rename(tiny_tmpfs / "moved")
+    (tiny_tmpfs / f"{NAME}.json").write_bytes(part_set.read_bytes())  # a set's config: --overwrite would take it
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs), "--overwrite")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {tiny_tmpfs}: a mount point, which --overwrite cannot replace")
+    assert sorted(os.listdir(tiny_tmpfs)) == ["moved", f"{NAME}.json"] and "tiny" in os.listdir(tmp_path)
