@@ -97,20 +97,28 @@ def _blocks(storage: Storage, src: Location) -> Iterator[bytes]:
             yield block
 
 
+def _found(size: int, digest: str, want: FileEntry) -> str:
+    """What a copy that does not match `want` found: fewer bytes, more (not read past), or other ones."""
+    if size < want.size:
+        return f"{size:,} bytes"
+    return f"more than {want.size:,} bytes" if size > want.size else f"xxh3_128 {digest}"
+
+
 def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry) -> int:
     """Stream one file to `dst`, hashing as it goes; one line naming the file when it differs from its digest."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     h, size = xxhash.xxh3_128(), 0
     with open(dst, "wb") as fout:
         for block in _blocks(storage, src):
+            size += len(block)
+            if size > want.size:  # another object at the key: not read on (the space check counts listed sizes)
+                break
             h.update(block)
             fout.write(block)
-            size += len(block)
     if size != want.size or h.hexdigest() != want.digest:
-        found = f"{size:,} bytes" if size != want.size else f"xxh3_128 {h.hexdigest()}"
-        raise GraphshardError(f"{src}: {found}, but the set's digests file lists {want.size:,} bytes with xxh3_128 "
-                              f"{want.digest}: the file changed after the set was written or the copy is damaged; "
-                              "nothing was fetched")
+        raise GraphshardError(f"{src}: {_found(size, h.hexdigest(), want)}, but the set's digests file lists "
+                              f"{want.size:,} bytes with xxh3_128 {want.digest}: the file changed after the set was "
+                              "written or the copy is damaged; nothing was fetched")
     return size
 
 

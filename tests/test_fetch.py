@@ -380,3 +380,27 @@ def test_out_is_a_link_a_file_or_a_mount_point(part_set: Path, tiny_tmpfs: Path,
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"graphshard fetch: error: {tiny_tmpfs}: a mount point, which --overwrite cannot replace")
     assert sorted(os.listdir(tiny_tmpfs)) == ["moved", f"{NAME}.json"] and "tiny" in os.listdir(tmp_path)
+
+
+def test_larger_object_is_not_read_past_its_listed_size(part_set: Path, s3_bucket: str, tmp_path: Path, capsys,
+                                                          monkeypatch):
+    """An object longer than its listed size (other bytes at the key) is refused once the copy passes that size:
+    not downloaded whole first, which the space check (listed sizes) does not allow for."""
+    monkeypatch.setattr("graphshard.fetch.COPY_BLOCK", 64 << 10)
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    target = f"{s3_bucket}/set/{RUNS}/0123456789abcdef/part1/node_feat.dgl"
+    listed = (part_set.parent / "part1" / "node_feat.dgl").stat().st_size
+    Storage().write_bytes(target, b"\1" * (listed + (4 << 20)))
+    read, original = [], Storage.open_read
+
+    def counted(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        read_block = fh.read
+        fh.read = lambda *a: read.append(len(block := read_block(*a))) or block
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", counted)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--parts", "1")
+    assert code == 2 and err.startswith(f"graphshard fetch: error: {target}: more than {listed:,} bytes, but the "
+                                        f"set's digests file lists {listed:,} bytes"), err
+    assert sum(read) < listed + (1 << 20) and os.listdir(tmp_path) == []
