@@ -217,6 +217,17 @@ def _same_set(storage: Storage, config: Location, raw: bytes) -> Iterator[None]:
                               "changed or were deleted meanwhile; nothing was fetched: run the fetch again") from err
 
 
+def _no_digests(digests: Location, prefix: str | None) -> str:
+    """Why the digests file is not there: an incomplete published set (its run prefix is where the publish writes
+    it), else a set written without one (another tool, an older graphshard)."""
+    if prefix:
+        return (f"{digests}: not on the store, though the config names files under {prefix}/, where its publish "
+                "wrote it: the set is incomplete (its files were deleted, or its publish did not finish); publish it "
+                "again")
+    return (f"{digests}: no digests file beside the partition config, so the files cannot be checked; publish the set "
+            "again with this graphshard (the shuffle step writes it)")
+
+
 def _copy_all(storage: Storage, copies: list[tuple[Location, Path, FileEntry]], transfers: int) -> int:
     """Run `_copy` on each (source, target, digest), `transfers` at once; the bytes copied."""
     with ThreadPoolExecutor(max(1, transfers)) as pool:
@@ -245,8 +256,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
     digests_loc = base.join(digests_name(config.name))
     with _same_set(storage, config, raw):  # the digests file is the run's: gone or other when it was replaced
         if not storage.exists(digests_loc):
-            raise GraphshardError(f"{digests_loc}: no digests file beside the partition config, so the files cannot "
-                                  "be checked; publish the set again with this graphshard (the shuffle step writes it)")
+            raise GraphshardError(_no_digests(digests_loc, prefix))
         digests_bytes = storage.read_bytes(digests_loc)
         num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
     remove_stale(out.local_path())  # what a killed fetch into this folder left

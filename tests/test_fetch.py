@@ -404,3 +404,16 @@ def test_larger_object_is_not_read_past_its_listed_size(part_set: Path, s3_bucke
     assert code == 2 and err.startswith(f"graphshard fetch: error: {target}: more than {listed:,} bytes, but the "
                                         f"set's digests file lists {listed:,} bytes"), err
     assert sum(read) < listed + (1 << 20) and os.listdir(tmp_path) == []
+
+
+def test_published_set_without_its_files(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    """A published config whose run prefix is gone (its files deleted by hand, a publish that did not finish):
+    the set is incomplete (was 'no digests file ...: publish the set again with this graphshard', as if an older
+    graphshard had written it)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    Storage().delete_prefix(f"{s3_bucket}/set/{RUNS}")
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{RUNS}/0123456789abcdef/{NAME}.digests.json: "
+                          f"not on the store, though the config names files under {RUNS}/0123456789abcdef/")
+    assert "the set is incomplete" in err and os.listdir(tmp_path) == []
