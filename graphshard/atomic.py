@@ -113,22 +113,31 @@ def _swap(stage: Path, final: Path) -> None:
     _remove(trash)
 
 
-def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
-    """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
-    final = Path(final)
+def _move(stage: Path, final: Path, overwrite: bool) -> None:
+    """Rename `stage` to `final`, replacing an existing `final` only with `overwrite`; one line when it cannot."""
     try:
         if final.exists():
             if not overwrite:
                 raise _exists_error(final)
             _swap(stage, final)
-            return final
-        os.rename(stage, final)  # a folder another process moved there meanwhile is kept: never replaces a full one
+        else:
+            os.rename(stage, final)  # a folder another process moved there meanwhile is kept: never replaces a full one
     except OSError as err:
-        shutil.rmtree(stage, ignore_errors=True)
         if err.errno in (errno.ENOTEMPTY, errno.EEXIST) and not overwrite:
             raise _exists_error(final) from None
         raise GraphshardError(f"{final}: cannot move the finished output into place ({err.strerror or err}); "
                               "nothing was replaced") from err
+
+
+def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
+    """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`. When the
+    move fails (another process's output got there first, a rename refused), the staging folder is deleted."""
+    final = Path(final)
+    try:
+        _move(stage, final, overwrite)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
     return final
 
 

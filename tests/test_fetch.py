@@ -211,7 +211,8 @@ def _meanwhile(monkeypatch, action) -> None:
     def opened(self, where, *args, **kwargs):
         fh = original(self, where, *args, **kwargs)
         if not done and "/part" in str(where):
-            done.append(action(str(where)))
+            done.append(where)
+            action(str(where))
         return fh
 
     monkeypatch.setattr(Storage, "open_read", opened)
@@ -417,3 +418,13 @@ def test_published_set_without_its_files(part_set: Path, s3_bucket: str, tmp_pat
     assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{RUNS}/0123456789abcdef/{NAME}.digests.json: "
                           f"not on the store, though the config names files under {RUNS}/0123456789abcdef/")
     assert "the set is incomplete" in err and os.listdir(tmp_path) == []
+
+
+def test_another_fetch_finishes_first(part_set: Path, tmp_path: Path, capsys, monkeypatch):
+    """Two fetches into one --out at once: the one that finishes second says the folder exists and leaves nothing
+    (was: its finished staging folder left beside the other's set)."""
+    got = tmp_path / "got"
+    _meanwhile(monkeypatch, lambda src: shutil.copytree(part_set.parent, got))
+    code, out, err = _run(capsys, str(part_set), "--out", str(got), "--transfers", "1")
+    assert code == 2 and err.startswith(f"graphshard fetch: error: {got}: output folder exists"), err
+    assert os.listdir(tmp_path) == ["got"]
