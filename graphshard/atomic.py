@@ -10,7 +10,9 @@ run-unique prefix and the partition config, naming them, written last in one PUT
 from __future__ import annotations
 
 import errno
+import glob
 import os
+import re
 import shutil
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -21,6 +23,44 @@ from typing import Iterator, Sequence
 from graphshard.errors import GraphshardError
 from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Location, Storage, location
+
+_STALE = re.compile(r"^\..+\.(?:tmp|old)-(\d+)-[0-9a-f]{8}$")  # staging_dir's and move_into_place's names
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def is_stale(path: Path) -> bool:
+    """Whether `path` is a staging folder (`staging_dir`) or a replaced output (`move_into_place`) of a process that
+    is gone: a SIGKILLed one leaves them behind."""
+    m = _STALE.match(Path(path).name)
+    return m is not None and not _alive(int(m.group(1)))
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder or a file, whatever is left of it."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def remove_stale(final: Path) -> list[Path]:
+    """Delete the staging folders and replaced outputs that processes now gone left beside `final` (this host's
+    processes: the ids are local)."""
+    final = Path(final)
+    stale = [p for p in final.parent.glob(f".{glob.escape(final.name)}.*") if is_stale(p)]
+    for p in stale:
+        _remove(p)
+    return stale
 
 
 def staging_dir(final: Path) -> Path:
@@ -35,25 +75,69 @@ def staging_dir(final: Path) -> Path:
     return stage
 
 
-def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
-    """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`."""
+def _exists_error(final: Path) -> GraphshardError:
+    return GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+
+
+def output_folder(final: str | Path, overwrite: bool = False) -> Path:
+    """The folder an output is staged beside and moved to: `final`, or the folder it links to (a link to a larger
+    disk keeps the output there); one line before any work when it cannot be written: it exists (without
+    `overwrite`), it is a file, or it is a mount point (replacing renames the folder aside, which a mount point
+    refuses)."""
     final = Path(final)
-    exists = GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
-    if final.exists():
-        if not overwrite:
-            raise exists
-        trash = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(final, trash)
-        os.replace(stage, final)
-        shutil.rmtree(trash, ignore_errors=True)
+    if final.is_symlink() and final.is_dir():
+        final = final.resolve()
+    if not final.exists():
         return final
-    try:  # a folder another process moved there meanwhile is kept: a rename never replaces a non-empty one
-        os.rename(stage, final)
+    if not final.is_dir():
+        raise GraphshardError(f"{final}: a file is there, not a folder; remove it or choose another output folder "
+                              "(--overwrite replaces a folder only)")
+    if not overwrite:
+        raise _exists_error(final)
+    if os.path.ismount(final):
+        raise GraphshardError(f"{final}: a mount point, which --overwrite cannot replace (the folder is renamed "
+                              "aside); give a folder inside it")
+    return final
+
+
+def _swap(stage: Path, final: Path) -> None:
+    """Replace the folder `final` by `stage`: `final` renamed aside, `stage` renamed in, the old one deleted (put
+    back when the second rename fails)."""
+    trash = final.parent / f".{final.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    os.replace(final, trash)
+    try:
+        os.replace(stage, final)
+    except OSError:
+        os.replace(trash, final)
+        raise
+    _remove(trash)
+
+
+def _move(stage: Path, final: Path, overwrite: bool) -> None:
+    """Rename `stage` to `final`, replacing an existing `final` only with `overwrite`; one line when it cannot."""
+    try:
+        if final.exists():
+            if not overwrite:
+                raise _exists_error(final)
+            _swap(stage, final)
+        else:
+            os.rename(stage, final)  # a folder another process moved there meanwhile is kept: never replaces a full one
     except OSError as err:
-        if err.errno not in (errno.ENOTEMPTY, errno.EEXIST) or overwrite:
-            raise
+        if err.errno in (errno.ENOTEMPTY, errno.EEXIST) and not overwrite:
+            raise _exists_error(final) from None
+        raise GraphshardError(f"{final}: cannot move the finished output into place ({err.strerror or err}); "
+                              "nothing was replaced") from err
+
+
+def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
+    """Move a completed staging folder to `final`; an existing `final` is replaced only with `overwrite`. When the
+    move fails (another process's output got there first, a rename refused), the staging folder is deleted."""
+    final = Path(final)
+    try:
+        _move(stage, final, overwrite)
+    except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
-        raise exists from None
+        raise
     return final
 
 
@@ -64,7 +148,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
     Parameters
     ----------
     final : str or Path
-        The folder that appears, complete, when the block ends without error.
+        The folder that appears, complete, when the block ends without error (a link to a folder: that folder).
     overwrite : bool
         Replace an existing `final` (else an existing one is an error before anything is written).
 
@@ -73,9 +157,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
     Path
         The staging folder to write into.
     """
-    final = Path(final)
-    if final.exists() and not overwrite:
-        raise GraphshardError(f"{final}: output folder exists (pass --overwrite to replace it)")
+    final = output_folder(final, overwrite)
     stage = staging_dir(final)
     try:
         yield stage

@@ -53,6 +53,12 @@ def _where(err: OSError) -> tuple[str, Path] | None:
     return min(_WATCHED.items(), key=lambda kv: _free(kv[1])[0])
 
 
+def room(path: Path) -> str:
+    """'X MB free of Y MB' on the filesystem of `path` (or of its nearest existing folder)."""
+    free, total = _free(path)
+    return f"{free / 1e6:,.1f} MB free of {total / 1e6:,.1f} MB"
+
+
 def line(where: str, err: OSError) -> str:
     """'<step: task>: no space left on device in <key> (<folder>, X free of Y): <what to change>'."""
     found = _where(err)
@@ -60,9 +66,8 @@ def line(where: str, err: OSError) -> str:
         return (f"{where}: no space left on device ({err}): free space where this step writes (work_dir, "
                 "shuffle.scratch_dir, output.dir) or point it at a larger filesystem; nothing was published")
     key, path = found
-    free, total = _free(path)
-    room = f"{free / 1e6:,.1f} MB free of {total / 1e6:,.1f} MB"
-    place = f"{key} ({path}: {room})" if key else f"{path} ({room})"
+    room_left = room(path)
+    place = f"{key} ({path}: {room_left})" if key else f"{path} ({room_left})"
     change = f"set {key} to a larger filesystem" if key else "point this step's folder at a larger filesystem"
     return (f"{where}: no space left on device in {place}: free space there or {change} (graphshard plan shows "
             "what each step needs); nothing was published")

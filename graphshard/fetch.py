@@ -13,18 +13,23 @@ folder beside `out_dir` and moved into place only when every file matched its di
 from __future__ import annotations
 
 import posixpath
+import shutil
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterator
 
 import xxhash
 
-from graphshard.atomic import staged_output
-from graphshard.errors import GraphshardError
+from graphshard import diskfull
+from graphshard.atomic import remove_stale, staged_output
+from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.jsonfile import parse_json_object
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
 from graphshard.runprefix import split_prefix
-from graphshard.storage import Location, Storage, check_location, location
+from graphshard.storage import Location, Storage, StorageError, check_location, location
+from graphshard.storage.failures import classify
 
 if TYPE_CHECKING:
     from graphshard.validate.layout import Layout
@@ -65,20 +70,55 @@ def _part_files(layout: Layout, part: int, listed: dict[str, FileEntry], config:
     return sorted({*named, *(r for r in listed if posixpath.dirname(r) == folder)})
 
 
+@contextmanager
+def _reading(storage: Storage, src: Location) -> Iterator[None]:
+    """Store failures while reading one of the set's files as one line naming it (a missing file: the set is
+    incomplete, whatever the store's own wording)."""
+    try:
+        with storage.translated(src, "read"):
+            yield
+    except StorageError as err:
+        if classify(err.__cause__ or err) != "missing":
+            raise
+        raise GraphshardError(f"{src}: not on the store, though the set's config names it: the set is incomplete "
+                              "(its files were deleted, or its publish did not finish); publish it again") from err
+
+
+def _blocks(storage: Storage, src: Location) -> Iterator[bytes]:
+    """The file at `src` in blocks of COPY_BLOCK bytes, one ranged read each."""
+    with _reading(storage, src):
+        fin = storage.open_read(src, block_size=COPY_BLOCK, cache_type="none")
+    with fin:
+        while True:
+            with _reading(storage, src):
+                block = fin.read(COPY_BLOCK)
+            if not block:
+                return
+            yield block
+
+
+def _found(size: int, digest: str, want: FileEntry) -> str:
+    """What a copy that does not match `want` found: fewer bytes, more (not read past), or other ones."""
+    if size < want.size:
+        return f"{size:,} bytes"
+    return f"more than {want.size:,} bytes" if size > want.size else f"xxh3_128 {digest}"
+
+
 def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry) -> int:
     """Stream one file to `dst`, hashing as it goes; one line naming the file when it differs from its digest."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     h, size = xxhash.xxh3_128(), 0
-    with storage.open_read(src, block_size=COPY_BLOCK, cache_type="none") as fin, open(dst, "wb") as fout:
-        while block := fin.read(COPY_BLOCK):
+    with open(dst, "wb") as fout:
+        for block in _blocks(storage, src):
+            size += len(block)
+            if size > want.size:  # another object at the key: not read on (the space check counts listed sizes)
+                break
             h.update(block)
             fout.write(block)
-            size += len(block)
     if size != want.size or h.hexdigest() != want.digest:
-        found = f"{size:,} bytes" if size != want.size else f"xxh3_128 {h.hexdigest()}"
-        raise GraphshardError(f"{src}: {found}, but the set's digests file lists {want.size:,} bytes with xxh3_128 "
-                              f"{want.digest}: the file changed after the set was written or the copy is damaged; "
-                              "nothing was fetched")
+        raise GraphshardError(f"{src}: {_found(size, h.hexdigest(), want)}, but the set's digests file lists "
+                              f"{want.size:,} bytes with xxh3_128 {want.digest}: the file changed after the set was "
+                              "written or the copy is damaged; nothing was fetched")
     return size
 
 
@@ -110,6 +150,96 @@ def _checked_layout(config_file: Path, source: Location) -> Layout:
     return layout
 
 
+def _config_text(raw: bytes, source: Location) -> str:
+    """The bytes at the config URL as a partition config's text; one line when they are not one (a wrong file)."""
+    data = parse_json_object(raw, source, "partition config")
+    if "node_map" not in data or "num_parts" not in data:
+        raise InputError(source, None, "a partition config (a JSON object with node_map and num_parts)",
+                         f"the keys {sorted(data)[:8]}")
+    return raw.decode()
+
+
+def _check_room(out: Path, stage: Path, need: int) -> None:
+    """One line before any download when the filesystem of `out` has less free space than the fetched files take."""
+    if need > shutil.disk_usage(stage).free:
+        raise GraphshardError(f"--out {out}: the fetched files take {need / 1e6:,.1f} MB, {diskfull.room(stage)} "
+                              "there: free space there or fetch to a larger filesystem (or fewer --parts); nothing "
+                              "was fetched")
+
+
+@contextmanager
+def _writing(out: Path) -> Iterator[None]:
+    """Local write failures inside the block (to `out`'s staging folder) as one line naming `out`."""
+    try:
+        yield
+    except OSError as err:
+        if diskfull.is_full(err):
+            raise GraphshardError(f"--out {out}: no space left on device ({diskfull.room(out)}) while fetching: free "
+                                  "space there or fetch to a larger filesystem; nothing was fetched") from err
+        raise GraphshardError(f"--out {out}: cannot write {err.filename or 'a file'} ({err.strerror or err}); "
+                              "nothing was fetched") from err
+
+
+def _check_replaceable(out: Path, overwrite: bool) -> None:
+    """`--overwrite` replaces a folder holding a partition set (an earlier fetch, another set) or nothing, never one
+    of other files (`--out .` in a project folder)."""
+    from graphshard.validate.layout import find_config
+
+    if not overwrite or not out.is_dir() or not any(out.iterdir()):
+        return
+    try:
+        find_config(out)
+    except GraphshardError:
+        names = sorted(p.name for p in out.iterdir())
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        raise GraphshardError(f"--out {out}: --overwrite replaces a folder holding a partition set, and this one "
+                              f"holds other files ({shown}); give a new folder, or remove them first") from None
+
+
+def _replaced(storage: Storage, config: Location, raw: bytes) -> bool:
+    """Whether the config at `config` now holds other bytes than `raw` (a publish replaced the set meanwhile)."""
+    try:
+        return storage.read_bytes(config) != raw
+    except GraphshardError:
+        return False
+
+
+@contextmanager
+def _same_set(storage: Storage, config: Location, raw: bytes) -> Iterator[None]:
+    """A failure reading the set's files inside the block, when the config is no longer `raw`, as one line saying
+    that the set was published again meanwhile (its files changed or were deleted under the fetch)."""
+    try:
+        yield
+    except GraphshardError as err:
+        if not _replaced(storage, config, raw):
+            raise
+        raise GraphshardError(f"{config}: the set was published again while this fetch read it, so its files "
+                              "changed or were deleted meanwhile; nothing was fetched: run the fetch again") from err
+
+
+def _no_digests(digests: Location, prefix: str | None) -> str:
+    """Why the digests file is not there: an incomplete published set (its run prefix is where the publish writes
+    it), else a set written without one (another tool, an older graphshard)."""
+    if prefix:
+        return (f"{digests}: not on the store, though the config names files under {prefix}/, where its publish "
+                "wrote it: the set is incomplete (its files were deleted, or its publish did not finish); publish it "
+                "again")
+    return (f"{digests}: no digests file beside the partition config, so the files cannot be checked; publish the set "
+            "again with this graphshard (the shuffle step writes it)")
+
+
+def _copy_all(storage: Storage, copies: list[tuple[Location, Path, FileEntry]], transfers: int) -> int:
+    """Run `_copy` on each (source, target, digest), `transfers` at once; the bytes copied."""
+    with ThreadPoolExecutor(max(1, transfers)) as pool:
+        jobs = [pool.submit(_copy, storage, *job) for job in copies]
+        try:
+            return sum(job.result() for job in as_completed(jobs))
+        except BaseException:
+            for job in jobs:
+                job.cancel()
+            raise
+
+
 def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storage: Storage | None = None,
           overwrite: bool = False, transfers: int = TRANSFERS) -> Fetched:
     """Copy the partition config at `config_url` and the listed parts (`"0,3"`; None: all) into `out_dir`."""
@@ -119,30 +249,30 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
     if not out.is_local:
         raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
     check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not
-    prefix, config_text = split_prefix(storage.read_bytes(config).decode())
+    raw = storage.read_bytes(config)
+    prefix, config_text = split_prefix(_config_text(raw, config))
     config_bytes = config_text.encode()
     base = config.parent.join(prefix) if prefix else config.parent  # where the set's files are
     digests_loc = base.join(digests_name(config.name))
-    if not storage.exists(digests_loc):
-        raise GraphshardError(f"{digests_loc}: no digests file beside the partition config, so the files cannot be "
-                              "checked; publish the set again with this graphshard (the shuffle step writes it)")
-    digests_bytes = storage.read_bytes(digests_loc)
-    num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
-    with staged_output(out.local_path(), overwrite) as stage:
-        (stage / config.name).write_bytes(config_bytes)
+    with _same_set(storage, config, raw):  # the digests file is the run's: gone or other when it was replaced
+        if not storage.exists(digests_loc):
+            raise GraphshardError(_no_digests(digests_loc, prefix))
+        digests_bytes = storage.read_bytes(digests_loc)
+        num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
+    remove_stale(out.local_path())  # what a killed fetch into this folder left
+    _check_replaceable(out.local_path(), overwrite)
+    with staged_output(out.local_path(), overwrite) as stage, _writing(out.local_path()):
+        pending = stage / f".{config.name}.pending"  # the config under its name last: a killed fetch leaves none
+        pending.write_bytes(config_bytes)
         (stage / digests_loc.name).write_bytes(digests_bytes)
-        layout = _checked_layout(stage / config.name, config)
-        if num_listed != layout.num_parts:
-            raise GraphshardError(f"{digests_loc}: lists {num_listed} parts, the config {layout.num_parts}: they are "
-                                  "from different sets; publish the set again")
+        layout = _checked_layout(pending, config)
         chosen = parse_parts(parts, layout.num_parts, str(config))
-        files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
-        with ThreadPoolExecutor(max(1, transfers)) as pool:
-            jobs = [pool.submit(_copy, storage, base.join(rel), stage / rel, listed[rel]) for rel in files]
-            try:
-                total = sum(job.result() for job in as_completed(jobs))
-            except BaseException:
-                for job in jobs:
-                    job.cancel()
-                raise
+        with _same_set(storage, config, raw):
+            if num_listed != layout.num_parts:
+                raise GraphshardError(f"{digests_loc}: lists {num_listed} parts, the config {layout.num_parts}: they "
+                                      "are from different sets; publish the set again")
+            files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
+            _check_room(out.local_path(), stage, sum(listed[rel].size for rel in files))
+            total = _copy_all(storage, [(base.join(rel), stage / rel, listed[rel]) for rel in files], transfers)
+        pending.replace(stage / config.name)
     return Fetched(out.local_path() / config.name, chosen, len(files), total)

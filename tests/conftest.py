@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
 
@@ -95,6 +97,18 @@ def s3_server():
 
     with threaded_server() as server:
         yield server
+
+
+@pytest.fixture
+def tiny_tmpfs(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MB tmpfs (needs root and mount rights; skipped otherwise)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                                                        capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root): the monkeypatched tests cover the wording")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ write (no errno), in-process and on Dask workers (the exception crosses the wire
 from __future__ import annotations
 
 import errno
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -60,18 +58,6 @@ def test_what_counts_as_a_full_disk():
     assert diskfull.is_full(OSError(SHORT_WRITE)) and diskfull.is_full(OSError(errno.EDQUOT, "quota"))
     assert diskfull.is_full(OSError(errno.ENOSPC, "No space left on device"))
     assert not diskfull.is_full(OSError(errno.EACCES, "denied")) and not diskfull.is_full(ValueError(SHORT_WRITE))
-
-
-@pytest.fixture()
-def tiny_tmpfs(tmp_path):
-    """A 1 MB tmpfs (needs root and mount rights; skipped otherwise)."""
-    mnt = tmp_path / "tiny"
-    mnt.mkdir()
-    if shutil.which("mount") is None or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
-                                                        capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root): the monkeypatched tests cover the wording")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("on_dask", [False, True])

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from flow_helpers import wait_for
 from s3_helpers import DUMMY_SECRET, authenticating_server, free_port
 
 import graphshard
@@ -16,6 +20,7 @@ from graphshard.cli import main
 from graphshard.digests import read_digest
 from graphshard.errors import InputError
 from graphshard.formats.partition_reader import load_partition
+from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Storage, location
 
 NAME = "ogbn-tiny"  # the chunked format refuses this name: partition_graph renames the config (and digests) back
@@ -152,6 +157,21 @@ def test_bad_parts_and_missing_digests(part_set: Path, tmp_path: Path, capsys):
     assert sorted(os.listdir(tmp_path)) == ["bare"]
 
 
+@pytest.mark.parametrize("text, found", [(b"\x00\xffnot json", "found 'utf-8' codec can't decode"),
+                                         (b"", "found Expecting value"), (b"[1, 2]", "found list"),
+                                         (b'{"ok": true}', "found the keys ['ok']")])
+def test_not_a_partition_config(text: bytes, found: str, part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    """A config URL naming bytes that are not a partition config (a wrong file, an error page, a report) is one
+    line saying so, before any digests file is looked for (was 'internal error: UnicodeDecodeError',
+    'AttributeError: 'list' object has no attribute 'items'', or 'no digests file beside the partition config')."""
+    _upload(part_set.parent, f"{s3_bucket}/set")
+    Storage().write_bytes(f"{s3_bucket}/set/{part_set.name}", text)
+    code, out, err = _run(capsys, f"{s3_bucket}/set/{part_set.name}", "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{part_set.name}: expected ") and found in err
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("case", ["unreachable", "bucket", "credentials"])
 def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     """One line naming the URL and what to change, never the secret; nothing created."""
@@ -171,3 +191,240 @@ def test_bad_locations(case: str, s3_env, tmp_path: Path, capsys, monkeypatch):
     assert os.listdir(tmp_path) == []
     log = max(Path(os.environ["GRAPHSHARD_LOG_DIR"]).glob("fetch-*.log"), key=lambda p: p.stat().st_mtime)
     assert url in log.read_text() and DUMMY_SECRET not in log.read_text()  # the traceback there: no secret either
+
+
+def _publish(folder: Path, url: str, run: str = "0123456789abcdef") -> str:
+    """`folder`'s set on the store as a publish lays it out: files under `.runs/<run>/`, the config naming them;
+    returns the config's URL."""
+    for rel in _files(folder):
+        if rel != f"{NAME}.json":
+            Storage().upload(folder / rel, location(url).join(f"{RUNS}/{run}/{rel}"))
+    Storage().write_bytes(f"{url}/{NAME}.json", with_prefix((folder / f"{NAME}.json").read_text(),
+                                                           f"{RUNS}/{run}").encode())
+    return f"{url}/{NAME}.json"
+
+
+def _meanwhile(monkeypatch, action) -> None:
+    """Run `action(src)` once, after fetch opened its first part file and before it reads it."""
+    done, original = [], Storage.open_read
+
+    def opened(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        if not done and "/part" in str(where):
+            done.append(where)
+            action(str(where))
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", opened)
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_part_object_missing(when: str, part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """A part object the config names is gone (before the fetch, or deleted while it reads the file): one line
+    naming it and saying the set is incomplete (was 'correct the location' before, 'internal error:
+    FileNotFoundError: The specified key does not exist.' during)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    gone = f"{s3_bucket}/set/{RUNS}/0123456789abcdef/part1/graph.dgl"
+    if when == "before":
+        Storage().delete_prefix(gone)
+    else:
+        _meanwhile(monkeypatch, lambda src: Storage().delete_prefix(src))
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--parts", "1", "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{RUNS}/0123456789abcdef/part1/")
+    assert "not on the store, though the set's config names it" in err
+    assert os.listdir(tmp_path) == []
+
+
+def test_set_replaced_while_fetching(part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """A publish replaces the set mid-fetch (its new config written, the files this fetch reads deleted): one
+    line saying so and to fetch again (was 'internal error: FileNotFoundError: The specified key does not
+    exist.', exit 1)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+
+    def republish(src: str) -> None:
+        _publish(part_set.parent, f"{s3_bucket}/set", run="fedcba9876543210")
+        Storage().delete_prefix(f"{s3_bucket}/set/{RUNS}/0123456789abcdef")
+
+    _meanwhile(monkeypatch, republish)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {url}: the set was published again while this fetch read it")
+    assert os.listdir(tmp_path) == []
+    assert _run(capsys, url, "--out", str(tmp_path / "got"))[0] == 0  # the new set, fetched again
+
+
+def test_store_unreachable_mid_copy(part_set: Path, s3_bucket: str, tmp_path: Path, capsys, monkeypatch):
+    """The store stops answering while a file is copied: the same line as before any request (was 'internal
+    error: EndpointConnectionError: ...', exit 1)."""
+    from botocore.exceptions import EndpointConnectionError
+
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    original = Storage.open_read
+
+    def cut(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        if "/part" in str(where):
+            fh.read = lambda *a: (_ for _ in ()).throw(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", cut)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"error: {s3_bucket}/set/{RUNS}/0123456789abcdef/part" in err and "cannot reach the store" in err
+    assert DUMMY_SECRET not in err and os.listdir(tmp_path) == []
+
+
+def _fill(folder: Path, leave: int) -> None:
+    """Take all but `leave` bytes of the free space of `folder`'s filesystem."""
+    (folder / "filler").write_bytes(b"\0" * max(0, shutil.disk_usage(folder).free - leave))
+
+
+def test_not_enough_room_before_any_download(part_set: Path, tiny_tmpfs: Path, tmp_path: Path, capsys,
+                                             monkeypatch):
+    """Less free space at --out than the listed files take: one line before any download (was 'internal error:
+    OSError: [Errno 28] No space left on device', exit 1, after copying what fitted)."""
+    _fill(tiny_tmpfs, 64 << 10)
+    _meanwhile(monkeypatch, lambda src: pytest.fail(f"{src} was read"))
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs / "got"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {tiny_tmpfs / 'got'}: the fetched files take 0.")
+    assert "MB free of 1.0 MB there" in err and "nothing was fetched" in err
+    assert os.listdir(tiny_tmpfs) == ["filler"]
+
+
+def test_disk_fills_up_while_fetching(part_set: Path, tiny_tmpfs: Path, capsys, monkeypatch):
+    """Another writer fills the disk after the space check: one line, no traceback (was 'internal error: OSError:
+    [Errno 28] No space left on device', exit 1)."""
+    _meanwhile(monkeypatch, lambda src: _fill(tiny_tmpfs, 0))
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs / "got"), "--transfers", "1")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {tiny_tmpfs / 'got'}: no space left on device (")
+    assert "free space there or fetch to a larger filesystem; nothing was fetched" in err
+    assert os.listdir(tiny_tmpfs) == ["filler"]
+
+
+HANG_AFTER_OPEN = """
+import sys, time
+from pathlib import Path
+from graphshard.cli import main
+from graphshard.storage import Storage
+original = Storage.open_read
+def opened(self, where, *args, **kwargs):
+    fh = original(self, where, *args, **kwargs)
+    if "/part1/" in str(where):
+        Path(sys.argv[1]).touch()
+        time.sleep(600)
+    return fh
+Storage.open_read = opened
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_killed_fetch_then_fetched_again(part_set: Path, s3_bucket: str, tmp_path: Path):
+    """A fetch SIGKILLed mid-download leaves no config in its staging folder (written last), and the next fetch
+    into the same --out deletes that folder (was: left for good, with the config that named the missing files)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    marker, host = tmp_path / "opened", tmp_path / "host"
+    host.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", HANG_AFTER_OPEN, str(marker), "fetch", url, "--out",
+                             str(host / "got"), "--transfers", "1"], stderr=subprocess.DEVNULL)
+    try:
+        wait_for(marker.exists, 60, "the fetch to open a part1 file")
+    finally:
+        proc.kill()
+        proc.wait()
+    stages = list(host.iterdir())
+    assert [p.name.startswith(".got.tmp-") for p in stages] == [True]
+    assert (stages[0] / "part0" / "graph.dgl").exists() and not (stages[0] / f"{NAME}.json").exists()
+    assert main(["fetch", url, "--out", str(host / "got")]) == 0
+    assert os.listdir(host) == ["got"]
+
+
+def test_overwrite_replaces_a_set_only(part_set: Path, tmp_path: Path, capsys):
+    """--overwrite replaces an earlier fetch or another set, but not a folder of other files: `--out .` with
+    --overwrite in a project folder deleted everything in it."""
+    got = tmp_path / "got"
+    assert _run(capsys, str(part_set), "--out", str(got), "--parts", "0")[0] == 0
+    code, out, err = _run(capsys, str(part_set), "--out", str(got), "--parts", "1", "--overwrite")
+    assert code == 0 and err == "" and sorted(os.listdir(got)) == [f"{NAME}.digests.json", f"{NAME}.json", "part1"]
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("mine")
+    code, out, err = _run(capsys, str(part_set), "--out", str(project), "--overwrite")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: --out {project}: --overwrite replaces a folder holding a "
+                          "partition set, and this one holds other files (train.py)")
+    assert os.listdir(project) == ["train.py"] and sorted(os.listdir(tmp_path)) == ["got", "project"]
+
+
+def test_out_is_a_link_a_file_or_a_mount_point(part_set: Path, tiny_tmpfs: Path, tmp_path: Path, capsys):
+    """A link to a folder (a larger disk): the set lands there, the link stays (was: the link replaced by a folder
+    on the link's disk); a file: refused even with --overwrite (was: replaced, a hidden copy of it left beside); a
+    mount point: refused before any download (was 'internal error: OSError: [Errno 16] Device or resource busy',
+    exit 1, the finished staging folder left beside it)."""
+    disk = tiny_tmpfs / "set"
+    assert _run(capsys, str(part_set), "--out", str(disk), "--parts", "0")[0] == 0
+    (tmp_path / "link").symlink_to(disk)
+    code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "link"), "--parts", "2", "--overwrite")
+    assert code == 0 and (tmp_path / "link").is_symlink() and sorted(os.listdir(disk)) == [
+        f"{NAME}.digests.json", f"{NAME}.json", "part2"] and os.listdir(tiny_tmpfs) == ["set"]
+    (tmp_path / "file").write_text("x")
+    for flags in ((), ("--overwrite",)):
+        code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "file"), *flags)
+        assert code == 2 and err.startswith(f"graphshard fetch: error: {tmp_path / 'file'}: a file is there, not a "
+                                            "folder"), err
+    assert sorted(os.listdir(tmp_path)) == ["file", "link", "tiny"]
+    (tiny_tmpfs / "set").rename(tiny_tmpfs / "moved")
+    (tiny_tmpfs / f"{NAME}.json").write_bytes(part_set.read_bytes())  # a set's config: --overwrite would take it
+    code, out, err = _run(capsys, str(part_set), "--out", str(tiny_tmpfs), "--overwrite")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {tiny_tmpfs}: a mount point, which --overwrite cannot replace")
+    assert sorted(os.listdir(tiny_tmpfs)) == ["moved", f"{NAME}.json"] and "tiny" in os.listdir(tmp_path)
+
+
+def test_larger_object_is_not_read_past_its_listed_size(part_set: Path, s3_bucket: str, tmp_path: Path, capsys,
+                                                          monkeypatch):
+    """An object longer than its listed size (other bytes at the key) is refused once the copy passes that size:
+    not downloaded whole first, which the space check (listed sizes) does not allow for."""
+    monkeypatch.setattr("graphshard.fetch.COPY_BLOCK", 64 << 10)
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    target = f"{s3_bucket}/set/{RUNS}/0123456789abcdef/part1/node_feat.dgl"
+    listed = (part_set.parent / "part1" / "node_feat.dgl").stat().st_size
+    Storage().write_bytes(target, b"\1" * (listed + (4 << 20)))
+    read, original = [], Storage.open_read
+
+    def counted(self, where, *args, **kwargs):
+        fh = original(self, where, *args, **kwargs)
+        read_block = fh.read
+        fh.read = lambda *a: read.append(len(block := read_block(*a))) or block
+        return fh
+
+    monkeypatch.setattr(Storage, "open_read", counted)
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"), "--parts", "1")
+    assert code == 2 and err.startswith(f"graphshard fetch: error: {target}: more than {listed:,} bytes, but the "
+                                        f"set's digests file lists {listed:,} bytes"), err
+    assert sum(read) < listed + (1 << 20) and os.listdir(tmp_path) == []
+
+
+def test_published_set_without_its_files(part_set: Path, s3_bucket: str, tmp_path: Path, capsys):
+    """A published config whose run prefix is gone (its files deleted by hand, a publish that did not finish):
+    the set is incomplete (was 'no digests file ...: publish the set again with this graphshard', as if an older
+    graphshard had written it)."""
+    url = _publish(part_set.parent, f"{s3_bucket}/set")
+    Storage().delete_prefix(f"{s3_bucket}/set/{RUNS}")
+    code, out, err = _run(capsys, url, "--out", str(tmp_path / "got"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"graphshard fetch: error: {s3_bucket}/set/{RUNS}/0123456789abcdef/{NAME}.digests.json: "
+                          f"not on the store, though the config names files under {RUNS}/0123456789abcdef/")
+    assert "the set is incomplete" in err and os.listdir(tmp_path) == []
+
+
+def test_another_fetch_finishes_first(part_set: Path, tmp_path: Path, capsys, monkeypatch):
+    """Two fetches into one --out at once: the one that finishes second says the folder exists and leaves nothing
+    (was: its finished staging folder left beside the other's set)."""
+    got = tmp_path / "got"
+    _meanwhile(monkeypatch, lambda src: shutil.copytree(part_set.parent, got))
+    code, out, err = _run(capsys, str(part_set), "--out", str(got), "--transfers", "1")
+    assert code == 2 and err.startswith(f"graphshard fetch: error: {got}: output folder exists"), err
+    assert os.listdir(tmp_path) == ["got"]

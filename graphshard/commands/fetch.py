@@ -17,7 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--parts", default=None, metavar="IDS",
                         help="comma-separated partition ids to fetch, e.g. 0,3 (default: all); the config still "
                              "describes every part, as DGL's partition book needs")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing --out folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --out folder that holds a partition set (an earlier fetch)")
     parser.add_argument("--transfers", type=int, default=4,
                         help="files copied at once (default 4); each holds one 8 MiB block in memory")
 

@@ -15,8 +15,6 @@ are deleted by a later build of the step once the lease lapses.
 from __future__ import annotations
 
 import json
-import os
-import re
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -24,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from graphshard import __version__
-from graphshard.atomic import staged_output
+from graphshard.atomic import is_stale, staged_output
 from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 from graphshard.storage import Location, Storage, StorageError, lease, location
@@ -76,9 +74,6 @@ class StepResult:
         if self.summary.get("product") and head == PRODUCT.get(self.step):
             return location(self.summary["product"]).join(rest) if rest else location(self.summary["product"])
         return self.folder / name
-
-
-_STALE = re.compile(r"^\..+\.tmp-(\d+)-[0-9a-f]{8}$")  # atomic.staging_dir's names
 
 
 class StepStore:
@@ -168,18 +163,7 @@ class StepStore:
             patterns.append((out_dir.parent, f".{out_dir.name}.tmp-*"))
         for parent, pattern in patterns:
             for p in parent.glob(pattern):
-                m = _STALE.match(p.name)
-                if m and not _alive(int(m.group(1))):
+                if is_stale(p):
                     shutil.rmtree(p, ignore_errors=True)
                     removed.append(p)
         return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
