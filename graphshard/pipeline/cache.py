@@ -155,7 +155,8 @@ class StepStore:
     def clean_stale(self, out_dir: Path | Location | None = None) -> list[Path]:
         """Remove staging leftovers of runs whose process is gone (a SIGKILLed run leaves its staging folder), in
         a local work folder and beside a local `out_dir` (nothing is staged on a store: a crashed build's files are
-        deleted when its key is built, a crashed publish's by the next publish)."""
+        deleted when its key is built, or by a later build once its lease lapses; a crashed publish's by the next
+        publish)."""
         removed = []
         parents = [] if self.on_store else [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]
         patterns = [(parent, ".*") for parent in parents]
