@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import errno
 import glob
+import hashlib
 import os
 import re
 import shutil
+import socket
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,7 +26,18 @@ from graphshard.errors import GraphshardError
 from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Location, Storage, location
 
-_STALE = re.compile(r"^\..+\.(?:tmp|old)-(\d+)-[0-9a-f]{8}$")  # staging_dir's and move_into_place's names
+# staging_dir's and move_into_place's names: the pid, this host's tag (older names have none) and a random part
+_STALE = re.compile(r"^\..+\.(?:tmp|old)-(\d+)(?:-h([0-9a-f]{6}))?-[0-9a-f]{8}$")
+
+
+def _owner() -> str:
+    """`<pid>-h<host tag>`: who made a staging name, so that a host sharing the folder (NFS) never takes another
+    host's live folder for a dead process's (a process id means something on its own host only)."""
+    return f"{os.getpid()}-h{_host_tag()}"
+
+
+def _host_tag() -> str:
+    return hashlib.blake2b(socket.gethostname().encode(), digest_size=3).hexdigest()
 
 
 def _alive(pid: int) -> bool:
@@ -42,7 +55,8 @@ def is_stale(path: Path) -> bool:
     """Whether `path` is a staging folder (`staging_dir`) or a replaced output (`move_into_place`) of a process that
     is gone: a SIGKILLed one leaves them behind."""
     m = _STALE.match(Path(path).name)
-    return m is not None and not _alive(int(m.group(1)))
+    here = m is not None and m.group(2) in (None, _host_tag())
+    return here and not _alive(int(m.group(1)))
 
 
 def _remove(path: Path) -> None:
@@ -68,7 +82,7 @@ def staging_dir(final: Path) -> Path:
     final = Path(final)
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        stage = final.parent / f".{final.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        stage = final.parent / f".{final.name}.tmp-{_owner()}-{uuid.uuid4().hex[:8]}"
         stage.mkdir()
     except OSError as err:
         raise GraphshardError(f"{final.parent}: cannot create output folder ({err.strerror})") from None
@@ -103,7 +117,7 @@ def output_folder(final: str | Path, overwrite: bool = False) -> Path:
 def _swap(stage: Path, final: Path) -> None:
     """Replace the folder `final` by `stage`: `final` renamed aside, `stage` renamed in, the old one deleted (put
     back when the second rename fails)."""
-    trash = final.parent / f".{final.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    trash = final.parent / f".{final.name}.old-{_owner()}-{uuid.uuid4().hex[:8]}"
     os.replace(final, trash)
     try:
         os.replace(stage, final)
@@ -143,7 +157,8 @@ def move_into_place(stage: Path, final: Path, overwrite: bool = False) -> Path:
 
 @contextmanager
 def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a staging folder beside `final`; move it into place on success, delete it on any error.
+    """Yield a staging folder beside `final`; move it into place on success, delete it on any error. What killed
+    processes of this host left beside `final` (their staging folders) is deleted first.
 
     Parameters
     ----------
@@ -158,6 +173,7 @@ def staged_output(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
         The staging folder to write into.
     """
     final = output_folder(final, overwrite)
+    remove_stale(final)
     stage = staging_dir(final)
     try:
         yield stage

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Iterator
 import xxhash
 
 from graphshard import diskfull
-from graphshard.atomic import remove_stale, staged_output
+from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.jsonfile import parse_json_object
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
@@ -259,7 +259,6 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
             raise GraphshardError(_no_digests(digests_loc, prefix))
         digests_bytes = storage.read_bytes(digests_loc)
         num_listed, listed = parse_set_digests(digests_bytes, str(digests_loc))
-    remove_stale(out.local_path())  # what a killed fetch into this folder left
     _check_replaceable(out.local_path(), overwrite)
     with staged_output(out.local_path(), overwrite) as stage, _writing(out.local_path()):
         pending = stage / f".{config.name}.pending"  # the config under its name last: a killed fetch leaves none

@@ -121,3 +121,23 @@ def test_a_killed_build_on_a_store_is_swept_by_a_later_build(s3_bucket, monkeypa
     assert sorted(e.rel for e in storage.listing(work / "assign")) == [
         "k1/a.txt", "k1/manifest.json", "k2/a.txt", "k2/manifest.json"]
     assert store.lookup("assign", "k1").digest == finished.digest
+
+
+def test_staged_output_clears_what_this_hosts_dead_processes_left(tmp_path):
+    """Any staged output (`graphshard assign --out`, `shuffle --out`, `generate --out`, ...) first deletes the
+    staging folders a killed process of this host left beside it; another host's (a folder shared over NFS, where
+    a process id says nothing) and a live process's stay."""
+    from graphshard import atomic
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    here = atomic._host_tag()
+    left = [tmp_path / f".out.tmp-{dead}-h{here}-0123abcd", tmp_path / f".out.tmp-{dead}-89abcdef"]  # new, old name
+    kept = [tmp_path / f".out.tmp-{dead}-h{'0' * 6 if here != '0' * 6 else '1' * 6}-0123abcd",
+            tmp_path / f".out.tmp-{os.getpid()}-h{here}-0123abcd", tmp_path / ".other.tmp-1-0123abcd"]
+    for p in left + kept:
+        p.mkdir()
+    with atomic.staged_output(tmp_path / "out") as stage:
+        (stage / "f").write_text("x")
+    assert all(p.exists() for p in kept) and not any(p.exists() for p in left)
+    assert (tmp_path / "out" / "f").read_text() == "x"
