@@ -35,6 +35,8 @@ _SHOWN: dict[str, str] = {}  # a submitted task's key -> '<what> <label>' with t
 # `settle` and `everywhere` ask every worker, and one may have just died (the failure being reported): the
 # scheduler's error about it is expected here, so it stays in the log file
 logs.quiet_message("distributed", "broadcast to ")
+# a cluster that closes while the scheduler still sends to a worker: logged at INFO, with a CommClosedError traceback
+logs.untraced("distributed.batched", "Batched Comm Closed")
 
 
 @dataclass

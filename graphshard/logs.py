@@ -65,6 +65,25 @@ def quiet_message(library: str, start: str) -> None:
     _quiet_messages.add((library, start))
 
 
+class _Untraced(logging.Filter):
+    """Passes every record, without the traceback of those whose message starts with `start`."""
+
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith(self.start):
+            record.exc_info = record.exc_text = None
+        return True
+
+
+def untraced(logger: str, start: str) -> None:
+    """Log one kind of a library's informational record without its traceback, wherever it is shown (a Prefect
+    deployment run's log too, which no handler of ours formats): a benign race it reports with one."""
+    logging.getLogger(logger).addFilter(_Untraced(start))
+
+
 def _for_terminal(record: logging.LogRecord) -> bool:
     """graphshard's messages; other libraries' errors, except those of quieted libraries (all of them with --debug)."""
     if record.name.startswith("graphshard"):

@@ -126,3 +126,32 @@ def test_log_folder_follows_graphshard_home(monkeypatch, tmp_path):
     assert logs._default_dir() == tmp_path / "home" / "logs"
     monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path / "elsewhere"))
     assert logs._default_dir() == tmp_path / "elsewhere"
+
+
+def test_a_closing_clusters_comm_message_has_no_traceback_wherever_it_is_shown():
+    """Dask logs 'Batched Comm Closed' at INFO with a CommClosedError traceback when a cluster closes while its
+    scheduler still sends; a deployment run's log (Prefect's handlers, not ours) showed that traceback. The line
+    stays, the traceback goes; other records keep theirs."""
+    import io
+    import logging
+
+    import graphshard.daskrun  # noqa: F401 - registers the filter, as every step does
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(name)s %(message)s"))
+    logger = logging.getLogger("distributed.batched")
+    logger.addHandler(handler)
+    old, logger.level = logger.level, logging.INFO
+    try:
+        for message in ("Batched Comm Closed <TCP (closed)>", "Something else"):
+            try:
+                raise OSError("comm closed")
+            except OSError:
+                logger.info(message, exc_info=True)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(old)
+    text = stream.getvalue()
+    assert "Batched Comm Closed <TCP (closed)>" in text and text.count("Traceback") == 1, text
+    assert text.index("Traceback") > text.index("Something else"), text

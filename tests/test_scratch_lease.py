@@ -24,14 +24,15 @@ def _killed_run(where: str, name: str) -> None:
 @pytest.mark.parametrize("on", ["s3", "shared folder"])
 def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(on, request, tmp_path, monkeypatch):
     """On a store, and in a local folder given as `shuffle.scratch_dir` (`fresh`: hosts may share it over NFS)."""
-    monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "2")
     top = request.getfixturevalue("s3_bucket") if on == "s3" else str(tmp_path)
     where, store = f"{top}/scratch", Storage()
     store.write_bytes(f"{top}/scratch/user-file", b"not ours")  # in the folder, but under no lease: never touched
     _killed_run(where, "deadbeef0001")
-    with sc.scratch_space(where, fresh=True) as fresh:  # the lease has not expired yet: the killed run's stay
+    with sc.scratch_space(where, fresh=True) as fresh:  # the default lease (an hour) has not lapsed: they stay
         assert {e.rel for e in store.listing(where)} >= {"deadbeef0001/buckets/0.bkt", f"{LEASES}/deadbeef0001.json"}
         assert store.exists(f"{where}/{LEASES}/{location(str(fresh)).name}.json")
+
+    monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "4")  # renewed every second from here on
 
     entered, leave = threading.Event(), threading.Event()
 
@@ -44,7 +45,7 @@ def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(
     runner = threading.Thread(target=live_run)
     runner.start()
     assert entered.wait(30)
-    time.sleep(3.5)  # past the lease: the killed run's record is now stale, the live run's renewed
+    time.sleep(5)  # past the lease: the killed run's record is now stale, the live run's renewed
     with sc.scratch_space(where, fresh=True) as later:
         rels = {e.rel for e in store.listing(where)}
         names = {r.split("/")[0] for r in rels}
