@@ -43,21 +43,29 @@ class ArtifactProgress:
         self._shown = (-1.0, "")
         self._sent = time.monotonic()
         self._latest = (0.0, "")
+        self._counts = (0, 0)
 
     def __call__(self, done: int, submitted: int, doing: str = "") -> None:
-        pct = round(100.0 * done / submitted, 1) if submitted else 0.0
-        self._latest = (pct, f"{self.step}: {done}/{submitted} Dask tasks finished"
+        self._counts = (done, submitted)
+        self._latest = (self._share(), f"{self.step}: {done}/{submitted} Dask tasks finished"
                         + (f"; running {doing}" if doing and done < submitted else ""))
-        if pct != self._shown[0] and time.monotonic() - self._sent >= self.every:
+        if self._latest[0] != self._shown[0] and time.monotonic() - self._sent >= self.every:
             self._send()
+
+    def _share(self) -> float:
+        done, submitted = self._counts
+        return round(100.0 * done / submitted, 1) if submitted else 0.0
 
     def _send(self) -> None:
         update_progress_artifact(self.id, self._latest[0], description=self._latest[1])
         self._shown, self._sent = self._latest, time.monotonic()
 
-    def close(self) -> None:
-        """The last counts (the step finished: 100%), if not shown yet."""
-        self._latest = (100.0, self._latest[1])
+    def close(self, failed: bool = False) -> None:
+        """The last counts, if not shown yet: 100% when the step finished; the share reached when it failed or was
+        cancelled, said so (a step stopped midway never reads as complete in the UI)."""
+        done, submitted = self._counts
+        self._latest = ((self._share(), f"{self.step}: stopped (failed or cancelled) with {done}/{submitted} Dask "
+                         "tasks finished") if failed else (100.0, self._latest[1]))
         if self._shown != self._latest:
             self._send()
 
