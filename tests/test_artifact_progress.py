@@ -1,4 +1,5 @@
-"""The step's Prefect progress artifact: throttled updates, and the final counts always shown."""
+"""The step's Prefect progress artifact: throttled updates, the final counts always shown, a stopped step never
+shown complete."""
 
 from __future__ import annotations
 
@@ -39,3 +40,14 @@ def test_close_sends_nothing_when_the_final_counts_are_already_shown(monkeypatch
     progress(4, 4)
     progress.close()
     assert sent == [100.0]
+
+
+def test_a_step_stopped_midway_is_not_shown_complete(monkeypatch):
+    sent: list[tuple[float, str]] = []
+    monkeypatch.setattr(common, "create_progress_artifact", lambda *a, **k: "artifact-id")
+    monkeypatch.setattr(common, "update_progress_artifact",
+                        lambda aid, pct, description=None: sent.append((pct, description)))
+    progress = common.ArtifactProgress("shuffle", every=0.0)
+    progress(12, 14, "route-edge-chunks _N:_E:_N/chunk7")
+    progress.close(failed=True)  # a task failed, or the run was cancelled from the UI (was shown 100%)
+    assert sent[-1] == (85.7, "shuffle: stopped (failed or cancelled) with 12/14 Dask tasks finished")

@@ -48,6 +48,13 @@ def test_relative_paths_and_defaults(tmp_path, rmat_small):
     assert load_config(tmp_path / "run.yaml").work == tmp_path / "out.work"
 
 
+def test_config_path_under_home(tmp_path, rmat_small, monkeypatch):
+    """`~` in the config's own path is the home folder: a deployment's `config` parameter has no shell to expand it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config = write_config(tmp_path, rmat_small)
+    assert load_config("~/run.yaml").source == config
+
+
 def test_overrides_are_yaml_typed(tmp_path, rmat_small):
     cfg = load_config(write_config(tmp_path, rmat_small), [
         "assign.method=metis", "num_parts=3", "shuffle.graph_formats=[coo, csc]", "validate.full=true",
@@ -104,6 +111,7 @@ def _case_work_dir_is_a_file(tmp, meta):
 # (name, builder(tmp, metadata) -> (config path, words the message must contain), extra CLI arguments)
 BAD = [
     ("missing config file", lambda t, m: (t / "nope.yaml", "no such file"), []),
+    ("config is a folder", lambda t, m: (t, f"{t}: expected an existing YAML config file, found a folder"), []),
     ("yaml syntax", lambda t, m: (_text(t, "input: {metadata: [\n"), "valid YAML"), []),
     ("tab indentation", lambda t, m: (_text(t, "input:\n\tmetadata: x\n"), "expected valid YAML, found "
                                       "character '\\t' that cannot start any token at line 2 column 1"), []),

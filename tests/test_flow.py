@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -204,3 +205,38 @@ def test_an_output_published_meanwhile_is_not_replaced(tmp_path, rmat_small, das
     with pytest.raises(GraphshardError, match="publish: .*another run published there.*nothing was replaced"):
         run(config)
     assert [p.name for p in theirs.parent.iterdir()] == ["theirs.json"]
+
+
+def _corrupt_chunk(tmp_path, rmat_small):
+    """A copy of the graph whose second edge chunk names a node that does not exist (ingest's check fails)."""
+    metadata = copy_graph(rmat_small, tmp_path / "graph")
+    chunk = tmp_path / "graph" / json.loads(metadata.read_text())["edges"]["_N:_E:_N"]["data"][1]
+    edges = np.load(chunk)
+    edges[5, 0] = 10**9
+    np.save(chunk, edges)
+    return metadata
+
+
+@pytest.mark.parametrize("where", ["config check", "step"])
+def test_a_deployment_run_failing_with_graphshards_line_logs_no_traceback(where, tmp_path, rmat_small, dask_address):
+    """A run Prefect starts (a deployment's; no `graphshard run` around it) failing with graphshard's one line: the run
+    is Failed with that line as its message, and Prefect's log (the UI's, `graphshard serve`'s terminal) has it with
+    no traceback (was Prefect's 'Encountered exception during execution' with the whole traceback, per task too)."""
+    from graphshard.pipeline.flow import partition
+
+    if where == "config check":
+        config, line = write_config(tmp_path, rmat_small, dask_address, num_prts=4), "did you mean 'num_parts'?"
+    else:
+        config, line = write_config(tmp_path, _corrupt_chunk(tmp_path, rmat_small), dask_address), "out of range"
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("prefect").addHandler(handler)
+    try:
+        state = partition(str(config), return_state=True)
+    finally:
+        logging.getLogger("prefect").removeHandler(handler)
+    assert state.is_failed() and line in state.message and "Traceback" not in state.message
+    assert [r for r in records if r.levelno >= logging.ERROR and line in r.getMessage()]
+    assert not [r for r in records if r.exc_info], [r.getMessage() for r in records if r.exc_info]
+    assert not (tmp_path / "out").exists()

@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     if pending is not None:
         prefect_server.ensure(pending)
     _stop_on_sigterm_as_on_ctrl_c()
+    _keep_watching_for_cancellations()
     partition.serve(name=args.name, limit=args.limit, print_starting_message=True)
     return 0
 
@@ -41,3 +42,27 @@ def _stop_on_sigterm_as_on_ctrl_c() -> None:
         raise TerminationSignal(signum)
 
     Runner.handle_sigterm = terminate
+
+
+def _keep_watching_for_cancellations() -> None:
+    """A Prefect server that does not answer for a while (restarted, a network blip) no longer ends the watch for
+    cancelled runs. Prefect 3.8's runner, its event stream lost, polls for runs in Cancelling, and after three failed
+    polls in a row stopped polling for good (its failure handler was never awaited): no run this process started
+    afterwards could be cancelled from the UI, each stayed in Cancelling and ran to its end. A poll the server does
+    not answer is now logged and tried again at the next interval."""
+    import httpx
+    from prefect._internal.observers import FlowRunCancellingObserver
+
+    check = FlowRunCancellingObserver._check_for_cancelled_flow_runs
+    if getattr(check, "keeps_watching", False):
+        return
+
+    async def check_until_answered(self: FlowRunCancellingObserver) -> None:
+        try:
+            await check(self)
+        except httpx.HTTPError as err:
+            self.logger.warning("Prefect server did not answer the check for cancelled runs (%s); trying again in "
+                                "%g s", err, self.polling_interval)
+
+    check_until_answered.keeps_watching = True
+    FlowRunCancellingObserver._check_for_cancelled_flow_runs = check_until_answered

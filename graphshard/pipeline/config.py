@@ -280,7 +280,8 @@ def _config_text(source: Path | Location) -> str:
         check_location(source)
         return _decoded(Storage().read_bytes(source), source)
     if not source.is_file():
-        raise InputError(source, None, "an existing YAML config file", "no such file")
+        found = "a folder" if source.is_dir() else "no such file"
+        raise InputError(source, None, "an existing YAML config file", found)
     return _decoded(source.read_bytes(), source)
 
 
@@ -318,7 +319,8 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
     Parameters
     ----------
     path : str, Path or Location
-        The YAML config: a path or a URL (`s3://bucket/jobs/job.yaml`).
+        The YAML config: a path (`~` is the home folder, as a deployment's `config` parameter gets no shell to
+        expand it) or a URL (`s3://bucket/jobs/job.yaml`).
     overrides : list of str, optional
         `key.path=value` strings.
 
@@ -327,7 +329,7 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
     PipelineConfig
         The validated config.
     """
-    loc = location(path)
+    loc = location(Path(path).expanduser() if isinstance(path, (str, Path)) and str(path).startswith("~") else path)
     source: Path | Location = loc.local_path().resolve() if loc.is_local else loc
     text = _config_text(source)
     try:

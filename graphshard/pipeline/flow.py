@@ -34,6 +34,7 @@ from graphshard.pipeline.ondemand import ClusterOnDemand, wait_closed
 from graphshard.pipeline.preflight import check_config
 from graphshard.pipeline.publish import published_by
 from graphshard.pipeline.steps.assign import assign_task
+from graphshard.pipeline.steps.common import one_line_failure
 from graphshard.pipeline.steps.ingest import ingest_task
 from graphshard.pipeline.steps.publish import publish_task
 from graphshard.pipeline.steps.shuffle import shuffle_task
@@ -87,7 +88,7 @@ def _is_private(override: str) -> bool:
 
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False)
 def partition(config: str, overrides: list[str] | None = None, from_step: str | None = None,
-              force: list[str] | None = None, force_plan: bool = False) -> dict:
+              force: list[str] | None = None, force_plan: bool = False) -> dict | State:
     """The `graphshard` flow: partition the graph a YAML config describes (ingest, assign, shuffle, validate, publish).
 
     Parameters
@@ -105,13 +106,23 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
 
     Returns
     -------
-    dict
-        The run summary: output paths, headline figures, each step's state.
+    dict or State
+        The run summary: output paths, headline figures, each step's state; or, when a step or a check fails with
+        graphshard's one line, a Failed state holding it (logged as that line, without Prefect's traceback).
     """
-    start = time.perf_counter()
     link = ui_link(flow_run.get_id())
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
+    outcome = one_line_failure(_partition)(config, overrides, from_step, force, force_plan)
+    if isinstance(outcome, State):
+        get_run_logger().error("%s", outcome.message)
+    return outcome
+
+
+def _partition(config: str, overrides: list[str] | None, from_step: str | None, force: list[str] | None,
+               force_plan: bool) -> dict:
+    """The flow's work (`partition`'s parameters); raises the failing check's or step's GraphshardError."""
+    start = time.perf_counter()
     cfg: PipelineConfig = load_config(config, [*(overrides or []), *_PRIVATE_OVERRIDES])
     store = StepStore(cfg.work, cfg.storage)
     graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),

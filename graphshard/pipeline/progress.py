@@ -122,7 +122,7 @@ class StepProgress:
                 log.debug("final progress poll failed: %s", err)
         for sink in self.sinks:
             if hasattr(sink, "close"):
-                sink.close()
+                sink.close(failed=exc[0] is not None)
 
 
 class TerminalBar:
@@ -153,8 +153,8 @@ class TerminalBar:
             self._last_print = now
         self.stream.flush()
 
-    def close(self) -> None:
-        """End the redrawn line (called when the step ends)."""
+    def close(self, failed: bool = False) -> None:
+        """End the redrawn line (called when the step ends, whether it finished or `failed`)."""
         if self.tty and self._last != (-1, -1):
             self.stream.write("\n")
             self.stream.flush()

@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefect import task
-
 from graphshard import assign
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
@@ -22,7 +20,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
 from graphshard.pipeline.manifest import folder_manifest
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step
+from graphshard.pipeline.steps.common import run_step, step_task
 from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
@@ -45,7 +43,7 @@ def edge_report(cfg: PipelineConfig) -> bool:
     return not cfg.validate_.enabled
 
 
-@task(name="assign", **TASK_OPTIONS)
+@step_task("assign")
 def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
                 cluster: ClusterOnDemand | None, force: bool = False) -> StepResult:
     """Assign nodes to partitions once per (input content, num_parts, assign options).

@@ -7,18 +7,21 @@ record, so a hit survives a lost Prefect database and a miss happens whenever th
 
 from __future__ import annotations
 
+import functools
+import logging
 import os
 import tempfile
 import time
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from prefect import get_run_logger
+from prefect import Task, get_run_logger, task
 from prefect.artifacts import create_progress_artifact, update_progress_artifact
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Completed, State
+from prefect.states import Completed, Failed, State
 
+from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
@@ -29,7 +32,44 @@ if TYPE_CHECKING:
 
     from graphshard.pipeline.progress import StepProgress
 
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 TASK_OPTIONS = {"cache_policy": NO_CACHE, "persist_result": False}
+
+
+def one_line_failure(fn: Callable[..., T]) -> Callable[..., T | State]:
+    """`fn`, ending as a Failed state that holds its GraphshardError's line (message and data) instead of raising it:
+    Prefect logs a raised exception with its traceback (the UI's log, `graphshard serve`'s terminal), while the line
+    already says what to change. Other exceptions (a bug, a cancellation) still raise."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> T | State:
+        try:
+            return fn(*args, **kwargs)
+        except GraphshardError as err:
+            log.debug("%s failed", fn.__name__, exc_info=True)  # `graphshard run`'s log file keeps the traceback
+            return Failed(message=str(err), data=err)
+
+    return run
+
+
+class _NoEmptyTraceback(logging.Filter):
+    """Prefect logs a task that ended as a Failed state with `exc_info=True` outside any exception, which its handlers
+    print as a line 'NoneType: None' below the message: dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info == (None, None, None):
+            record.exc_info = None
+        return True
+
+
+logging.getLogger("prefect.task_runs").addFilter(_NoEmptyTraceback())
+
+
+def step_task(name: str) -> Callable[[Callable[..., T]], Task]:
+    """The Prefect task of a step: no Prefect cache or result store (see the module doc), a GraphshardError as its
+    one line (`one_line_failure`)."""
+    return lambda fn: task(name=name, **TASK_OPTIONS)(one_line_failure(fn))
 
 
 class ArtifactProgress:
@@ -43,21 +83,29 @@ class ArtifactProgress:
         self._shown = (-1.0, "")
         self._sent = time.monotonic()
         self._latest = (0.0, "")
+        self._counts = (0, 0)
 
     def __call__(self, done: int, submitted: int, doing: str = "") -> None:
-        pct = round(100.0 * done / submitted, 1) if submitted else 0.0
-        self._latest = (pct, f"{self.step}: {done}/{submitted} Dask tasks finished"
+        self._counts = (done, submitted)
+        self._latest = (self._share(), f"{self.step}: {done}/{submitted} Dask tasks finished"
                         + (f"; running {doing}" if doing and done < submitted else ""))
-        if pct != self._shown[0] and time.monotonic() - self._sent >= self.every:
+        if self._latest[0] != self._shown[0] and time.monotonic() - self._sent >= self.every:
             self._send()
+
+    def _share(self) -> float:
+        done, submitted = self._counts
+        return round(100.0 * done / submitted, 1) if submitted else 0.0
 
     def _send(self) -> None:
         update_progress_artifact(self.id, self._latest[0], description=self._latest[1])
         self._shown, self._sent = self._latest, time.monotonic()
 
-    def close(self) -> None:
-        """The last counts (the step finished: 100%), if not shown yet."""
-        self._latest = (100.0, self._latest[1])
+    def close(self, failed: bool = False) -> None:
+        """The last counts, if not shown yet: 100% when the step finished; the share reached when it failed or was
+        cancelled, said so (a step stopped midway never reads as complete in the UI)."""
+        done, submitted = self._counts
+        self._latest = ((self._share(), f"{self.step}: stopped (failed or cancelled) with {done}/{submitted} Dask "
+                         "tasks finished") if failed else (100.0, self._latest[1]))
         if self._shown != self._latest:
             self._send()
 

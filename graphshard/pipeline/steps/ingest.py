@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefect import task
 from prefect.states import State
 
 from graphshard import digests, ingest
@@ -24,7 +23,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_text
 from graphshard.pipeline.manifest import HashCache, graph_files
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, step_progress
+from graphshard.pipeline.steps.common import run_step, step_progress, step_task
 from graphshard.precheck import refuse
 from graphshard.storage import Location, Storage
 
@@ -60,7 +59,7 @@ def check_new_files(graph: ChunkedGraph, files: dict[str, Path | Location], hash
     return problems
 
 
-@task(name="ingest", **TASK_OPTIONS)
+@step_task("ingest")
 def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, cluster: ClusterOnDemand | None,
                 force: bool = False) -> StepResult | State:
     """Check the input graph once per distinct content (Cached when the input files are unchanged).

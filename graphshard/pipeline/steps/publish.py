@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import get_run_logger
 from prefect.states import Completed, State
 
 from graphshard.errors import GraphshardError
@@ -22,12 +22,12 @@ from graphshard.pipeline.publish import (
     published_by,
     run_of,
 )
-from graphshard.pipeline.steps.common import TASK_OPTIONS
+from graphshard.pipeline.steps.common import step_task
 from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
 
 
-@task(name="publish", **TASK_OPTIONS)
+@step_task("publish")
 def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
                  validated: StepResult | None) -> str | State:
     """Swap the finished output into place atomically; Cached when it already holds exactly these artifacts.

@@ -12,8 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefect import task
-
 from graphshard import shuffle
 from graphshard.atomic import run_prefix
 from graphshard.formats.chunked import ChunkedGraph, load_metadata
@@ -21,7 +19,7 @@ from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.pipeline.publish import run_name
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, scratch_dir
+from graphshard.pipeline.steps.common import run_step, scratch_dir, step_task
 from graphshard.shuffle.graphbolt import to_graphbolt
 from graphshard.shuffle.step import write_set
 from graphshard.storage import Location, location
@@ -56,7 +54,7 @@ def build(cfg: PipelineConfig, graph: ChunkedGraph, assignment: Path | Location,
     return {"config": location(config).relative_to(location(stage)), "num_parts": cfg.num_parts}
 
 
-@task(name="shuffle", **TASK_OPTIONS)
+@step_task("shuffle")
 def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
                  assigned: StepResult, cluster: ClusterOnDemand, force: bool = False) -> StepResult:
     """Route edges and features to their owners and write DGL's partition files, once per distinct input.

@@ -8,15 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prefect import task
-
 from graphshard import assign
 from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import TASK_OPTIONS, run_step, scratch_dir
+from graphshard.pipeline.steps.common import run_step, scratch_dir, step_task
 from graphshard.storage import Location
 
 if TYPE_CHECKING:
@@ -51,7 +49,7 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
     return {"ok": True, "checks": {c["name"]: c["status"] for c in report["checks"]}}
 
 
-@task(name="validate", **TASK_OPTIONS)
+@step_task("validate")
 def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, assigned: StepResult,
                   shuffled: StepResult,
                   cluster: ClusterOnDemand, force: bool = False) -> StepResult:
