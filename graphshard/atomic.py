@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import glob
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -24,8 +25,9 @@ from typing import Iterator, Sequence
 
 from graphshard.errors import GraphshardError
 from graphshard.runprefix import RUNS, with_prefix
-from graphshard.storage import Location, Storage, location
+from graphshard.storage import Location, Storage, lease, location
 
+log = logging.getLogger(__name__)
 # staging_dir's and move_into_place's names: the pid, this host's tag (older names have none) and a random part
 _STALE = re.compile(r"^\..+\.(?:tmp|old)-(\d+)(?:-h([0-9a-f]{6}))?-[0-9a-f]{8}$")
 
@@ -198,15 +200,21 @@ def run_prefix(out: Location, run: str) -> Location:
 
 def publish_on_store(sources: list[Path | Location], out: Location, config_name: str, run: str, storage: Storage,
                      skip: tuple[str, ...] = (), transfers: int = 8, exclusive: bool = False,
-                     replaces: Sequence[Location] = ()) -> Location:
+                     replaces: Sequence[Location] = (), holder: str | None = None) -> Location:
     """Publish a partition set on a store: every file of `sources` (but `config_name` and `skip`) under
     `run_prefix(out, run)` (copied by the store itself within one store), then the config found in the first
     source, its paths moved under the prefix, at `<out>/<config_name>` in one PUT: the set appears whole (a source
-    that is the run prefix itself, where the shuffle step wrote the set, is not copied: only named). Then every
-    other run prefix under `<out>/.runs/` (an earlier set's, a crashed publish's) is deleted. `exclusive`: the config
-    is written only where none is (`Storage.write_new`): of two runs publishing to one output at once, one wins and
-    the other fails, nothing replaced. `replaces` (the files of a set the config replaces that lie beside it, not
-    under a run prefix: `set_digests.unprefixed_set`) are deleted last. Returns the config."""
+    that is the run prefix itself, where the shuffle step wrote the set, is not copied: only named). Then the other
+    run prefixes under `<out>/.runs/` (an earlier set's, a crashed publish's) are deleted, unless another run works
+    on this output now (`_drop_other_runs`). `exclusive`: the config is written only where none is
+    (`Storage.write_new`): of two runs publishing to one output at once, one wins and the other fails, nothing
+    replaced. `replaces` (the files of a set the config replaces that lie beside it, not under a run prefix:
+    `set_digests.unprefixed_set`) are deleted last. `holder`: the caller's lease in `<out>/.runs/` (held from
+    before it wrote under its prefix); None: one is held for this call. Returns the config."""
+    if holder is None:
+        with lease.holding(storage, out / RUNS, "publish") as name:
+            return publish_on_store(sources, out, config_name, run, storage, skip, transfers, exclusive, replaces,
+                                    name)
     prefix = run_prefix(out, run)
     copies = [(location(src) / e.rel, prefix / e.rel) for src in sources for e in storage.listing(location(src))
               if e.rel != config_name and e.rel not in skip]
@@ -219,10 +227,21 @@ def publish_on_store(sources: list[Path | Location], out: Location, config_name:
     elif not storage.write_new(out / config_name, text.encode()):
         raise GraphshardError(f"{out / config_name}: a partition config appeared there while this run published "
                               "(another run published to this output); nothing was replaced")
-    stale = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run})
-    for name in stale:
-        storage.delete_prefix(out / RUNS / name)
+    _drop_other_runs(storage, out, run, holder)
     for loc in replaces:
         storage.delete_prefix(loc)
     return out / config_name
+
+
+def _drop_other_runs(storage: Storage, out: Location, run: str, holder: str) -> None:
+    """Delete every run prefix under `<out>/.runs/` but `run`'s, unless another run holds a lease there: it may be
+    writing its own prefix, which its config will name (two runs that may both replace the output), so the earlier
+    sets wait for a later publish."""
+    busy = lease.others_live(storage, out / RUNS, holder)
+    if busy:
+        log.info("left earlier sets under %s for a later publish: runs at work on this output (%s)", out / RUNS,
+                 ", ".join(busy))
+        return
+    for name in sorted({e.rel.split("/", 1)[0] for e in storage.listing(out / RUNS)} - {run, lease.LEASES}):
+        storage.delete_prefix(out / RUNS / name)
 

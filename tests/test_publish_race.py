@@ -62,3 +62,30 @@ def test_exclusive_publish_on_s3_keeps_the_config_another_run_put(tmp_path, s3_b
     assert storage.read_bytes(out / "g.json") == b"theirs"
     publish_on_store([src], out, "g.json", "run1", storage)  # overwrite: replaced
     assert b"run1" in storage.read_bytes(out / "g.json")
+
+
+def test_a_publish_leaves_the_prefix_of_a_run_still_at_work_on_the_output(tmp_path, s3_bucket):
+    """Two runs that may both replace one output (overwrite): B's shuffle writes under its run prefix while A
+    publishes. A's publish must not delete that prefix, or B's config, written next, names deleted files. A run at
+    work holds a lease in `.runs/` (the flow's `_at_work_on`); the earlier sets wait for a publish that finds none."""
+    from graphshard.runprefix import RUNS
+    from graphshard.storage import lease
+
+    storage, out = Storage(), location(f"{s3_bucket}/sets/g")
+    src = tmp_path / "set"
+    (src / "part0").mkdir(parents=True)
+    (src / "part0" / "graph.dgl").write_bytes(b"a")
+    (src / "g.json").write_text('{"part-0": {"part_graph": "part0/graph.dgl"}}')
+
+    def runs() -> set[str]:
+        return {e.rel.split("/")[0] for e in storage.listing(out / RUNS)}
+
+    publish_on_store([src], out, "g.json", "earlier", storage)
+    with lease.held(storage, out / RUNS, "run-b"):  # run B at work: its shuffle writes its prefix
+        storage.write_bytes(out / RUNS / "b" / "part0" / "graph.dgl", b"b")
+        publish_on_store([src], out, "g.json", "a", storage)  # run A publishes meanwhile
+        assert runs() >= {"earlier", "a", "b"}  # B's prefix kept (and the earlier set, for a later publish)
+        publish_on_store([src], out, "g.json", "b", storage)  # B publishes what it wrote
+        assert storage.read_bytes(out / RUNS / "b" / "part0" / "graph.dgl") == b"a"  # its files whole, named
+    publish_on_store([src], out, "g.json", "c", storage)  # no run at work: every other prefix goes
+    assert runs() == {"c"} and b".runs/c/" in storage.read_bytes(out / "g.json")

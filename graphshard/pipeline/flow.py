@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from prefect import flow, get_run_logger
@@ -41,6 +41,8 @@ from graphshard.pipeline.steps.shuffle import shuffle_task
 from graphshard.pipeline.steps.validate import validate_task
 from graphshard.pipeline.summary import markdown, summarize, summary_line
 from graphshard.plan import gate
+from graphshard.runprefix import RUNS
+from graphshard.storage import Location, Storage, lease
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
@@ -139,22 +141,30 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
 
     # no cluster if every step is cached
     cluster = ClusterOnDemand(cfg.cluster.spec(), on_start=_cluster_started)
-    try:
-        ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
-        assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
-        shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
-        validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
-                     if cfg.validate_.enabled else None)
-    finally:
-        cluster.close_in_background()  # overlaps publishing, the report and Prefect's end of run; run_pipeline waits
-    states["publish"] = publish_task(cfg, store, shuffled, validated, return_state=True)
-    states["publish"].result()  # a publish that failed fails the run (it was reported as published)
+    with _at_work_on(cfg.output.dir, cfg.storage) as holder:
+        try:
+            ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
+            assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
+            shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
+            validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
+                         if cfg.validate_.enabled else None)
+        finally:
+            cluster.close_in_background()  # overlaps publishing, the report and Prefect's end; run_pipeline waits
+        states["publish"] = publish_task(cfg, store, shuffled, validated, holder, return_state=True)
+        states["publish"].result()  # a publish that failed fails the run (it was reported as published)
     out = cfg.output.dir
     summary, tables = summarize(cfg, out, ingested, assigned, shuffled, validated,
                                 {k: s.name for k, s in states.items()}, time.perf_counter() - start)
     _publish_report_artifacts(summary, tables)
     get_run_logger().info(summary_line(summary))
     return summary
+
+
+def _at_work_on(out: Path | Location, storage: Storage) -> AbstractContextManager[str | None]:
+    """An output on a store: a lease in its `.runs/` for the whole run (the shuffle writes the set under the run's
+    prefix there long before publishing names it), so that another run's publish leaves that prefix alone; yields
+    the lease's name. A local output: nothing (its set is staged and renamed)."""
+    return lease.holding(storage, out / RUNS, "run") if isinstance(out, Location) else nullcontext(None)
 
 
 def _heartbeats_as_configured():

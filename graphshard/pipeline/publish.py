@@ -161,16 +161,17 @@ def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path 
 
 def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Path | Location],
                      digests: dict[str, str | None], config_name: str, storage: Storage,
-                     report: dict | None = None, run: str | None = None, overwrite: bool = True) -> Location:
+                     report: dict | None = None, run: str | None = None, overwrite: bool = True,
+                     holder: str | None = None) -> Location:
     """`atomic.publish_on_store` under the run prefix `run` (default: the run id of these artifacts), the report
     (rewritten to name the published config) under the same prefix before the config (written only where none is
-    unless `overwrite`); record it in the work folder."""
+    unless `overwrite`; `holder`: the run's lease there); record it in the work folder."""
     run = run or run_id(digests)
     if report is not None:
         write_report_to(run_prefix(out, run), {**report, "config": (out / config_name).url}, storage)
     replaces = unprefixed_set(out, config_name, storage, REPORT_FILES) if overwrite else []
     publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else (),
-                     exclusive=not overwrite, replaces=replaces)
+                     exclusive=not overwrite, replaces=replaces, holder=holder)
     record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
     storage.write_bytes(location(work_dir) / RECORD, record)
     return out

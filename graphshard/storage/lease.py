@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import threading
+import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -58,15 +59,37 @@ def _renew(storage: Storage, record: Location, body: bytes, stop: threading.Even
             log.warning("could not renew the lease %s: %s", record, e)
 
 
+@contextmanager
+def holding(storage: Storage, where: Location, kind: str) -> Iterator[str]:
+    """`held` under a fresh name `<kind>-<random>`, after sweeping `where`'s dead leases' records; yields the name."""
+    name = f"{kind}-{uuid.uuid4().hex[:12]}"
+    with held(storage, where, name):
+        sweep(storage, where, name)
+        yield name
+
+
+def _stamped(storage: Storage, where: Location) -> dict[str, float]:
+    """The lease records under `where` by name, with the store's time of their last renewal."""
+    return {rel[:-len(".json")]: t for rel, t in storage.modified(where.join(LEASES)).items()
+            if rel.endswith(".json") and "/" not in rel}
+
+
+def others_live(storage: Storage, where: Location, own: str) -> list[str]:
+    """The other leases under `where` still being renewed (younger than a lease against `own`'s record, by the
+    store's clock): other runs at work there now. Every other record when `own`'s is not found."""
+    stamped = _stamped(storage, where)
+    now = stamped.pop(own, None)
+    return sorted(name for name, t in stamped.items() if now is None or now - t <= lease_seconds())
+
+
 def sweep(storage: Storage, where: Location, own: str) -> list[str]:
     """Delete the prefixes under `where` whose lease expired (their run was killed: nothing renews them), each
     before its record; returns their names. `own` is the caller's held name, whose record gives the store's time
     now. Never fails the caller: a store that refuses is logged and left for a later run."""
     try:
-        stamped = storage.modified(where.join(LEASES))
-        now = stamped.get(f"{own}.json")
-        dead = [rel[:-len(".json")] for rel, t in sorted(stamped.items())
-                if now is not None and rel.endswith(".json") and "/" not in rel and now - t > lease_seconds()]
+        stamped = _stamped(storage, where)
+        now = stamped.get(own)
+        dead = [name for name, t in sorted(stamped.items()) if now is not None and now - t > lease_seconds()]
         for name in dead:
             storage.delete_prefix(where.join(name))
             storage.delete_prefix(where.join(LEASES).join(f"{name}.json"))

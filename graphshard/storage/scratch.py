@@ -20,7 +20,6 @@ import os
 import shutil
 import tempfile
 import threading
-import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,9 +326,7 @@ def scratch_space(where: str | os.PathLike | Location, storage: Storage | None =
             remove(base)
         return
     loc, store = location(where), base.storage if is_store(base) else (storage or Storage())
-    name = f"graphshard-{uuid.uuid4().hex[:12]}"
-    with lease.held(store, loc, name):
-        lease.sweep(store, loc, name)
+    with lease.holding(store, loc, "graphshard") as name:
         root = scratch_path(loc.join(name), store)
         if not is_store(root):
             root.mkdir()

@@ -28,8 +28,8 @@ from graphshard.validate.report_html import REPORT_FILES, retarget_report
 
 
 @step_task("publish")
-def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
-                 validated: StepResult | None) -> str | State:
+def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult, validated: StepResult | None,
+                 holder: str | None = None) -> str | State:
     """Swap the finished output into place atomically; Cached when it already holds exactly these artifacts.
 
     Parameters
@@ -42,6 +42,8 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
         The partition set's artifact.
     validated : StepResult or None
         The report's artifact (None when the run does not validate).
+    holder : str, optional
+        The run's lease in an output store's `.runs/` (`atomic.publish_on_store`).
 
     Returns
     -------
@@ -62,7 +64,7 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult,
     overwrite = cfg.output.overwrite or ours  # else the set goes only where none is, even one published just now
     if isinstance(out, Location):
         report = json.loads(read_text(sources[1] / REPORT_FILES[0], cfg.storage)) if validated else None
-        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run, overwrite)
+        publish_to_store(store.root, out, sources, digests, name, cfg.storage, report, run, overwrite, holder)
     else:
         config = out / name  # the report names the published set, not the cache
         publish_output(store.root, out, sources, digests,
