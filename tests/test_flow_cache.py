@@ -105,7 +105,7 @@ def test_a_killed_build_on_a_store_is_swept_by_a_later_build(s3_bucket, monkeypa
 
     from graphshard.storage import Storage, lease, location
 
-    monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "1")
+    monkeypatch.setenv("GRAPHSHARD_LEASE", "1")
     work, storage = location(f"{s3_bucket}/work"), Storage()
     store = StepStore(work, storage)
 

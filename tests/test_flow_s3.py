@@ -122,7 +122,7 @@ def test_sigkill_during_shuffle_on_s3_publishes_nothing_and_resumes(tmp_path, ma
     local.write_text(yaml.safe_dump({**data, "input": {"metadata": str(graph)}, "shuffle": {},
                                      "output": {"dir": str(tmp_path / "out")}, "work_dir": str(tmp_path / "work")}))
     cmd = [sys.executable, "-m", "graphshard.cli", "run", f"{s3_bucket}/jobs/job.yaml"]
-    env = {**subprocess_env(), "GRAPHSHARD_SCRATCH_LEASE": "3"}  # the scratch's lease, short for the test
+    env = {**subprocess_env(), "GRAPHSHARD_LEASE": "3"}  # the leases (scratch, run), short for the test
     proc = subprocess.Popen(cmd, stdout=open(tmp_path / "run1.log", "w"), stderr=subprocess.STDOUT,
                             env=env, start_new_session=True)
     # the shuffle writes the set straight under the output's run prefix (steps/shuffle.build)

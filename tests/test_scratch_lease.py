@@ -32,7 +32,7 @@ def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(
         assert {e.rel for e in store.listing(where)} >= {"deadbeef0001/buckets/0.bkt", f"{LEASES}/deadbeef0001.json"}
         assert store.exists(f"{where}/{LEASES}/{location(str(fresh)).name}.json")
 
-    monkeypatch.setenv("GRAPHSHARD_SCRATCH_LEASE", "4")  # renewed every second from here on
+    monkeypatch.setenv("GRAPHSHARD_LEASE", "4")  # renewed every second from here on
 
     entered, leave = threading.Event(), threading.Event()
 

@@ -1,7 +1,8 @@
-"""Leases on a store: a run's scratch prefix is owned by a small record that its process rewrites while it holds
-the prefix, so that a later run can delete what a killed run left there. A store has no process to ask whether it
-is alive, and hosts share no clock but the store's: a lease's age is its record's time against the sweeping run's
-own record, both stamped by the store."""
+"""Leases on a store (or a folder hosts share): a prefix a run works in (a scratch root, a step's cache build, an
+output it is publishing to) is marked by a small record its process rewrites while it works, so that a later run
+can delete what a killed run left there, and leave alone what a live one is writing. A store has no process to ask
+whether it is alive, and hosts share no clock but the store's: a lease's age is its record's time against the
+asking run's own record, both stamped by the store."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ log = logging.getLogger(__name__)
 
 
 def lease_seconds() -> float:
-    """How long a record may go unrenewed before its prefix counts as a dead run's (`GRAPHSHARD_SCRATCH_LEASE`
-    seconds; default an hour: a paused process keeps its scratch that long, a killed one's stays that long)."""
-    return float(os.environ.get("GRAPHSHARD_SCRATCH_LEASE") or DEFAULT_SECONDS)
+    """How long a record may go unrenewed before its run counts as dead (`GRAPHSHARD_LEASE` seconds; default an
+    hour: a paused process keeps its prefixes that long, a killed one's stay that long)."""
+    return float(os.environ.get("GRAPHSHARD_LEASE") or DEFAULT_SECONDS)
 
 
 @contextmanager
@@ -96,5 +97,5 @@ def sweep(storage: Storage, where: Location, own: str) -> list[str]:
             log.info("deleted %s: its run's lease expired (the run was killed)", where.join(name))
         return dead
     except StorageError as e:
-        log.warning("could not clean up killed runs' scratch under %s: %s", where, e)
+        log.warning("could not clean up what killed runs left under %s: %s", where, e)
         return []
