@@ -73,7 +73,13 @@ def remove_stale(final: Path) -> list[Path]:
     """Delete the staging folders and replaced outputs that processes now gone left beside `final` (this host's
     processes: the ids are local)."""
     final = Path(final)
-    stale = [p for p in final.parent.glob(f".{glob.escape(final.name)}.*") if is_stale(p)]
+    return remove_stale_in(final.parent, f".{glob.escape(final.name)}.*")
+
+
+def remove_stale_in(folder: Path, pattern: str = ".*") -> list[Path]:
+    """Delete what processes of this host now gone left in `folder` under staging names matching `pattern`
+    (staging folders, replaced outputs, a file's temporary sibling); returns them."""
+    stale = [p for p in Path(folder).glob(pattern) if is_stale(p)]
     for p in stale:
         _remove(p)
     return stale

@@ -15,14 +15,13 @@ are deleted by a later build of the step once the lease lapses.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from graphshard import __version__
-from graphshard.atomic import is_stale, staged_output
+from graphshard.atomic import remove_stale, remove_stale_in, staged_output
 from graphshard.pipeline.files import read_text, write_text
 from graphshard.pipeline.manifest import MANIFEST, Manifest, digest_of, folder_manifest
 from graphshard.storage import Location, Storage, StorageError, lease, location
@@ -157,14 +156,6 @@ class StepStore:
         a local work folder and beside a local `out_dir` (nothing is staged on a store: a crashed build's files are
         deleted when its key is built, or by a later build once its lease lapses; a crashed publish's by the next
         publish)."""
-        removed = []
         parents = [] if self.on_store else [self.root, *[p for p in self.root.glob("*") if p.is_dir()]]
-        patterns = [(parent, ".*") for parent in parents]
-        if isinstance(out_dir, Path):
-            patterns.append((out_dir.parent, f".{out_dir.name}.tmp-*"))
-        for parent, pattern in patterns:
-            for p in parent.glob(pattern):
-                if is_stale(p):
-                    shutil.rmtree(p, ignore_errors=True)
-                    removed.append(p)
-        return removed
+        removed = [p for parent in parents for p in remove_stale_in(parent)]
+        return removed + (remove_stale(out_dir) if isinstance(out_dir, Path) else [])
