@@ -245,7 +245,7 @@ def task_spans(records: list[dict]) -> dict[str, tuple[float, float]]:
 
 
 def measured_step(step: str, lo: float, hi: float, line: Timeline, pids: dict, work: Path, tasks: list[str]) -> dict:
-    artifact = next((work / step).iterdir(), None) if (work / step).is_dir() else None
+    artifact = next((work / step).glob("[!.]*"), None)  # a key's folder, not the claims' .leases
     output = folder_bytes(artifact) if artifact else 0
     return {"worker_peak": max(line.peak(w, lo, hi) for w in pids), "flow_peak": line.peak("flow", lo, hi),
             "scratch": line.scratch_peak(lo, hi + 0.5), "output": output,

@@ -42,23 +42,12 @@ def _host_tag() -> str:
     return hashlib.blake2b(socket.gethostname().encode(), digest_size=3).hexdigest()
 
 
-def _alive(pid: int) -> bool:
-    """Whether a process with this id runs on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def is_stale(path: Path) -> bool:
     """Whether `path` is a staging folder (`staging_dir`) or a replaced output (`move_into_place`) of a process that
     is gone: a SIGKILLed one leaves them behind."""
     m = _STALE.match(Path(path).name)
     here = m is not None and m.group(2) in (None, _host_tag())
-    return here and not _alive(int(m.group(1)))
+    return here and not lease.alive(int(m.group(1)))
 
 
 def _remove(path: Path) -> None:

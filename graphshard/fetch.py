@@ -7,13 +7,17 @@ subset must still describe all parts; parts not fetched are named there but abse
 its files under a run-unique prefix (`.runs/<id>/`, `graphshard.runprefix`): they are fetched from there, with the
 digests file the run wrote beside them, into the layout a local run writes, and the prefix is taken off the config's
 paths (only those strings), so the fetched config is byte for byte a local run's. Everything is built in a staging
-folder beside `out_dir` and moved into place only when every file matched its digest.
+folder beside `out_dir` and moved into place only when every file matched its digest. With `overwrite`, a file
+that the folder being replaced already holds with the listed size and digest (an earlier fetch of the set, of
+other parts) is linked into the new folder instead of downloaded again.
 """
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -45,7 +49,8 @@ class Fetched:
     config: Path
     parts: list[int]
     files: int
-    bytes: int
+    bytes: int  # downloaded
+    kept: int = 0  # files the replaced folder already held (linked, not downloaded)
 
 
 def _safe_rel(rel: str, where: str) -> str:
@@ -104,12 +109,15 @@ def _found(size: int, digest: str, want: FileEntry) -> str:
     return f"more than {want.size:,} bytes" if size > want.size else f"xxh3_128 {digest}"
 
 
-def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry) -> int:
-    """Stream one file to `dst`, hashing as it goes; one line naming the file when it differs from its digest."""
+def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry, stop: threading.Event) -> int:
+    """Stream one file to `dst`, hashing as it goes; one line naming the file when it differs from its digest. Ends
+    after the block in hand once `stop` is set (another file failed, or Ctrl-C)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     h, size = xxhash.xxh3_128(), 0
     with open(dst, "wb") as fout:
         for block in _blocks(storage, src):
+            if stop.is_set():
+                raise InterruptedError(f"{src}: stopped")
             size += len(block)
             if size > want.size:  # another object at the key: not read on (the space check counts listed sizes)
                 break
@@ -120,6 +128,41 @@ def _copy(storage: Storage, src: Location, dst: Path, want: FileEntry) -> int:
                               f"{want.size:,} bytes with xxh3_128 {want.digest}: the file changed after the set was "
                               "written or the copy is damaged; nothing was fetched")
     return size
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _holds(have: Path, want: FileEntry) -> bool:
+    """Whether a local file has `want`'s size and xxh3_128 digest (read through once)."""
+    if _size(have) != want.size:
+        return False
+    h = xxhash.xxh3_128()
+    try:
+        with open(have, "rb") as fh:
+            while block := fh.read(COPY_BLOCK):
+                h.update(block)
+    except OSError:
+        return False
+    return h.hexdigest() == want.digest
+
+
+def _take(storage: Storage, stop: threading.Event, src: Location, dst: Path, want: FileEntry,
+          have: Path | None) -> int | None:
+    """`dst` from `have` (the same file in the folder `--overwrite` replaces) when it holds `want`: linked, or
+    copied where links fail (None); else downloaded (`_copy`: the bytes downloaded)."""
+    if have is None or not _holds(have, want):
+        return _copy(storage, src, dst, want, stop)
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(have, dst)
+    except OSError:
+        shutil.copyfile(have, dst)
+    return None
 
 
 def parse_parts(text: str | None, num_parts: int, source: str) -> list[int]:
@@ -228,13 +271,18 @@ def _no_digests(digests: Location, prefix: str | None) -> str:
             "again with this graphshard (the shuffle step writes it)")
 
 
-def _copy_all(storage: Storage, copies: list[tuple[Location, Path, FileEntry]], transfers: int) -> int:
-    """Run `_copy` on each (source, target, digest), `transfers` at once; the bytes copied."""
+def _copy_all(storage: Storage, copies: list[tuple[Location, Path, FileEntry, Path | None]],
+              transfers: int) -> tuple[int, int]:
+    """Run `_take` on each (source, target, digest, local file that may hold it), `transfers` at once; the bytes
+    downloaded and the number of files kept from the local ones."""
+    stop = threading.Event()
     with ThreadPoolExecutor(max(1, transfers)) as pool:
-        jobs = [pool.submit(_copy, storage, *job) for job in copies]
+        jobs = [pool.submit(_take, storage, stop, *job) for job in copies]
         try:
-            return sum(job.result() for job in as_completed(jobs))
-        except BaseException:
+            done = [job.result() for job in as_completed(jobs)]
+            return sum(n for n in done if n is not None), done.count(None)
+        except BaseException:  # the files in flight end after their current block, not at their end
+            stop.set()
             for job in jobs:
                 job.cancel()
             raise
@@ -271,7 +319,10 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
                 raise GraphshardError(f"{digests_loc}: lists {num_listed} parts, the config {layout.num_parts}: they "
                                       "are from different sets; publish the set again")
             files = [rel for p in chosen for rel in _part_files(layout, p, listed, config)]
-            _check_room(out.local_path(), stage, sum(listed[rel].size for rel in files))
-            total = _copy_all(storage, [(base.join(rel), stage / rel, listed[rel]) for rel in files], transfers)
+            old = out.local_path() if overwrite and out.local_path().is_dir() else None
+            jobs = [(base.join(rel), stage / rel, listed[rel], old / rel if old else None) for rel in files]
+            _check_room(out.local_path(), stage, sum(want.size for _, _, want, have in jobs
+                                                     if not (have and _size(have) == want.size)))
+            total, kept = _copy_all(storage, jobs, transfers)
         pending.replace(stage / config.name)
-    return Fetched(out.local_path() / config.name, chosen, len(files), total)
+    return Fetched(out.local_path() / config.name, chosen, len(files), total, kept)

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from s3_helpers import S3Server, _wait_up
 
+from graphshard.storage.lease import alive
+
 SUBNET_PREFIX = "10.213"  # private /24s used only inside the rig's namespaces: 10.213.<x>.0/24
 SCHEDULER_PORT, DASHBOARD_PORT, S3_PORT = 8786, 8787, 5000
 VENV_BIN = Path(sys.executable).parent
@@ -301,21 +303,11 @@ class Rig:
         return netns + links + procs
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
-
-
 def _stale(suffix: str) -> bool:
     """Whether the rig `suffix` lost its owner: its owner process is gone, or (no owner file) it is old."""
     owner = OWNERS / suffix
     if owner.exists():
-        return not _alive(int(owner.read_text() or 0))
+        return not alive(int(owner.read_text() or 0))
     made = [p.stat().st_mtime for p in Path("/run/netns").glob(f"gs{suffix}-*")]
     return bool(made) and time.time() - min(made) > UNOWNED_AGE
 

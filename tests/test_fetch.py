@@ -18,7 +18,7 @@ from s3_helpers import DUMMY_SECRET, authenticating_server, free_port
 import graphshard
 from graphshard.cli import main
 from graphshard.digests import read_digest
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.partition_reader import load_partition
 from graphshard.runprefix import RUNS, with_prefix
 from graphshard.storage import Storage, location
@@ -428,3 +428,45 @@ def test_another_fetch_finishes_first(part_set: Path, tmp_path: Path, capsys, mo
     code, out, err = _run(capsys, str(part_set), "--out", str(got), "--transfers", "1")
     assert code == 2 and err.startswith(f"graphshard fetch: error: {got}: output folder exists"), err
     assert os.listdir(tmp_path) == ["got"]
+
+
+def test_overwrite_keeps_the_files_already_there(part_set: Path, tmp_path: Path, capsys):
+    """Adding a part to an earlier fetch (`--parts 0,1 --overwrite` after `--parts 0`), or re-running a training
+    host's fetch: the files the folder holds with the set's digests are linked into the new one, not downloaded; a
+    file that differs from its digest is downloaded again."""
+    got = tmp_path / "got"
+    assert _run(capsys, str(part_set), "--out", str(got), "--parts", "0")[0] == 0
+    part0 = sorted(p.relative_to(got) for p in (got / "part0").rglob("*") if p.is_file())
+    inodes = {rel: (got / rel).stat().st_ino for rel in part0}
+    damaged = got / part0[0]
+    damaged.write_bytes(b"x" * damaged.stat().st_size)  # same size, other bytes
+    code, out, err = _run(capsys, str(part_set), "--out", str(got), "--parts", "0,1", "--overwrite")
+    assert code == 0 and err == "" and f", {len(part0) - 1} already there, digests checked" in out, out
+    assert {rel: (got / rel).stat().st_ino for rel in part0[1:]} == {rel: inodes[rel] for rel in part0[1:]}
+    assert (got / part0[0]).read_bytes() == (part_set.parent / part0[0]).read_bytes()  # downloaded again
+    assert sorted(os.listdir(got)) == [f"{NAME}.digests.json", f"{NAME}.json", "part0", "part1"]
+
+
+def test_a_failed_file_stops_the_other_transfers_at_their_next_block(tmp_path: Path, monkeypatch):
+    """When one file fails (or Ctrl-C), the files in flight stop after their current 8 MiB block instead of
+    streaming to their end: before, a fetch of a large part kept downloading it after the error was known."""
+    import threading
+    import time
+
+    from graphshard import fetch as fetch_module
+    from graphshard.formats.set_digests import FileEntry
+
+    def endless(storage, src):  # a file of 1,000 slow blocks (10 s)
+        if src.name == "bad.bin":
+            raise GraphshardError(f"{src}: damaged")
+        for _ in range(1000):
+            time.sleep(0.01)
+            yield b"x"
+
+    monkeypatch.setattr(fetch_module, "_blocks", endless)
+    huge = FileEntry(size=10**12, digest="0" * 32)
+    jobs = [(location(str(tmp_path / n)), tmp_path / "out" / n, huge, None) for n in ("big.bin", "bad.bin")]
+    start = time.perf_counter()
+    with pytest.raises(GraphshardError, match="bad.bin: damaged"):
+        fetch_module._copy_all(Storage(), jobs, transfers=2)
+    assert time.perf_counter() - start < 5 and threading.active_count() < 10  # the pool's threads ended too

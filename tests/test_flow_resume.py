@@ -37,7 +37,7 @@ def test_sigkill_during_shuffle_resumes_to_identical_output(tmp_path, medium_gra
 
     proc = _run(cfg_killed, killed / "run1.log")
     shuffle_root = killed / "work" / "shuffle"
-    wait_for(lambda: shuffle_root.is_dir() and any(p.name.startswith(".") for p in shuffle_root.iterdir()),
+    wait_for(lambda: shuffle_root.is_dir() and any(".tmp-" in p.name for p in shuffle_root.iterdir()),
              300, "the shuffle step to start")
     time.sleep(0.2)  # inside the shuffle (a few seconds with the server outside this process)
     assert proc.poll() is None, (killed / "run1.log").read_text()
@@ -53,7 +53,8 @@ def test_sigkill_during_shuffle_resumes_to_identical_output(tmp_path, medium_gra
     assert reference.wait(timeout=600) == 0, (clean / "run.log").read_text()
     log = (killed / "run2.log").read_text()
     assert "cached: ingest, assign;" in log or "cached: ingest, assign\n" in log, log
-    assert not [p for p in shuffle_root.iterdir() if p.name.startswith(".")], "stale staging folder left"
+    hidden = [p for p in shuffle_root.iterdir() if p.name.startswith(".") and p.name != ".leases"]
+    assert not hidden and not list(shuffle_root.glob(".leases/*")), "stale staging folder or claim left"
     got, want = tree_bytes(killed / "out", REPORT), tree_bytes(clean / "out", REPORT)
     assert sorted(got) == sorted(want)
     assert got == want

@@ -28,7 +28,7 @@ def test_a_killed_runs_scratch_goes_once_its_lease_expires_and_a_live_one_stays(
     where, store = f"{top}/scratch", Storage()
     store.write_bytes(f"{top}/scratch/user-file", b"not ours")  # in the folder, but under no lease: never touched
     _killed_run(where, "deadbeef0001")
-    with sc.scratch_space(where, fresh=True) as fresh:  # the default lease (an hour) has not lapsed: they stay
+    with sc.scratch_space(where, fresh=True) as fresh:  # the default lease (ten minutes) has not lapsed: they stay
         assert {e.rel for e in store.listing(where)} >= {"deadbeef0001/buckets/0.bkt", f"{LEASES}/deadbeef0001.json"}
         assert store.exists(f"{where}/{LEASES}/{location(str(fresh)).name}.json")
 

@@ -18,7 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated partition ids to fetch, e.g. 0,3 (default: all); the config still "
                              "describes every part, as DGL's partition book needs")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing --out folder that holds a partition set (an earlier fetch)")
+                        help="replace an existing --out folder that holds a partition set (an earlier fetch); "
+                             "its files that match the set's digests are kept, not downloaded again")
     parser.add_argument("--transfers", type=int, default=4,
                         help="files copied at once (default 4); each holds one 8 MiB block in memory")
 
@@ -29,6 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
     config = partition_config(args.config)  # a folder: the one partition config in it, as validate --partitions
     done = fetch(str(config), args.out, parts=args.parts, overwrite=args.overwrite, transfers=args.transfers)
-    print(f"graphshard: fetched part(s) {','.join(map(str, done.parts))} ({done.files} files, {done.bytes:,} bytes, "
-          f"digests checked) into {done.config.parent}; config {done.config}")
+    kept = f", {done.kept} already there" if done.kept else ""
+    print(f"graphshard: fetched part(s) {','.join(map(str, done.parts))} ({done.files} files, {done.bytes:,} bytes "
+          f"downloaded{kept}, digests checked) into {done.config.parent}; config {done.config}")
     return 0

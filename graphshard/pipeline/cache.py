@@ -3,13 +3,15 @@
 A step's key hashes the digests of its inputs' manifests, the config section it uses and graphshard's version, so a
 folder with that key is the step's result for exactly those inputs. The folder is built under a hidden staging name
 and renamed into place with its manifest already inside: a folder that exists under its key is complete. That is what
-makes a crashed run resume from its last finished step.
+makes a crashed run resume from its last finished step. A build holds its key alone (`storage.lease.claimed`, a
+record in `<work>/<step>/.leases/`): a second run that needs the same key while the first builds it waits, then
+reuses the first's artifact instead of building it again beside it.
 
 A work folder on a store (`work_dir: s3://...`) has no rename: the step writes straight under `<step>/<key>/` (after
 deleting what a crashed build of the same key left there) and `manifest.json` is written last, in one PUT, from the
-digests the writers took. A key whose manifest is there and whose listing matches it is complete, on any host. A
-build holds its key under a lease (`storage.lease`), so the files of a killed build whose key is never built again
-are deleted by a later build of the step once the lease lapses.
+digests the writers took. A key whose manifest is there and whose listing matches it is complete, on any host. The
+files of a killed build whose key is never built again are deleted by a later build of the step once its claim's
+lease lapses.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class StepResult:
     folder: Path | Location
     digest: str
     summary: dict = field(default_factory=dict)
+    reused: bool = False  # found complete (`lookup`), not built by the call that returned it
 
     def path(self, name: str) -> Path | Location:
         """A file or folder of the artifact; under its product folder, where the step wrote the product
@@ -101,7 +104,7 @@ class StepStore:
             sizes.update({f"{PRODUCT[step]}/{e.rel}": e.size for e in self.storage.listing(location(product))})
         if any(sizes.get(name) != entry["size"] for name, entry in data["files"].items()):
             return None
-        return StepResult(step, key, folder, data["digest"], data.get("summary", {}))
+        return StepResult(step, key, folder, data["digest"], data.get("summary", {}), reused=True)
 
     def _sizes(self, folder: Path | Location, names: dict) -> dict[str, int]:
         """Sizes of the named files (one listing on a store, a stat each locally); missing ones absent."""
@@ -116,15 +119,28 @@ class StepStore:
         return found
 
     def build(self, step: str, key: str, make: Callable[[Path], dict], inputs: dict[str, str],
-              volatile: tuple[str, ...] = ()) -> StepResult:
+              volatile: tuple[str, ...] = (), waiting: Callable[[str], None] | None = None,
+              fresh: bool = False) -> StepResult:
         """Run `make(stage)` in a staging folder, add the manifest, then move it to `<step>/<key>` (replacing).
 
+        The key is held alone while it builds: when another run holds it, `waiting(who)` is told once and the build
+        waits; the artifact that run finished is then returned (`reused`), unless `fresh` asks for a new one.
         `volatile` files (timings, peak memory) are listed in the manifest but left out of the digest that
         downstream keys use, so re-running a step that gives the same data does not invalidate what follows.
         A summary naming a `product` URL (the step wrote its product there, e.g. the shuffle straight under the
         output's run prefix) lists that folder's files in the manifest as `<PRODUCT[step]>/...`, as if they were
         in the artifact: the digest and `lookup` cover them.
         """
+        where = self.root / step if self.on_store else location(str(self.root / step))
+        with lease.claimed(self.storage, where, key, waiting) as waited:
+            if waited and not fresh and (hit := self.lookup(step, key)) is not None:
+                return hit
+            if self.on_store:  # a killed build's files, under its key or (lapsed) another's
+                lease.sweep(self.storage, where, key)
+            return self._build(step, key, make, inputs, volatile)
+
+    def _build(self, step: str, key: str, make: Callable[[Path], dict], inputs: dict[str, str],
+               volatile: tuple[str, ...]) -> StepResult:
         final = self.folder(step, key)
         start = time.perf_counter()
 
@@ -142,10 +158,8 @@ class StepStore:
 
         summary: dict = {}
         if self.on_store:  # no rename: the manifest, written last, is what makes the folder a finished artifact
-            with lease.held(self.storage, self.root / step, key):  # a killed build's files: a later build sweeps them
-                lease.sweep(self.storage, self.root / step, key)
-                self.storage.delete_prefix(final)
-                digest = finish(final)
+            self.storage.delete_prefix(final)
+            digest = finish(final)
         else:
             with staged_output(final, overwrite=True) as stage:
                 digest = finish(stage)

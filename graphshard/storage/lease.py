@@ -1,8 +1,8 @@
 """Leases on a store (or a folder hosts share): a prefix a run works in (a scratch root, a step's cache build, an
 output it is publishing to) is marked by a small record its process rewrites while it works, so that a later run
-can delete what a killed run left there, and leave alone what a live one is writing. A store has no process to ask
-whether it is alive, and hosts share no clock but the store's: a lease's age is its record's time against the
-asking run's own record, both stamped by the store."""
+can delete what a killed run left there, leave alone what a live one is writing, and wait for a live one building
+what it needs (`claimed`). A store has no process to ask whether it is alive, and hosts share no clock but the
+store's: a lease's age is its record's time against the asking run's own record, both stamped by the store."""
 
 from __future__ import annotations
 
@@ -11,35 +11,122 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from graphshard.storage.failures import StorageError
 from graphshard.storage.locations import Location
 from graphshard.storage.store import Storage
 
 LEASES = ".leases"  # the records of a scratch folder's prefixes, `<where>/.leases/<name>.json`
-DEFAULT_SECONDS = 3600.0
+DEFAULT_SECONDS = 600.0
+POLL_SECONDS = 2.0  # how often a run waiting for another's claim looks again
 log = logging.getLogger(__name__)
 
 
 def lease_seconds() -> float:
-    """How long a record may go unrenewed before its run counts as dead (`GRAPHSHARD_LEASE` seconds; default an
-    hour: a paused process keeps its prefixes that long, a killed one's stay that long)."""
+    """How long a record may go unrenewed before its run counts as dead (`GRAPHSHARD_LEASE` seconds; default ten
+    minutes: a paused process keeps its prefixes that long, a killed one's stay that long, and a run waits that
+    long for a claim that a run killed on another host left; one on this host is taken over at once)."""
     return float(os.environ.get("GRAPHSHARD_LEASE") or DEFAULT_SECONDS)
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this id runs on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _record(where: Location, name: str) -> Location:
+    return where.join(LEASES).join(f"{name}.json")
+
+
+def _body() -> bytes:
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
 
 
 @contextmanager
 def held(storage: Storage, where: Location, name: str) -> Iterator[None]:
     """Hold `<where>/<name>` under a lease while the block runs: the record is written, renewed every quarter lease
     by a thread of this process, and deleted on exit (after the block has deleted the prefix itself)."""
-    record = where.join(LEASES).join(f"{name}.json")
-    body = json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
+    record, body = _record(where, name), _body()
     storage.write_bytes(record, body)
+    with _renewed(storage, record, body):
+        yield
+
+
+@contextmanager
+def claimed(storage: Storage, where: Location, name: str,
+            waiting: Callable[[str], None] | None = None) -> Iterator[bool]:
+    """Hold `<where>/<name>` under a lease that no other process holds at the same time (the record is created
+    only where none is: `Storage.write_new`). While another live process holds it, wait, telling `waiting` once
+    who it is; a holder that died (its process gone, on this host; its record unrenewed for a lease, on any) is
+    taken over. Yields whether it waited, i.e. whether another process may have just built what the block builds."""
+    record, body = _record(where, name), _body()
+    waited = False
+    while not storage.write_new(record, body):
+        holder = _live_holder(storage, where, name)
+        if holder is None:
+            continue
+        if not waited:
+            (waiting or (lambda who: log.info("waiting for %s, held by %s", where.join(name), who)))(holder)
+        waited = True
+        time.sleep(POLL_SECONDS)
+    with _renewed(storage, record, body):
+        yield waited
+
+
+def _live_holder(storage: Storage, where: Location, name: str) -> str | None:
+    """Who holds the lease `name` under `where` ("pid P on H, renewed S s ago"); None when nobody does any more:
+    the record went, or its holder died (a process gone on this host, a record unrenewed for a lease by the store's
+    clock) and the record is deleted here."""
+    record = _record(where, name)
+    try:
+        who = json.loads(storage.read_bytes(record))
+    except StorageError:
+        return None  # released between the attempt and this read
+    except ValueError:
+        who = {}
+    host, pid = who.get("host"), who.get("pid")
+    if host == socket.gethostname() and isinstance(pid, int):
+        dead, held_for = not alive(pid), "on this host"
+    else:
+        age = _age(storage, where, name)
+        if age is None:
+            return None
+        dead, held_for = age > lease_seconds(), f"renewed {max(age, 0.0):.0f} s ago"
+    if dead:
+        log.info("taking over %s from pid %s on %s, which is gone", where.join(name), pid, host)
+        storage.delete_prefix(record)
+        return None
+    return f"pid {pid} on {host}, {held_for}"
+
+
+def _age(storage: Storage, where: Location, name: str) -> float | None:
+    """Seconds since the record `name` was last written, by the store's clock (a probe written now); None when
+    the record is gone."""
+    probe = f"{name}.probe-{uuid.uuid4().hex[:8]}"  # not a `.json`: no lease's record
+    storage.write_bytes(where.join(LEASES).join(probe), b"")
+    stamped = storage.modified(where.join(LEASES))
+    storage.delete_prefix(where.join(LEASES).join(probe))
+    if f"{name}.json" not in stamped or probe not in stamped:
+        return None
+    return stamped[probe] - stamped[f"{name}.json"]
+
+
+@contextmanager
+def _renewed(storage: Storage, record: Location, body: bytes) -> Iterator[None]:
+    """Rewrite `record` every quarter lease from a thread while the block runs; delete it after."""
     stop = threading.Event()
     renewer = threading.Thread(target=_renew, args=(storage, record, body, stop), daemon=True,
-                               name=f"graphshard-lease-{name}")
+                               name=f"graphshard-lease-{record.path.rsplit('/', 1)[-1]}")
     renewer.start()
     try:
         yield

@@ -308,6 +308,7 @@ class Storage:
         if loc.is_local:
             tmp = f"{loc.path}.new-{uuid.uuid4().hex[:8]}"
             with self.translated(loc, "write"):
+                os.makedirs(os.path.dirname(loc.path), exist_ok=True)
                 with open(tmp, "wb") as fh:
                     fh.write(data)
                 try:

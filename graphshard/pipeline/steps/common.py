@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 import tempfile
 import time
 from contextlib import nullcontext
@@ -132,6 +133,13 @@ def step_progress(step: str, client: Client | None) -> StepProgress | nullcontex
     return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)])
 
 
+def _waiting(logger: logging.Logger, step: str, key: str, holder: str) -> None:
+    """Say on the terminal too (a run that waits looks hung otherwise) that another run builds this artifact."""
+    message = f"{step}: waiting for another run building the same artifact (key {key[:12]}: {holder})"
+    logger.info("%s", message)
+    print(message, file=sys.stderr)
+
+
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str],
              make: Callable[[Path | Location, Client], dict],
              cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = (),
@@ -164,14 +172,15 @@ def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str],
         The built artifact, or a Cached state holding the reused one.
     """
     logger = get_run_logger()
-    if not force:
-        hit = store.lookup(step, key)
-        if hit is not None:
-            logger.info("%s: reusing %s (key %s)", step, hit.folder, key[:12])
-            return Completed(data=hit, name="Cached", message=f"{step} artifact {key[:12]} reused")
-    logger.info("%s: building %s%s", step, store.folder(step, key), " (forced)" if force else "")
-    client = cluster.get() if cluster is not None else None
-    with step_progress(step, client if progress else None):
-        result = store.build(step, key, lambda stage: make(stage, client), inputs, volatile)
+    result = None if force else store.lookup(step, key)
+    if result is None:
+        logger.info("%s: building %s%s", step, store.folder(step, key), " (forced)" if force else "")
+        client = cluster.get() if cluster is not None else None
+        with step_progress(step, client if progress else None):
+            result = store.build(step, key, lambda stage: make(stage, client), inputs, volatile, fresh=force,
+                                 waiting=functools.partial(_waiting, logger, step, key))
+    if result.reused:
+        logger.info("%s: reusing %s (key %s)", step, result.folder, key[:12])
+        return Completed(data=result, name="Cached", message=f"{step} artifact {key[:12]} reused")
     logger.info("%s: done in %.1f s", step, result.summary["seconds"])
     return result

@@ -1,0 +1,95 @@
+"""A step's build holds its key alone (graphshard.storage.lease.claimed): a second build of the same key waits for
+the first and reuses its artifact; a holder that died is taken over, at once on this host (its process is gone),
+after a lease elsewhere (its record is no longer renewed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from graphshard.pipeline.cache import StepStore
+from graphshard.storage import Storage, lease, location
+
+
+@pytest.fixture(params=["local", "s3"])
+def work(request, tmp_path):
+    """A work folder on this host's disk, and on a store."""
+    return tmp_path / "work" if request.param == "local" else location(f"{request.getfixturevalue('s3_bucket')}/work")
+
+
+def _maker(calls: list, started: threading.Event | None = None, seconds: float = 0.0):
+    def make(stage):
+        calls.append(threading.current_thread().name)
+        if started is not None:
+            started.set()
+        time.sleep(seconds)
+        Storage().write_bytes(location(str(stage / "a.bin")), b"data")
+        return {"rows": 1}
+    return make
+
+
+def _claim(work, step: str, key: str):
+    return lease._record(location(str(work / step)), key)
+
+
+def test_a_second_build_of_the_same_key_waits_and_reuses_the_first(work):
+    store, calls, started, told = StepStore(work), [], threading.Event(), []
+    first = threading.Thread(target=lambda: store.build("assign", "k", _maker(calls, started, 3.0), {}), name="one")
+    first.start()
+    assert started.wait(30)
+    second = store.build("assign", "k", _maker(calls), {}, waiting=told.append)
+    first.join()
+    assert calls == ["one"] and second.reused and second.summary["rows"] == 1  # built once, by the first
+    assert len(told) == 1 and "on this host" in told[0]
+    assert not Storage().exists(_claim(work, "assign", "k"))  # released
+    assert not store.build("assign", "k", _maker(calls), {}, fresh=True).reused and len(calls) == 2
+
+
+def test_a_claim_whose_process_is_gone_is_taken_over_at_once(work):
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    record = _claim(work, "assign", "k")
+    Storage().write_bytes(record, json.dumps({"host": lease.socket.gethostname(), "pid": dead}).encode())
+    calls, told = [], []
+    start = time.perf_counter()
+    result = StepStore(work).build("assign", "k", _maker(calls), {}, waiting=told.append)
+    assert not result.reused and len(calls) == 1 and not told and time.perf_counter() - start < 10
+
+
+def test_another_hosts_claim_is_waited_for_until_its_lease_lapses(work, monkeypatch):
+    monkeypatch.setenv("GRAPHSHARD_LEASE", "3")
+    monkeypatch.setattr(lease, "POLL_SECONDS", 0.2)
+    Storage().write_bytes(_claim(work, "assign", "k"), json.dumps({"host": "elsewhere", "pid": 1}).encode())
+    calls, told = [], []
+    start = time.perf_counter()
+    result = StepStore(work).build("assign", "k", _maker(calls), {}, waiting=told.append)
+    assert not result.reused and len(calls) == 1 and time.perf_counter() - start >= 2
+    assert len(told) == 1 and "pid 1 on elsewhere, renewed" in told[0]
+
+
+@pytest.mark.slow
+def test_two_runs_of_one_config_at_once_build_each_step_once(tmp_path, make_graph):
+    """`graphshard run job.yaml` started twice (a deployment triggered twice): the second, started while the first
+    builds its shuffle, waits for the step the first is building and reuses it; every step is built once between
+    them, and both succeed."""
+    from flow_helpers import subprocess_env, wait_for, write_config
+
+    config = write_config(tmp_path, make_graph("rmat", nodes=100_000, edges=1_500_000, chunks=6))
+    cmd = [sys.executable, "-m", "graphshard.cli", "run", str(config)]
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = subprocess.Popen(cmd, stdout=open(logs[0], "w"), stderr=subprocess.STDOUT, env=subprocess_env())
+    wait_for(lambda: list((tmp_path / "work" / "shuffle").glob(".leases/*.json")), 300, "the first run's shuffle")
+    second = subprocess.Popen(cmd, stdout=open(logs[1], "w"), stderr=subprocess.STDOUT, env=subprocess_env())
+    assert first.wait(timeout=600) == 0 and second.wait(timeout=600) == 0, [p.read_text() for p in logs]
+    text = [p.read_text() for p in logs]
+    assert ": waiting for another run building the same artifact" in text[1], text[1]  # on the terminal
+    cached = [set(t.split("; cached: ")[1].split("\n")[0].split(", ")) for t in text]
+    for step in ("ingest", "assign", "shuffle", "validate"):  # built by one run, reused by the other
+        assert (step in cached[0]) != (step in cached[1]), cached
+    assert Path(tmp_path / "out" / "rmat.json").exists() and not list((tmp_path / "work").glob("*/.leases/*"))
