@@ -1,5 +1,7 @@
 """`graphshard fetch` from a local S3 server (moto, its own process) with 1 and several parallel transfers, against
-the floor: the same files copied by s3fs alone (`fs.get`, its own parallel downloads) in the same run.
+the floor: the same files copied by s3fs alone (`fs.get`, its own parallel downloads) in the same run; and the same
+fetch again with `--overwrite` over the folder it wrote (a training host's start-up script run twice: the files
+already there are checked and kept).
 
 A partition set is written by `graphshard dispatch` of a generated R-MAT graph, uploaded through the storage layer,
 then fetched `--rounds` times per variant (fresh process each: `graphshard fetch`); figures are process wall times.
@@ -73,10 +75,13 @@ def main() -> None:
                     **{f"graphshard fetch --transfers {t}": [sys.executable, "-m", "graphshard.cli", "fetch",
                                                              f"{url}/{config.name}", "--out", str(work / "out"),
                                                              "--transfers", str(t)] for t in (1, 4)}}
+        again = "graphshard fetch --overwrite, the set already there"
+        variants[again] = [*variants["graphshard fetch --transfers 4"], "--overwrite"]  # runs right after that one
         times: dict[str, list[float]] = {v: [] for v in variants}
         for _ in range(args.rounds):
             for name, cmd in variants.items():
-                shutil.rmtree(work / "out", ignore_errors=True)
+                if name != again:
+                    shutil.rmtree(work / "out", ignore_errors=True)
                 times[name].append(timed(cmd, env))
         floor_median = statistics.median(times["s3fs get (floor)"])
         print(f"set: {total / 1e6:.1f} MB, {args.parts} parts, R-MAT {args.nodes:,} nodes / {args.edges:,} edges")

@@ -466,7 +466,7 @@ def test_a_failed_file_stops_the_other_transfers_at_their_next_block(tmp_path: P
     monkeypatch.setattr(fetch_module, "_blocks", endless)
     huge = FileEntry(size=10**12, digest="0" * 32)
     jobs = [(location(str(tmp_path / n)), tmp_path / "out" / n, huge, None) for n in ("big.bin", "bad.bin")]
-    start = time.perf_counter()
+    threads, start = threading.active_count(), time.perf_counter()
     with pytest.raises(GraphshardError, match="bad.bin: damaged"):
         fetch_module._copy_all(Storage(), jobs, transfers=2)
-    assert time.perf_counter() - start < 5 and threading.active_count() < 10  # the pool's threads ended too
+    assert time.perf_counter() - start < 5 and threading.active_count() <= threads  # the pool's threads ended too

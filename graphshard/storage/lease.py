@@ -73,7 +73,8 @@ def claimed(storage: Storage, where: Location, name: str,
     waited = False
     while not storage.write_new(record, body):
         holder = _live_holder(storage, where, name)
-        if holder is None:
+        if holder is None:  # released, or its holder died: try again (a moment later, should the store lag)
+            time.sleep(0.1)
             continue
         if not waited:
             (waiting or (lambda who: log.info("waiting for %s, held by %s", where.join(name), who)))(holder)
@@ -94,14 +95,15 @@ def _live_holder(storage: Storage, where: Location, name: str) -> str | None:
         return None  # released between the attempt and this read
     except ValueError:
         who = {}
-    host, pid = who.get("host"), who.get("pid")
+    host, pid = (who.get("host"), who.get("pid")) if isinstance(who, dict) else (None, None)
     if host == socket.gethostname() and isinstance(pid, int):
         dead, held_for = not alive(pid), "on this host"
     else:
         age = _age(storage, where, name)
         if age is None:
             return None
-        dead, held_for = age > lease_seconds(), f"renewed {max(age, 0.0):.0f} s ago"
+        dead, held_for = age > lease_seconds(), (f"renewed {max(age, 0.0):.0f} s ago; taken over once not renewed "
+                                                 f"for {lease_seconds():.0f} s, GRAPHSHARD_LEASE")
     if dead:
         log.info("taking over %s from pid %s on %s, which is gone", where.join(name), pid, host)
         storage.delete_prefix(record)
@@ -110,15 +112,15 @@ def _live_holder(storage: Storage, where: Location, name: str) -> str | None:
 
 
 def _age(storage: Storage, where: Location, name: str) -> float | None:
-    """Seconds since the record `name` was last written, by the store's clock (a probe written now); None when
-    the record is gone."""
+    """Seconds since the record `name` was last written, by the store's clock (a probe written now; 0 on a store
+    that gives no times); None when the record is gone."""
     probe = f"{name}.probe-{uuid.uuid4().hex[:8]}"  # not a `.json`: no lease's record
     storage.write_bytes(where.join(LEASES).join(probe), b"")
     stamped = storage.modified(where.join(LEASES))
     storage.delete_prefix(where.join(LEASES).join(probe))
-    if f"{name}.json" not in stamped or probe not in stamped:
+    if not storage.exists(_record(where, name)):
         return None
-    return stamped[probe] - stamped[f"{name}.json"]
+    return stamped[probe] - stamped[f"{name}.json"] if f"{name}.json" in stamped and probe in stamped else 0.0
 
 
 @contextmanager
