@@ -60,3 +60,25 @@ def test_a_level_stops_after_the_round_that_gains_too_little(refinement):
         assert all(g >= REFINE_GAIN * c for g, c in zip(gains[:-1], cuts[:-1])), level
         on_gain += gains[-1] < REFINE_GAIN * cuts[-1] and len(cuts) < 20
     assert on_gain >= 1
+
+
+def test_jet_passes_in_more_rounds_of_a_level_of_several_blocks(make_graph, tmp_path):
+    """A level of several blocks runs a Jet pass in each of its first `multilevel_jet_rounds` refinement rounds: each
+    block's first pass saw the others' parts of the round's start, so a second, against their moves, cuts less again
+    (Chung-Lu 500k / 5M edges, k=64: 1.029x METIS's cut with one pass, 1.013x with two); balance still holds, and
+    the same options give the same bytes."""
+    md = make_graph("chunglu", nodes=20_000, edges=200_000, chunks=2)
+
+    def run(name: str, rounds: int) -> tuple[dict, bytes]:
+        out = tmp_path / name
+        assign(md, out, 16, AssignOptions(method="multilevel", multilevel_coarse_nodes=2_000,
+                                          multilevel_block_edges=25_000, multilevel_jet_rounds=rounds))
+        report = json.loads((out / REPORT_FILE).read_text())
+        assert report["partitioner"]["levels"][0]["blocks"] > 1
+        return report, b"".join(p.read_bytes() for p in sorted(out.glob("*.txt")))
+
+    one, _ = run("one", 1)
+    two, parts = run("two", 2)
+    assert two["edge_cut"]["count"] < one["edge_cut"]["count"]  # 149,394 against 154,064 edges
+    assert max(two["imbalance"].values()) <= 1.03 + 1e-9
+    assert run("again", 2)[1] == parts

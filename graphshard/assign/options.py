@@ -37,8 +37,10 @@ Fields:
   the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`,
   the best of `multilevel_initial_tries` seeds; `multilevel_fm`: a boundary FM pass after each refinement sweep;
   `multilevel_jet`: a Jet pass (moves that may overfill a part, then a rebalance) before it in each level's first
-  refinement round. `multilevel_vcycles`: cycles after the first, each coarsening again with clusters kept within
-  the parts found and refining back (about one more coarsening and refinement each).
+  refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (each block's
+  pass saw the others' parts of the round's start: the next round's pass, against their moves, gains again).
+  `multilevel_vcycles`: cycles after the first, each coarsening again with clusters kept within the parts found
+  and refining back (about one more coarsening and refinement each).
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
   ships). `metis_niter` (metis): refinement iterations per uncoarsening level (METIS_OPTION_NITER; unset: METIS's
   default, 10); `partition_graph` sets 1, as DGL's `partition_graph` does (faster, a slightly larger cut).
@@ -66,7 +68,7 @@ METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "multilevel_block_edges",
                         "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
-                        "multilevel_initial_tries", "multilevel_fm", "multilevel_jet",
+                        "multilevel_initial_tries", "multilevel_fm", "multilevel_jet", "multilevel_jet_rounds",
                         "multilevel_vcycles"})
 FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
 FETCH_REFINE = frozenset({"fetch_refine_rounds"})  # whole-graph methods: the post-pass on the expected remote share
@@ -151,6 +153,7 @@ class FlatOptions(BaseModel):
     multilevel_initial_tries: int = Field(default=1, ge=1)
     multilevel_fm: bool = True
     multilevel_jet: bool = True
+    multilevel_jet_rounds: int = Field(default=2, ge=1)
     multilevel_vcycles: int = Field(default=0, ge=0)
 
 

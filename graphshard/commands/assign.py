@@ -81,6 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multilevel: label propagation rounds per coarsening level (default 6)")
     parser.add_argument("--multilevel-refine-rounds", type=int, default=8,
                         help="multilevel: refinement rounds per level at most (default 8)")
+    parser.add_argument("--multilevel-jet-rounds", type=int, default=2,
+                        help="multilevel: refinement rounds of a level of several blocks that run a Jet pass "
+                             "(default 2; up to --multilevel-refine-rounds: a smaller cut, more time)")
     parser.add_argument("--multilevel-vcycles", type=int, default=0,
                         help="multilevel: cycles after the first, each coarsening within the parts found, "
                              "partitioning afresh (the lower cut kept) and refining back; each costs about one more "
@@ -116,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             multilevel_coarse_nodes=args.multilevel_coarse_nodes, multilevel_coarse_edges=args.multilevel_coarse_edges,
             multilevel_block_edges=args.multilevel_block_edges,
             multilevel_lp_rounds=args.multilevel_lp_rounds, multilevel_refine_rounds=args.multilevel_refine_rounds,
-            multilevel_vcycles=args.multilevel_vcycles)
+            multilevel_jet_rounds=args.multilevel_jet_rounds, multilevel_vcycles=args.multilevel_vcycles)
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"{_flag(str(first['loc'][0]))}: {first['msg']}") from None

@@ -34,8 +34,10 @@ CLUSTER_SLACK = 2.0
 # R-MAT 1M / 20M: k=16 cut 78.1% -> 74.8%, k=4 38.2% -> 39.0% (a sixth: 75.1%, 39.4%); on the small test graphs,
 # whose coarsest nodes are heavy, it cost 10-20%, hence the condition.
 INITIAL_SLACK = 3
-# Refinement rounds per level that run a Jet pass (refine.py; a pass runs until it stops gaining, so later rounds
-# only carry the other blocks' moves and need LP + FM alone).
+# Refinement rounds that run a Jet pass on a level of one block (refine.py; a pass runs until it stops gaining). A
+# level of several blocks runs one in each of its first `multilevel_jet_rounds`: each block's pass saw the other
+# blocks' parts of the round's start, and the next round's pass, against their moves, gains again (BENCHMARKS.md,
+# issue 18, "Jet passes in more rounds of a level of several blocks").
 JET_ROUNDS = 1
 # A level's refinement ends after a round that gains under this share of the level's cut (R-MAT 20M, level 0: rounds
 # 4-8 gained 0.35% to 0.11% each, 1.1% in all, for 40% of the refinement's time; the small quality matrix: mean
@@ -240,13 +242,14 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
     and the gain its blocks saw)."""
     load, rnd, fixed = fix_overweight(level, plan, load, 0, client)
     moves, gains, cuts = [], [], []
+    jet_rounds = JET_ROUNDS if len(level.blocks) == 1 else plan.options.multilevel_jet_rounds
     for i in range(plan.options.multilevel_refine_rounds):
         create(level.parts(rnd + 1), (level.nodes,), np.int32)
         budget = (plan.bound - load) // len(level.blocks)
         results = run_tasks(client, STEP, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
                             level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
                             budget=budget, fm=plan.options.multilevel_fm,
-                            jet=plan.options.multilevel_jet and i < JET_ROUNDS)
+                            jet=plan.options.multilevel_jet and i < jet_rounds)
         load, moved, gain, cut = _sum_results(results, load)
         remove(level.parts(rnd))
         rnd += 1
