@@ -62,6 +62,42 @@ def test_a_claim_whose_process_is_gone_is_taken_over_at_once(work):
     assert not result.reused and len(calls) == 1 and not told and time.perf_counter() - start < 10
 
 
+def _dead_record(work) -> bytes:
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                              text=True).stdout)
+    body = json.dumps({"host": lease.socket.gethostname(), "pid": dead}).encode()
+    Storage().write_bytes(_claim(work, "assign", "k"), body)
+    return body
+
+
+def test_a_takeover_judged_on_a_stale_read_never_deletes_the_new_holders_record(work):
+    """Two waiters find the same dead holder: the first takes over and holds the claim; the second, acting on its
+    older read, must not delete the first's record (both would then build), during that claim or after it."""
+    storage, where, dead = Storage(), location(str(work / "assign")), _dead_record(work)
+    with lease.claimed(storage, where, "k") as waited:
+        mine = storage.read_bytes(_claim(work, "assign", "k"))
+        assert not waited and mine != dead
+        assert not lease._take_over(storage, where, "k", dead, [])  # the first's marker stands
+        assert storage.read_bytes(_claim(work, "assign", "k")) == mine
+    assert not [n for n in storage.modified(where.join(lease.LEASES)) if ".gone-" in n]  # released with the claim
+    with lease.claimed(storage, where, "k"):
+        mine = storage.read_bytes(_claim(work, "assign", "k"))
+        assert lease._take_over(storage, where, "k", dead, [])  # stale: the record is no longer the dead one's
+        assert storage.read_bytes(_claim(work, "assign", "k")) == mine
+
+
+def test_a_takeover_left_half_done_by_a_killed_waiter_is_taken_again_after_a_lease(work, monkeypatch):
+    monkeypatch.setenv("GRAPHSHARD_LEASE", "1")
+    monkeypatch.setattr(lease, "POLL_SECONDS", 0.2)
+    storage, where, dead = Storage(), location(str(work / "assign")), _dead_record(work)
+    assert lease._take_over(storage, where, "k", dead, [])  # its marker, then "killed" before the delete
+    storage.write_bytes(_claim(work, "assign", "k"), dead)
+    told = []
+    with lease.claimed(storage, where, "k", waiting=told.append) as waited:
+        assert waited and "another run taking over" in told[0]
+    assert not storage.exists(_claim(work, "assign", "k"))
+
+
 def test_another_hosts_claim_is_waited_for_until_its_lease_lapses(work, monkeypatch):
     monkeypatch.setenv("GRAPHSHARD_LEASE", "3")
     monkeypatch.setattr(lease, "POLL_SECONDS", 0.2)

@@ -6,6 +6,7 @@ store's: a lease's age is its record's time against the asking run's own record,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -49,7 +50,8 @@ def _record(where: Location, name: str) -> Location:
 
 
 def _body() -> bytes:
-    return json.dumps({"host": socket.gethostname(), "pid": os.getpid()}).encode()
+    """A record's content: who holds it, and a token that no other holding shares (a takeover compares it)."""
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": uuid.uuid4().hex}).encode()
 
 
 @contextmanager
@@ -70,57 +72,83 @@ def claimed(storage: Storage, where: Location, name: str,
     who it is; a holder that died (its process gone, on this host; its record unrenewed for a lease, on any) is
     taken over. Yields whether it waited, i.e. whether another process may have just built what the block builds."""
     record, body = _record(where, name), _body()
-    waited = False
-    while not storage.write_new(record, body):
-        holder = _live_holder(storage, where, name)
-        if holder is None:  # released, or its holder died: try again (a moment later, should the store lag)
-            time.sleep(0.1)
-            continue
-        if not waited:
-            (waiting or (lambda who: log.info("waiting for %s, held by %s", where.join(name), who)))(holder)
-        waited = True
-        time.sleep(POLL_SECONDS)
-    with _renewed(storage, record, body):
-        yield waited
+    waited, markers = False, []
+    try:
+        while not storage.write_new(record, body):
+            holder = _live_holder(storage, where, name, markers)
+            if holder is None:  # released, or its holder died: try again (a moment later, should the store lag)
+                time.sleep(0.1)
+                continue
+            if not waited:
+                (waiting or (lambda who: log.info("waiting for %s, held by %s", where.join(name), who)))(holder)
+            waited = True
+            time.sleep(POLL_SECONDS)
+        with _renewed(storage, record, body):
+            yield waited
+    finally:
+        for marker in markers:
+            storage.delete_prefix(marker)
 
 
-def _live_holder(storage: Storage, where: Location, name: str) -> str | None:
+def _live_holder(storage: Storage, where: Location, name: str, markers: list[Location]) -> str | None:
     """Who holds the lease `name` under `where` ("pid P on H, renewed S s ago"); None when nobody does any more:
     the record went, or its holder died (a process gone on this host, a record unrenewed for a lease by the store's
-    clock) and the record is deleted here."""
+    clock) and the record is deleted here (`_take_over`, which adds its marker to `markers`)."""
     record = _record(where, name)
     try:
-        who = json.loads(storage.read_bytes(record))
+        raw = storage.read_bytes(record)
     except StorageError:
         return None  # released between the attempt and this read
+    try:
+        who = json.loads(raw)
     except ValueError:
         who = {}
     host, pid = (who.get("host"), who.get("pid")) if isinstance(who, dict) else (None, None)
     if host == socket.gethostname() and isinstance(pid, int):
         dead, held_for = not alive(pid), "on this host"
     else:
-        age = _age(storage, where, name)
+        age = _age(storage, where, f"{name}.json")
         if age is None:
             return None
         dead, held_for = age > lease_seconds(), (f"renewed {max(age, 0.0):.0f} s ago; taken over once not renewed "
                                                  f"for {lease_seconds():.0f} s, GRAPHSHARD_LEASE")
     if dead:
-        log.info("taking over %s from pid %s on %s, which is gone", where.join(name), pid, host)
-        storage.delete_prefix(record)
-        return None
+        return None if _take_over(storage, where, name, raw, markers) else f"another run taking over from pid {pid}"
     return f"pid {pid} on {host}, {held_for}"
 
 
-def _age(storage: Storage, where: Location, name: str) -> float | None:
-    """Seconds since the record `name` was last written, by the store's clock (a probe written now; 0 on a store
-    that gives no times); None when the record is gone."""
-    probe = f"{name}.probe-{uuid.uuid4().hex[:8]}"  # not a `.json`: no lease's record
+def _take_over(storage: Storage, where: Location, name: str, dead: bytes, markers: list[Location]) -> bool:
+    """Delete the record of a holder judged dead, if it is still that record; False when another waiter is doing
+    so. One waiter alone may (it creates the marker `<name>.gone-<digest of the record>` first, `Storage.write_new`,
+    and deletes it once its own claim is released), so a waiter whose judgement came from a read older than
+    another's takeover never deletes the record of the run that took over (records never repeat: each holds a token
+    of its own). A marker left for a lease (its waiter killed mid-takeover) is deleted, to be taken again."""
+    gone = f"{name}.gone-{hashlib.sha256(dead).hexdigest()[:16]}"
+    marker = where.join(LEASES).join(gone)
+    if not storage.write_new(marker, b""):
+        if (_age(storage, where, gone) or 0.0) > lease_seconds():
+            storage.delete_prefix(marker)
+        return False
+    markers.append(marker)
+    try:
+        if storage.read_bytes(_record(where, name)) == dead:
+            log.info("taking over %s from its holder, which is gone", where.join(name))
+            storage.delete_prefix(_record(where, name))
+    except StorageError:
+        pass  # released meanwhile
+    return True
+
+
+def _age(storage: Storage, where: Location, file: str) -> float | None:
+    """Seconds since `<where>/.leases/<file>` was last written, by the store's clock (a probe written now; 0 on a
+    store that gives no times); None when the file is gone."""
+    probe = f"{file}.probe-{uuid.uuid4().hex[:8]}"  # not a `.json`: no lease's record
     storage.write_bytes(where.join(LEASES).join(probe), b"")
     stamped = storage.modified(where.join(LEASES))
     storage.delete_prefix(where.join(LEASES).join(probe))
-    if not storage.exists(_record(where, name)):
+    if not storage.exists(where.join(LEASES).join(file)):
         return None
-    return stamped[probe] - stamped[f"{name}.json"] if f"{name}.json" in stamped and probe in stamped else 0.0
+    return stamped[probe] - stamped[file] if file in stamped and probe in stamped else 0.0
 
 
 @contextmanager
