@@ -98,6 +98,17 @@ def test_a_takeover_left_half_done_by_a_killed_waiter_is_taken_again_after_a_lea
     assert not storage.exists(_claim(work, "assign", "k"))
 
 
+def test_a_holder_taken_over_while_paused_neither_renews_nor_deletes_the_new_record(work, monkeypatch):
+    monkeypatch.setenv("GRAPHSHARD_LEASE", "0.4")  # renewed every 0.1 s
+    storage, where = Storage(), location(str(work / "assign"))
+    other = json.dumps({"host": "elsewhere", "pid": 1, "token": "new holder"}).encode()
+    with lease.claimed(storage, where, "k"):
+        storage.write_bytes(_claim(work, "assign", "k"), other)  # taken over while this one was paused
+        time.sleep(0.5)
+        assert storage.read_bytes(_claim(work, "assign", "k")) == other
+    assert storage.read_bytes(_claim(work, "assign", "k")) == other
+
+
 def test_another_hosts_claim_is_waited_for_until_its_lease_lapses(work, monkeypatch):
     monkeypatch.setenv("GRAPHSHARD_LEASE", "3")
     monkeypatch.setattr(lease, "POLL_SECONDS", 0.2)

@@ -153,7 +153,8 @@ def _age(storage: Storage, where: Location, file: str) -> float | None:
 
 @contextmanager
 def _renewed(storage: Storage, record: Location, body: bytes) -> Iterator[None]:
-    """Rewrite `record` every quarter lease from a thread while the block runs; delete it after."""
+    """Rewrite `record` every quarter lease from a thread while the block runs; delete it after. A record another
+    run holds now (this process paused past a lease and was taken over) is neither rewritten nor deleted."""
     stop = threading.Event()
     renewer = threading.Thread(target=_renew, args=(storage, record, body, stop), daemon=True,
                                name=f"graphshard-lease-{record.path.rsplit('/', 1)[-1]}")
@@ -164,14 +165,27 @@ def _renewed(storage: Storage, record: Location, body: bytes) -> Iterator[None]:
         stop.set()
         renewer.join()
         try:
-            storage.delete_prefix(record)
+            if not _taken(storage, record, body):
+                storage.delete_prefix(record)
         except StorageError as e:  # the block's own outcome stands; the record lapses and a later run sweeps
             log.warning("could not delete the lease %s: %s", record, e)
+
+
+def _taken(storage: Storage, record: Location, body: bytes) -> bool:
+    """Whether `record` now holds another run's record (not `body`, and not gone)."""
+    try:
+        return storage.read_bytes(record) != body
+    except StorageError:
+        return False
 
 
 def _renew(storage: Storage, record: Location, body: bytes, stop: threading.Event) -> None:
     while not stop.wait(max(0.1, lease_seconds() / 4)):
         try:
+            if _taken(storage, record, body):
+                log.warning("lost the lease %s: another run took it over while this one was not renewing it",
+                            record)
+                return
             storage.write_bytes(record, body)
         except StorageError as e:  # the next renewal tries again; a lease lost for good fails the run elsewhere
             log.warning("could not renew the lease %s: %s", record, e)
