@@ -252,6 +252,7 @@ def main() -> None:
     if args.share:
         share(args)
         return
+    Path(args.tmp).mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out and args.out.exists() else []
     done = {(r["family"], r["method"], r["k"]) for r in rows}
     print(json.dumps({"machine": machine(), "extra": args.extra}), file=sys.stderr)
