@@ -19,7 +19,9 @@ from graphshard.assign.options import AssignOptions
 from graphshard.formats.chunked import load_metadata
 from graphshard.storage.scratch import scratch_space
 
-SMALL = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000}
+# Several blocks and levels, few rounds: these tests compare bytes, not cuts; on a store a round is many requests.
+SMALL = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000, "multilevel_lp_rounds": 3,
+         "multilevel_refine_rounds": 2}
 
 
 def _files(folder: Path, pattern: str = "*.txt") -> dict[str, bytes]:
