@@ -50,6 +50,22 @@ def test_write_new_writes_only_where_nothing_is(where, tmp_path, request):
         assert [p.name for p in target.local_path().parent.iterdir()] == ["graph.json"]  # no temporary left
 
 
+def test_write_new_on_s3_is_the_store_s_precondition_not_a_check(s3_bucket, monkeypatch):
+    """A writer that checked before the other's PUT landed (its `exists` says nothing is there) still loses."""
+    import s3fs
+
+    target, storage = location(f"{s3_bucket}/set/claim.json"), Storage()
+    assert storage.write_new(target, b"first") is True
+    monkeypatch.setattr(s3fs.S3FileSystem, "exists", lambda *a, **k: False)
+    monkeypatch.setattr(s3fs.S3FileSystem, "_exists", lambda *a, **k: _false())
+    assert storage.write_new(target, b"second") is False
+    assert storage.read_bytes(target) == b"first"
+
+
+async def _false() -> bool:
+    return False
+
+
 def test_exclusive_publish_on_s3_keeps_the_config_another_run_put(tmp_path, s3_bucket):
     storage, out = Storage(), location(f"{s3_bucket}/sets/g")
     src = tmp_path / "set"

@@ -302,8 +302,9 @@ class Storage:
 
     def write_new(self, where: str | Location, data: bytes) -> bool:
         """Write a small file or object only where none is; False (nothing written) when one is there already.
-        Atomic locally (a hard link of a written file) and on S3 (a PUT with If-None-Match: *); other stores check
-        first, so two writers at the same moment may both succeed there."""
+        Atomic locally (a hard link of a written file) and wherever the store's fsspec filesystem makes
+        `pipe_file(mode="create")` atomic (s3fs: a PUT with If-None-Match: *); fsspec's default checks first, so two
+        writers at the same moment may both succeed on a store without it."""
         loc = location(where)
         if loc.is_local:
             tmp = f"{loc.path}.new-{uuid.uuid4().hex[:8]}"
@@ -318,19 +319,11 @@ class Storage:
                 finally:
                     os.unlink(tmp)
             return True
-        fs = self.fs(loc)
         with self.translated(loc, "write"):
-            if loc.protocol not in ("s3", "s3a"):
-                if fs.exists(loc.path):
-                    return False
-                fs.pipe_file(loc.path, data)
-                return True
-            bucket, key, _ = fs.split_path(loc.path)
             try:
-                fs.call_s3("put_object", Bucket=bucket, Key=key, Body=data, IfNoneMatch="*")
-            except FileExistsError:  # s3fs's word for the failed precondition (412)
+                self.fs(loc).pipe_file(loc.path, data, mode="create")
+            except FileExistsError:  # the store's failed precondition (S3: 412), or fsspec's own check
                 return False
-            fs.invalidate_cache(loc.path)
         return True
 
     def write_bytes(self, where: str | Location, data: bytes) -> None:
