@@ -37,8 +37,8 @@ Fields:
   the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`,
   the best of `multilevel_initial_tries` seeds; `multilevel_fm`: a boundary FM pass after each refinement sweep;
   `multilevel_jet`: a Jet pass (moves that may overfill a part, then a rebalance) before it in each level's first
-  refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (each block's
-  pass saw the others' parts of the round's start: the next round's pass, against their moves, gains again).
+  refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (default 1: more
+  rounds cut a little less for more time).
   `multilevel_vcycles`: cycles after the first, each coarsening again with clusters kept within the parts found
   and refining back (about one more coarsening and refinement each).
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
@@ -153,7 +153,7 @@ class FlatOptions(BaseModel):
     multilevel_initial_tries: int = Field(default=1, ge=1)
     multilevel_fm: bool = True
     multilevel_jet: bool = True
-    multilevel_jet_rounds: int = Field(default=2, ge=1)
+    multilevel_jet_rounds: int = Field(default=1, ge=1)
     multilevel_vcycles: int = Field(default=0, ge=0)
 
 

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from graphshard.splitmix import GOLDEN, M1
-
-if TYPE_CHECKING:
-    from graphshard.assign.multilevel.store import Level
 
 
 def salt_of(seed: int, level: int, rnd: int) -> np.uint64:
@@ -32,9 +27,3 @@ def half(salt: np.uint64, lo: int, hi: int) -> np.ndarray:
     """Which nodes of [lo, hi) may move in this round: a seeded random half (two adjacent nodes of different blocks
     moving in the same round would swap labels rather than meet; with halves that happens a quarter as often)."""
     return (mix_ids(salt, lo, hi) & np.uint64(1)).astype(bool)
-
-
-def active_nodes(level: Level, salt: np.uint64, lo: int, hi: int) -> np.ndarray:
-    """The nodes of [lo, hi) that may move this round: a seeded half (`half`) when other blocks move at the same
-    time, every node when the level is one block."""
-    return half(salt, lo, hi) if len(level.bounds) > 2 else np.ones(hi - lo, dtype=bool)

@@ -34,11 +34,17 @@ CLUSTER_SLACK = 2.0
 # R-MAT 1M / 20M: k=16 cut 78.1% -> 74.8%, k=4 38.2% -> 39.0% (a sixth: 75.1%, 39.4%); on the small test graphs,
 # whose coarsest nodes are heavy, it cost 10-20%, hence the condition.
 INITIAL_SLACK = 3
-# Refinement rounds that run a Jet pass on a level of one block (refine.py; a pass runs until it stops gaining). A
-# level of several blocks runs one in each of its first `multilevel_jet_rounds`: each block's pass saw the other
-# blocks' parts of the round's start, and the next round's pass, against their moves, gains again (BENCHMARKS.md,
-# issue 18, "Jet passes in more rounds of a level of several blocks").
+# Refinement rounds that run a Jet pass on a level of one block (refine.py; a pass runs until it stops gaining); a
+# level of several blocks runs one in each of its first `multilevel_jet_rounds` (default 1: with phases, a second
+# round's pass changed the cuts by under 0.1% at 1.2-1.4x the time; BENCHMARKS.md, issue 18, "refinement in phases").
 JET_ROUNDS = 1
+# A level of several blocks refines each round in PHASES phases, blocks b % PHASES == i in phase i, every node of a
+# block free to move: a phase's blocks see the parts the phases before it left (the blocks of one phase see each
+# other's as of the phase's start), and each phase's blocks still split evenly over 2 or 4 threads (blocks are a
+# multiple of BLOCK_MULTIPLE, 4). Before, all blocks moved at once, a seeded half of the nodes each: the 18 larger
+# cells 0.911 -> 0.905x METIS, 5 -> 1 above; R-MAT 20M k=4 / 16 cut 8.27 / 38.8% -> 6.38 / 30.7%, wall 0.98-1.08x
+# / 0.67-0.74x METIS's (BENCHMARKS.md, issue 18, "refinement in phases").
+PHASES = 2
 # A level's refinement ends after a round that gains under this share of the level's cut (R-MAT 20M, level 0: rounds
 # 4-8 gained 0.35% to 0.11% each, 1.1% in all, for 40% of the refinement's time; the small quality matrix: mean
 # 0.874 -> 0.877 x METIS; BENCHMARKS.md, issue 18, "cheaper rounds").
@@ -192,7 +198,8 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
 
 def _sum_results(results: list[tuple[np.ndarray, int, int, int]], load: np.ndarray
                  ) -> tuple[np.ndarray, int, int, int]:
-    """A refinement round's (load after it, moves, gain as the blocks saw it, the level's exact cut at its start)."""
+    """A refinement phase's (load after it, moves, gain as its blocks saw it, its blocks' cut at its start: the
+    level's cut, exactly, when the phase is every block)."""
     return (load + sum(r[0] for r in results), sum(r[1] for r in results), sum(r[2] for r in results),
             sum(r[3] for r in results) // 2)
 
@@ -237,28 +244,49 @@ def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.nda
 
 
 def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | None) -> tuple[np.ndarray, int, dict]:
-    """Fix overweight parts, then refinement rounds until one gains under REFINE_GAIN of the level's cut or the last
-    two moved few nodes; returns (load, last round, facts: moves, and per round the level's exact cut at its start
-    and the gain its blocks saw)."""
+    """Fix overweight parts, then refinement rounds (each in `phases`) until one gains under REFINE_GAIN of the
+    level's cut or the last two moved few nodes; returns (load, last parts map, facts: moves, and per round the cut
+    at its start and the gain its blocks saw)."""
     load, rnd, fixed = fix_overweight(level, plan, load, 0, client)
     moves, gains, cuts = [], [], []
     jet_rounds = JET_ROUNDS if len(level.blocks) == 1 else plan.options.multilevel_jet_rounds
     for i in range(plan.options.multilevel_refine_rounds):
-        create(level.parts(rnd + 1), (level.nodes,), np.int32)
-        budget = (plan.bound - load) // len(level.blocks)
-        results = run_tasks(client, STEP, f"ml-refine-L{level.index}", refine.refine_block, list(level.blocks),
-                            level=level, rnd=rnd, seed=plan.options.seed, nparts=plan.nparts, balance=plan.balance,
-                            budget=budget, fm=plan.options.multilevel_fm,
-                            jet=plan.options.multilevel_jet and i < jet_rounds)
-        load, moved, gain, cut = _sum_results(results, load)
-        remove(level.parts(rnd))
-        rnd += 1
+        moved = gain = cut = 0
+        for blocks, copies in phases(level):
+            load, m, g, c = _refine_phase(level, plan, load, rnd, blocks, copies, i < jet_rounds, client)
+            rnd, moved, gain, cut = rnd + 1, moved + m, gain + g, cut + c
         moves.append(moved)
         gains.append(gain)
         cuts.append(cut)
         if gain < REFINE_GAIN * cut or (len(moves) >= 2 and moves[-1] + moves[-2] <= level.nodes // 1000):
             break
     return load, rnd, {"rebalance_moves": fixed, "refine_moves": moves, "round_cuts": cuts, "round_gains": gains}
+
+
+def phases(level: Level) -> list[tuple[list[int], list[list[int]]]]:
+    """A refinement round's phases, PHASES of them on a level of several blocks: (the blocks that move, for each the
+    ranges of the other blocks it copies into the phase's parts map unchanged)."""
+    blocks = list(level.blocks)
+    count = min(len(blocks), PHASES)
+    out = []
+    for i in range(count):
+        moving, still = blocks[i::count], [b for b in blocks if b % count != i]
+        out.append((moving, [still[j::len(moving)] for j in range(len(moving))]))
+    return out
+
+
+def _refine_phase(level: Level, plan: Plan, load: np.ndarray, rnd: int, blocks: list[int], copies: list[list[int]],
+                  jet: bool, client: Client | None) -> tuple[np.ndarray, int, int, int]:
+    """One phase: its blocks refine from parts map rnd into map rnd+1 (each with its share of the parts' room), the
+    others' ranges copied; returns (load, moves, gain, the phase's blocks' cut at its start)."""
+    opts = plan.options
+    create(level.parts(rnd + 1), (level.nodes,), np.int32)
+    results = run_tasks(client, STEP, f"ml-refine-L{level.index}", refine.refine_block, list(zip(blocks, copies)),
+                        star=True, label=lambda item: f"b{item[0]}", level=level, rnd=rnd, seed=opts.seed,
+                        nparts=plan.nparts, balance=plan.balance, budget=(plan.bound - load) // len(blocks),
+                        fm=opts.multilevel_fm, jet=opts.multilevel_jet and jet)
+    remove(level.parts(rnd))
+    return _sum_results(results, load)
 
 
 def project(fine: Level, coarse: Level, rnd: int, client: Client | None) -> None:

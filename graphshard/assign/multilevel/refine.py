@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphshard.assign.multilevel.fm import fm_round
-from graphshard.assign.multilevel.hashing import active_nodes, mix_ids, salt_of
+from graphshard.assign.multilevel.hashing import mix_ids, salt_of
 from graphshard.assign.multilevel.jet import jet_pass
 from graphshard.assign.multilevel.kernels import block_cut, local_rows, rebalance_candidates, refine_round
 from graphshard.assign.multilevel.store import Level, gather, load_array, open_ro, read_block, write_range
@@ -42,15 +42,16 @@ def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
     return lo, hi, indptr, local_rows(indices, lo, hi), nbr, ew, own, vw
 
 
-def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
+def refine_block(b: int, copies: list[int], *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
                  budget: np.ndarray, fm: bool, jet: bool) -> tuple[np.ndarray, int, int, int]:
-    """One refinement round over block b into parts map rnd+1: a label propagation sweep, (with `jet`) a Jet pass
-    (jet.py), then (with `fm`) an FM pass over the same active nodes; returns (net weight change per part, moves,
-    cut gain as the block sees it: the other blocks' parts are those of the round's start, and the block's cut at
-    the round's start: `kernels.block_cut`, whose sum over the blocks is twice the level's cut)."""
+    """One refinement phase over block b into parts map rnd+1 (with the ranges of the blocks `copies`, which stay
+    still in this phase, copied): a label propagation sweep, (with `jet`) a Jet pass (jet.py), then (with `fm`) an
+    FM pass; returns (net weight change per part, moves, cut gain as the block sees it: the other blocks' parts are
+    those of map rnd, and the block's cut in map rnd: `kernels.block_cut`, whose sum over the blocks is twice the
+    level's cut)."""
     lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
     salt = salt_of(seed, level.index, 1000 + rnd)
-    active = active_nodes(level, salt, lo, hi)
+    active = np.ones(hi - lo, dtype=bool)
     start = block_cut(indptr, nbr, ew, own)
     delta, moves, gain = refine_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts)
     if jet:
@@ -62,6 +63,9 @@ def refine_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, bala
         moved, won = fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)
         moves, gain = moves + moved, gain + won
     write_range(level.parts(rnd + 1), lo, own)
+    for c in copies:
+        clo, chi = level.span(c)
+        write_range(level.parts(rnd + 1), clo, np.array(open_ro(level.parts(rnd))[clo:chi]))
     return delta, int(moves), int(gain), int(start)
 
 
