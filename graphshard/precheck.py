@@ -82,7 +82,8 @@ def feature_specs(graph: ChunkedGraph) -> list[tuple[str, ChunkFileSpec, int]]:
 
 def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats: list[FileStat],
                      expected_rows: int) -> list[GraphshardError]:
-    """Problems across the files of one feature: total rows (when counted), the same row shape and dtype."""
+    """Problems across the files of one feature: total rows (when counted), the same row shape and dtype in every
+    file with rows (an empty chunk file, e.g. an empty csv, has neither to compare)."""
     problems = [p for s in stats for p in s.problems]
     if problems:
         return problems
@@ -90,11 +91,14 @@ def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats
     if None not in rows and sum(rows) != expected_rows:
         problems.append(InputError(graph.path(spec.data[0]), field, f"{expected_rows} rows in all (the type's count)",
                                    f"{sum(rows)} rows ({', '.join(map(str, rows))} per file)"))
-    shared = common_dtype({np.dtype(s.dtype) for s in stats}) is not None  # e.g. a csv of whole numbers, one of floats
-    for i, s in enumerate(stats[1:], start=1):
-        if s.row_shape != stats[0].row_shape or (s.dtype != stats[0].dtype and not shared):
+    filled = [(i, s) for i, s in enumerate(stats) if s.rows != 0]  # an empty file has no rows to disagree with
+    if not filled:
+        return problems
+    (first, ref), shared = filled[0], common_dtype({np.dtype(s.dtype) for _, s in filled}) is not None
+    for i, s in filled[1:]:  # shared: e.g. a csv of whole numbers beside one of floats
+        if s.row_shape != ref.row_shape or (s.dtype != ref.dtype and not shared):
             problems.append(InputError(graph.path(spec.data[i]), f"{field}.data[{i}]",
-                                       f"rows of shape {stats[0].row_shape} and dtype {stats[0].dtype} as in file 0",
+                                       f"rows of shape {ref.row_shape} and dtype {ref.dtype} as in file {first}",
                                        f"shape {s.row_shape}, dtype {s.dtype}"))
     return problems
 

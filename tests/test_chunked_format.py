@@ -318,3 +318,29 @@ def test_a_file_listed_twice_with_rows_is_warned_of(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="graphshard.precheck"):
         precheck(load_metadata(meta))
     assert not any("edges" in r.getMessage() for r in caplog.records), caplog.records
+
+
+@pytest.mark.parametrize("fmt", ["csv", "numpy"])
+def test_an_empty_feature_file_has_no_shape_or_dtype_to_disagree(tmp_path, fmt: str) -> None:
+    """An empty chunk file in a feature's list (an empty csv reads as int64 of no columns; an empty float64 npy beside
+    float32 ones) passes both checks, first in the list or not, and leaves the feature's dtype as its rows have it."""
+    g = load_metadata(_tiny(tmp_path / "g", fmt))
+    name = "node_data/empty" + (".csv" if fmt == "csv" else ".npy")
+    empty = g.path(name)
+    if fmt == "csv":
+        empty.write_text("")
+    else:
+        np.save(empty, np.zeros(0, dtype=np.float64))
+    x = g.node_data["a"]["x"]
+    x.data.insert(1, name)
+    g.edge_data["b:s:a"]["w"].data.insert(0, name)
+    assert precheck(g) == [] and check_graph(g) == []
+    rows = read_rows(g, x, 0, 3)
+    assert rows.dtype == read_chunk(g, x, 0).dtype and rows.tolist() == [[0, 1], [2, 3], [4, 5]]
+    if fmt == "csv":
+        g.path(x.data[2]).write_text("4 5 6\n")
+    else:
+        np.save(g.path(x.data[2]), np.zeros((1, 3), dtype=np.float32))
+    problems = precheck(g)
+    assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[2]", problems
+    assert "rows of shape (2,)" in str(problems[0]) and "as in file 0" in str(problems[0]), problems

@@ -686,7 +686,7 @@ class RowIndex:
         reader = reader_for(spec.format)
         found = each(lambda p: _rows_and_dtype(reader, graph.file(p), spec.format), spec.data,
                      not graph.base.is_local)
-        dtypes = {dtype for _, dtype in found}
+        dtypes = {dtype for rows, dtype in found if rows}  # an empty file's dtype (an empty csv's int64) is no data's
         dtype = common_dtype(dtypes) if len(dtypes) > 1 else None
         return cls(np.concatenate([[0], np.cumsum([rows for rows, _ in found])]).astype(np.int64), dtype)
 
