@@ -142,6 +142,7 @@ def test_metadata_problems_name_the_field(tmp_path):
         (lambda d: d["num_edges_per_chunk"][0].append(1), "edges['a:r:b'].data", "one file per chunk"),
         (lambda d: d["node_data"].update(c={}), "node_data['c']", "node type listed in node_type"),
         (lambda d: d["edge_type"].__setitem__(0, "a:r:z"), "edge_type[0]", "'z' in 'a:r:z'"),
+        (lambda d: d["edge_type"].__setitem__(0, "a:r/x:b"), "edge_type[0]", "a relation name without '/'"),
         (lambda d: d.update(graph_name="a-b"), "graph_name", "letters, digits and '_'"),
         (lambda d: d["num_nodes_per_chunk"][1].__setitem__(0, -2), "num_nodes_per_chunk[1]", ">= 0"),
         (lambda d: d.pop("edges"), "edges", "required field"),
