@@ -170,6 +170,8 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
      "partition_graph: unexpected keyword argument 'graph_format'; DGL 2.1 passes extra keyword arguments to "
      "dgl_partition_to_graphbolt, which takes store_eids, store_inner_node, store_inner_edge"),
     ({"num_hops": -1}, "num_hops"),
+    ({"seed": -1}, "seed: Input should be greater than or equal to 0"),
+    ({"part_method": "metis", "seed": 2**32}, "seed: Input should be less than or equal to 2147483647"),
     ({"graph_formats": ["dense"]}, "graph_formats"),
     ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),
     ({"balance_ntypes": np.zeros(500, dtype=np.int64)}, "balance_ntypes: expected a dict {ntype: class array}"),
