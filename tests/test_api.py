@@ -187,7 +187,9 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"edges": {("user:a", "buys", "item"): (np.array([0]), np.array([0]))}, "num_nodes": {"user:a": 1, "item": 1}},
      "node type 'user:a': expected a non-empty name without ':' or '/'"),
     ({"edges": {("user", "buys:now", "item"): (np.array([0]), np.array([0]))}},
-     "edge type ('user', 'buys:now', 'item'): expected a non-empty relation name without ':'"),
+     "edge type ('user', 'buys:now', 'item'): expected a non-empty relation name without ':' or '/'"),
+    ({"edges": {("user", "buys/now", "item"): (np.array([0]), np.array([0]))}},
+     "edge type ('user', 'buys/now', 'item'): expected a non-empty relation name without ':' or '/'"),
 ])
 def test_bad_input_is_one_clear_error_and_nothing_is_written(tmp_path, change, message):
     g = hetero()

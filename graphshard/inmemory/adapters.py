@@ -245,14 +245,14 @@ def check(graph: InMemoryGraph) -> None:
 
 
 def _check_names(graph: InMemoryGraph) -> None:
-    """The names partition files can hold: node types without ':' or '/', relations without ':' (DGL joins a
-    canonical edge type with ':'), feature names without '/' (DGL keys features '<type>/<name>')."""
+    """The names partition files can hold: node types and relations without ':' or '/' (DGL joins a canonical edge
+    type with ':' and keys features '<type>/<name>'), feature names without '/'."""
     for nt in graph.ntypes:
         if not nt or ":" in nt or "/" in nt:
             raise GraphshardError(f"node type {nt!r}: expected a non-empty name without ':' or '/'")
     for can in graph.etypes:
-        if not can[1] or ":" in can[1]:
-            raise GraphshardError(f"edge type {can}: expected a non-empty relation name without ':'")
+        if not can[1] or ":" in can[1] or "/" in can[1]:
+            raise GraphshardError(f"edge type {can}: expected a non-empty relation name without ':' or '/'")
     for kind, feats in (("node", graph.node_feats), ("edge", graph.edge_feats)):
         for t, named in feats.items():
             for name in named:
