@@ -682,8 +682,10 @@ class RowIndex:
     dtype: np.dtype | None = None
 
     @classmethod
-    def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec) -> "RowIndex":
-        reader = reader_for(spec.format)
+    def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec, reader: ChunkReader | None = None) -> "RowIndex":
+        """The index of `spec`'s files as `reader` reads them (default: their format's; an edge spec's:
+        `edge_reader`, a parquet file's first two columns)."""
+        reader = reader or reader_for(spec.format)
         found = each(lambda p: _rows_and_dtype(reader, graph.file(p), spec.format), spec.data,
                      not graph.base.is_local)
         dtypes = {dtype for rows, dtype in found if rows}  # an empty file's dtype (an empty csv's int64) is no data's
