@@ -32,7 +32,7 @@ from graphshard.formats.readers import (
     edge_reader,
     not_numeric_problem,
     reader_for,
-    wide_unsigned,
+    unloadable_dtype,
 )
 from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.storage.overlap import each
@@ -59,14 +59,15 @@ def with_field(err: InputError, field: str) -> InputError:
 
 def file_stat(path: StoredFile, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
-    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 (`wide_unsigned`)."""
+    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 nor float128
+    (`unloadable_dtype`)."""
     problems = []
     if len(row_shape) > 1:
         problems.append(InputError(path, field, "a 1-D or 2-D array",
                                    f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
     if dtype.kind not in VALID_KINDS:
         problems.append(not_numeric_problem(path, fmt, field, dtype))
-    elif (wide := wide_unsigned(dtype)) is not None:
+    elif (wide := unloadable_dtype(dtype)) is not None:
         problems.append(InputError(path, field, *wide))
     return FileStat(rows, row_shape, str(dtype), tuple(problems))
 

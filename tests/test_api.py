@@ -180,6 +180,9 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
                                                        "of 200 rows"),
     ({"node_feats": {"item": {"count": np.zeros(200, dtype=np.uint32)}}},
      "node feature 'count' of 'item': expected a dtype DGL loads into torch"),
+    ({"node_feats": {"item": {"score": np.zeros(200, dtype=np.longdouble)}}},
+     "node feature 'score' of 'item': expected a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64):"
+     " cast the feature to float64, found dtype float128"),
     ({"edges": {BUYS: (np.array([0, 300]), np.array([0, 1]))}},
      "edges ('user', 'buys', 'item'): expected source IDs in [0, 300)"),
     ({"node_feats": {"user": {"a/b": np.zeros(300)}}}, "node feature 'a/b' of 'user': expected a non-empty name "

@@ -567,14 +567,19 @@ def not_numeric_problem(path: Source, fmt: FileFormat, field: str, dtype: np.dty
     return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
 
 
-def wide_unsigned(dtype: np.dtype) -> tuple[str, str] | None:
-    """(expected, found) refusing a uint16/32/64 feature, None for any other dtype: DGL files can hold them, but DGL
-    2.x cannot load them into torch ('Unsupported kUInt bits 32'), so a partition set holding one would not load. The
-    pre-flight's and the in-memory API's one rule and wording."""
-    if dtype.kind != "u" or dtype.itemsize == 1:
+def unloadable_dtype(dtype: np.dtype) -> tuple[str, str] | None:
+    """(expected, found) refusing a uint16/32/64 feature or a float wider than 64 bits (numpy's longdouble), None for
+    any other dtype: DGL files can hold them, but DGL 2.x cannot load them into torch ('Unsupported kUInt bits 32';
+    torch has no 128-bit float), so a partition set holding one would not load. The pre-flight's and the in-memory
+    API's one rule and wording."""
+    if dtype.kind == "u" and dtype.itemsize > 1:
+        cast = "a signed type, e.g. int64"
+    elif dtype.kind == "f" and dtype.itemsize > 8:
+        cast = "float64"
+    else:
         return None
-    return ("a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64): cast the feature to a signed "
-            "type, e.g. int64", f"dtype {dtype}")
+    return (f"a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64): cast the feature to {cast}",
+            f"dtype {dtype}")
 
 
 def edge_field(etype: str, chunk: int) -> str:

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphshard.errors import GraphshardError
-from graphshard.formats.readers import VALID_KINDS, wide_unsigned
+from graphshard.formats.readers import VALID_KINDS, unloadable_dtype
 
 HOMO_NTYPE = "_N"
 HOMO_ETYPE = (HOMO_NTYPE, "_E", HOMO_NTYPE)
@@ -240,7 +240,7 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.dtype.kind not in VALID_KINDS:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")
-                if (wide := wide_unsigned(arr.dtype)) is not None:
+                if (wide := unloadable_dtype(arr.dtype)) is not None:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected {wide[0]}, found {wide[1]}")
 
 
