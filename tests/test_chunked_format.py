@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -345,3 +346,17 @@ def test_an_empty_feature_file_has_no_shape_or_dtype_to_disagree(tmp_path, fmt: 
     problems = precheck(g)
     assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[2]", problems
     assert "rows of shape (2,)" in str(problems[0]) and "as in file 0" in str(problems[0]), problems
+
+
+def test_parquet_list_column_of_ragged_rows_is_refused_by_row(tmp_path) -> None:
+    """A list column whose rows differ in length is named by its first row of another length, also when the values
+    would reshape evenly (lengths 1 and 3 over 2 rows: 4 values, once read as [[0, 1], [2, 3]])."""
+    g = load_metadata(_tiny(tmp_path / "g", "parquet"))
+    x = g.node_data["a"]["x"]
+    pq.write_table(pa.table({"c": pa.array([[0.0], [1.0, 2.0, 3.0]])}), g.path(x.data[0]))
+    expected = "expected lists of one length in every row (1, as at row 0), found a list of 3 at row 1"
+    with pytest.raises(InputError, match=re.escape(expected)):
+        read_rows(g, x, 0, 3)
+    problems = check_graph(g)
+    assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[0]", problems
+    assert expected in str(problems[0]), problems

@@ -125,13 +125,28 @@ def _null_problem(table: pa.Table, path: object, first_row: int) -> InputError |
     return None
 
 
+def _ragged_problem(col: pa.Array, path: object, first_row: int) -> InputError | None:
+    """A list column whose rows differ in length, which no 2-D array holds (flattened and reshaped, its values would
+    shift between rows unnoticed whenever their total divides by the row count): the first row unlike row 0."""
+    lengths = column_to_numpy(pc.list_value_length(col))
+    other = np.flatnonzero(lengths != lengths[0]) if lengths.size else lengths
+    if other.size == 0:
+        return None
+    row = int(other[0])
+    return InputError(path, None, f"lists of one length in every row ({lengths[0]}, as at row {first_row})",
+                      f"a list of {lengths[row]} at row {first_row + row}")
+
+
 def _arrow_to_numpy(table: pa.Table, path: object, first_row: int = 0) -> np.ndarray:
-    """A table of one list column or of N scalar columns as an (n,) or (n, N) array; a null integer or bool refused."""
+    """A table of one list column or of N scalar columns as an (n,) or (n, N) array; a null integer or bool, or a
+    list column of rows of different lengths, refused."""
     if (problem := _null_problem(table, path, first_row)) is not None:
         raise problem
     if table.num_columns == 1:
         col = table.column(0).combine_chunks()
         if _is_list(col.type):
+            if (problem := _ragged_problem(col, path, first_row)) is not None:
+                raise problem
             flat = column_to_numpy(col.flatten())
             n = len(col)
             return flat.reshape(n, -1) if n else flat.reshape(0, 0)
