@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from graphshard import __version__, gcfreeze, logs
-from graphshard.errors import GraphshardError
+from graphshard.errors import GraphshardError, first_line
 
 # command -> its module in graphshard/commands/ (a module may list ALIASES: other names of its command)
 COMMANDS = {"inspect": "inspect", "generate": "generate", "chunk": "chunk", "assign": "assign", "shuffle": "shuffle",
@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
         if logs.debug_enabled():
             raise
         where = logs.record_failure(err)
-        print(f"graphshard {args.command}: internal error: {type(err).__name__}: {err} (traceback in {where}; "
-              "--debug prints it)", file=sys.stderr)
+        print(f"graphshard {args.command}: internal error: {type(err).__name__}: {first_line(err)} (traceback in "
+              f"{where}; --debug prints it)", file=sys.stderr)
         return 1
 
 

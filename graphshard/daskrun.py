@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 from graphshard import logs
-from graphshard.errors import GraphshardError
+from graphshard.errors import GraphshardError, first_line
 
 if TYPE_CHECKING:
     from distributed import Client, Future
@@ -366,7 +366,7 @@ def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
 
     if diskfull.is_full(err):
         return GraphshardError(diskfull.line(where, err))
-    return GraphshardError(f"{where} failed: {type(err).__name__}: {err}")
+    return GraphshardError(f"{where} failed: {type(err).__name__}: {first_line(err)}")
 
 
 def _memory_limit(client: Client) -> int | None:

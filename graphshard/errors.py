@@ -9,6 +9,12 @@ class GraphshardError(Exception):
     """An error the user can fix; the CLI prints its message and exits with status 2."""
 
 
+def first_line(err: BaseException) -> str:
+    """An exception's text up to its first line break: what a one-line message quotes of another library's error (a
+    pybind11 TypeError lists every signature on lines of its own); the log file keeps the whole text."""
+    return next(iter(str(err).splitlines()), "")
+
+
 class InputError(GraphshardError):
     """Bad input: names the file, the field, what was expected and what was found."""
 

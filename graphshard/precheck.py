@@ -32,7 +32,7 @@ from graphshard.formats.readers import (
     edge_reader,
     not_numeric_problem,
     reader_for,
-    wide_unsigned,
+    unloadable_dtype,
 )
 from graphshard.storage import Location, Storage, StoredFile, location
 from graphshard.storage.overlap import each
@@ -59,14 +59,15 @@ def with_field(err: InputError, field: str) -> InputError:
 
 def file_stat(path: StoredFile, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
-    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 (`wide_unsigned`)."""
+    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 nor float128
+    (`unloadable_dtype`)."""
     problems = []
     if len(row_shape) > 1:
         problems.append(InputError(path, field, "a 1-D or 2-D array",
                                    f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
     if dtype.kind not in VALID_KINDS:
         problems.append(not_numeric_problem(path, fmt, field, dtype))
-    elif (wide := wide_unsigned(dtype)) is not None:
+    elif (wide := unloadable_dtype(dtype)) is not None:
         problems.append(InputError(path, field, *wide))
     return FileStat(rows, row_shape, str(dtype), tuple(problems))
 
@@ -82,7 +83,8 @@ def feature_specs(graph: ChunkedGraph) -> list[tuple[str, ChunkFileSpec, int]]:
 
 def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats: list[FileStat],
                      expected_rows: int) -> list[GraphshardError]:
-    """Problems across the files of one feature: total rows (when counted), the same row shape and dtype."""
+    """Problems across the files of one feature: total rows (when counted), the same row shape and dtype in every
+    file with rows (an empty chunk file, e.g. an empty csv, has neither to compare)."""
     problems = [p for s in stats for p in s.problems]
     if problems:
         return problems
@@ -90,11 +92,14 @@ def feature_problems(graph: ChunkedGraph, field: str, spec: ChunkFileSpec, stats
     if None not in rows and sum(rows) != expected_rows:
         problems.append(InputError(graph.path(spec.data[0]), field, f"{expected_rows} rows in all (the type's count)",
                                    f"{sum(rows)} rows ({', '.join(map(str, rows))} per file)"))
-    shared = common_dtype({np.dtype(s.dtype) for s in stats}) is not None  # e.g. a csv of whole numbers, one of floats
-    for i, s in enumerate(stats[1:], start=1):
-        if s.row_shape != stats[0].row_shape or (s.dtype != stats[0].dtype and not shared):
+    filled = [(i, s) for i, s in enumerate(stats) if s.rows != 0]  # an empty file has no rows to disagree with
+    if not filled:
+        return problems
+    (first, ref), shared = filled[0], common_dtype({np.dtype(s.dtype) for _, s in filled}) is not None
+    for i, s in filled[1:]:  # shared: e.g. a csv of whole numbers beside one of floats
+        if s.row_shape != ref.row_shape or (s.dtype != ref.dtype and not shared):
             problems.append(InputError(graph.path(spec.data[i]), f"{field}.data[{i}]",
-                                       f"rows of shape {stats[0].row_shape} and dtype {stats[0].dtype} as in file 0",
+                                       f"rows of shape {ref.row_shape} and dtype {ref.dtype} as in file {first}",
                                        f"shape {s.row_shape}, dtype {s.dtype}"))
     return problems
 

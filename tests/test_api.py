@@ -170,6 +170,8 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
      "partition_graph: unexpected keyword argument 'graph_format'; DGL 2.1 passes extra keyword arguments to "
      "dgl_partition_to_graphbolt, which takes store_eids, store_inner_node, store_inner_edge"),
     ({"num_hops": -1}, "num_hops"),
+    ({"seed": -1}, "seed: Input should be greater than or equal to 0"),
+    ({"part_method": "metis", "seed": 2**32}, "seed: Input should be less than or equal to 2147483647"),
     ({"graph_formats": ["dense"]}, "graph_formats"),
     ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),
     ({"balance_ntypes": np.zeros(500, dtype=np.int64)}, "balance_ntypes: expected a dict {ntype: class array}"),
@@ -178,6 +180,9 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
                                                        "of 200 rows"),
     ({"node_feats": {"item": {"count": np.zeros(200, dtype=np.uint32)}}},
      "node feature 'count' of 'item': expected a dtype DGL loads into torch"),
+    ({"node_feats": {"item": {"score": np.zeros(200, dtype=np.longdouble)}}},
+     "node feature 'score' of 'item': expected a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64):"
+     " cast the feature to float64, found dtype float128"),
     ({"edges": {BUYS: (np.array([0, 300]), np.array([0, 1]))}},
      "edges ('user', 'buys', 'item'): expected source IDs in [0, 300)"),
     ({"node_feats": {"user": {"a/b": np.zeros(300)}}}, "node feature 'a/b' of 'user': expected a non-empty name "
@@ -185,7 +190,9 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"edges": {("user:a", "buys", "item"): (np.array([0]), np.array([0]))}, "num_nodes": {"user:a": 1, "item": 1}},
      "node type 'user:a': expected a non-empty name without ':' or '/'"),
     ({"edges": {("user", "buys:now", "item"): (np.array([0]), np.array([0]))}},
-     "edge type ('user', 'buys:now', 'item'): expected a non-empty relation name without ':'"),
+     "edge type ('user', 'buys:now', 'item'): expected a non-empty relation name without ':' or '/'"),
+    ({"edges": {("user", "buys/now", "item"): (np.array([0]), np.array([0]))}},
+     "edge type ('user', 'buys/now', 'item'): expected a non-empty relation name without ':' or '/'"),
 ])
 def test_bad_input_is_one_clear_error_and_nothing_is_written(tmp_path, change, message):
     g = hetero()

@@ -36,6 +36,16 @@ def test_num_parts_out_of_range(rmat_small, tmp_path, capsys, k):
     cli_fails(["--in", str(rmat_small), "--num-parts", k], tmp_path / "a", capsys, "num_parts", "[1, 2000]")
 
 
+@pytest.mark.parametrize("seed, needle", [("-1", "greater than or equal to 0"),
+                                         (str(2**32), "less than or equal to 2147483647")])
+def test_seed_out_of_range_names_the_flag(rmat_small, tmp_path, capsys, seed, needle):
+    """A seed numpy's generators (negative) or METIS's and KaMinPar's 32-bit options cannot take is one line naming
+    --seed before any work (were a worker's ValueError, or an internal error of several lines)."""
+    err = cli_fails(["--in", str(rmat_small), "--num-parts", "2", "--method", "kaminpar", "--seed", seed],
+                    tmp_path / "a", capsys, "--seed", needle)
+    assert len(err.strip().splitlines()) == 1, err
+
+
 def test_unknown_method(rmat_small, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["assign", "--in", str(rmat_small), "--out", str(tmp_path / "a"), "--num-parts", "2", "--method", "x"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -142,6 +143,7 @@ def test_metadata_problems_name_the_field(tmp_path):
         (lambda d: d["num_edges_per_chunk"][0].append(1), "edges['a:r:b'].data", "one file per chunk"),
         (lambda d: d["node_data"].update(c={}), "node_data['c']", "node type listed in node_type"),
         (lambda d: d["edge_type"].__setitem__(0, "a:r:z"), "edge_type[0]", "'z' in 'a:r:z'"),
+        (lambda d: d["edge_type"].__setitem__(0, "a:r/x:b"), "edge_type[0]", "a relation name without '/'"),
         (lambda d: d.update(graph_name="a-b"), "graph_name", "letters, digits and '_'"),
         (lambda d: d["num_nodes_per_chunk"][1].__setitem__(0, -2), "num_nodes_per_chunk[1]", ">= 0"),
         (lambda d: d.pop("edges"), "edges", "required field"),
@@ -318,3 +320,43 @@ def test_a_file_listed_twice_with_rows_is_warned_of(tmp_path, caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="graphshard.precheck"):
         precheck(load_metadata(meta))
     assert not any("edges" in r.getMessage() for r in caplog.records), caplog.records
+
+
+@pytest.mark.parametrize("fmt", ["csv", "numpy"])
+def test_an_empty_feature_file_has_no_shape_or_dtype_to_disagree(tmp_path, fmt: str) -> None:
+    """An empty chunk file in a feature's list (an empty csv reads as int64 of no columns; an empty float64 npy beside
+    float32 ones) passes both checks, first in the list or not, and leaves the feature's dtype as its rows have it."""
+    g = load_metadata(_tiny(tmp_path / "g", fmt))
+    name = "node_data/empty" + (".csv" if fmt == "csv" else ".npy")
+    empty = g.path(name)
+    if fmt == "csv":
+        empty.write_text("")
+    else:
+        np.save(empty, np.zeros(0, dtype=np.float64))
+    x = g.node_data["a"]["x"]
+    x.data.insert(1, name)
+    g.edge_data["b:s:a"]["w"].data.insert(0, name)
+    assert precheck(g) == [] and check_graph(g) == []
+    rows = read_rows(g, x, 0, 3)
+    assert rows.dtype == read_chunk(g, x, 0).dtype and rows.tolist() == [[0, 1], [2, 3], [4, 5]]
+    if fmt == "csv":
+        g.path(x.data[2]).write_text("4 5 6\n")
+    else:
+        np.save(g.path(x.data[2]), np.zeros((1, 3), dtype=np.float32))
+    problems = precheck(g)
+    assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[2]", problems
+    assert "rows of shape (2,)" in str(problems[0]) and "as in file 0" in str(problems[0]), problems
+
+
+def test_parquet_list_column_of_ragged_rows_is_refused_by_row(tmp_path) -> None:
+    """A list column whose rows differ in length is named by its first row of another length, also when the values
+    would reshape evenly (lengths 1 and 3 over 2 rows: 4 values, once read as [[0, 1], [2, 3]])."""
+    g = load_metadata(_tiny(tmp_path / "g", "parquet"))
+    x = g.node_data["a"]["x"]
+    pq.write_table(pa.table({"c": pa.array([[0.0], [1.0, 2.0, 3.0]])}), g.path(x.data[0]))
+    expected = "expected lists of one length in every row (1, as at row 0), found a list of 3 at row 1"
+    with pytest.raises(InputError, match=re.escape(expected)):
+        read_rows(g, x, 0, 3)
+    problems = check_graph(g)
+    assert len(problems) == 1 and problems[0].field == "node_data['a']['x'].data[0]", problems
+    assert expected in str(problems[0]), problems

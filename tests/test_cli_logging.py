@@ -64,14 +64,14 @@ def test_unexpected_error_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
     from graphshard.commands import inspect
 
     def boom(args):
-        raise RuntimeError("something unforeseen")
+        raise RuntimeError("something unforeseen\n  and a second line of it")
 
     monkeypatch.setattr(inspect, "run", boom)
     assert cli.main(["inspect", str(tmp_path / "metadata.json")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("graphshard inspect: internal error: RuntimeError: something unforeseen")
     log = Path(re.search(r"traceback in (.+\.log);", err[0]).group(1))
-    assert "Traceback" in log.read_text()
+    assert "Traceback" in log.read_text() and "a second line of it" in log.read_text()
     with pytest.raises(RuntimeError):
         cli.main(["inspect", "--debug", str(tmp_path / "metadata.json")])
 

@@ -175,6 +175,20 @@ def test_local_mode_runs_here_with_the_same_wording():
         run_tasks(None, "validate", "scan", _fail_on, [0, 1, 2], label=lambda i: f"part{i}", bad=2)
 
 
+def _fail_at_length(i: int) -> int:
+    raise TypeError("reseed(): incompatible function arguments. The following argument types are supported:\n"
+                    "    1. (arg0: int) -> None\n\nInvoked with: 4294967296")
+
+
+def test_a_library_error_of_several_lines_is_quoted_by_its_first():
+    """A failing task's error text of several lines (pybind11's TypeError lists every signature) is quoted up to its
+    first line break: the step's message stays one line, the log keeps the rest."""
+    with pytest.raises(GraphshardError) as info:
+        run_tasks(None, "assign", "ml-initial", _fail_at_length, [0], label=lambda i: f"L{i}")
+    assert str(info.value) == "assign: ml-initial L0 failed: TypeError: reseed(): incompatible function arguments. " \
+        "The following argument types are supported:"
+
+
 def test_task_error_is_one_line_naming_step_and_item(dask_cluster_client):
     with pytest.raises(GraphshardError) as info:
         run_tasks(dask_cluster_client, "ingest", "check-edges", _fail_on, [0, 1, 2, 3],

@@ -99,6 +99,24 @@ def test_big_endian_input_features_validate(client, make_graph, tmp_path):
     assert statuses(report)["feature-values"] == "passed"
 
 
+@pytest.mark.parametrize("chunks_widened", [1, 2])
+def test_parquet_edges_with_more_columns_validate(client, make_graph, tmp_path, chunks_widened):
+    """Parquet edge chunks with a column after src and dst (a weight, as exported tables have; the shuffle reads the
+    first two only) validate against the input with --full: the input's edge rows are their first two columns too,
+    in one chunk or all."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    md = tmp_path / "graph" / "metadata.json"
+    shutil.copytree(make_graph("rmat", nodes=200, edges=1000, chunks=2, seed=6, fmt="parquet").parent, md.parent)
+    for name in json.loads(md.read_text())["edges"]["_N:_E:_N"]["data"][:chunks_widened]:
+        table = pq.read_table(md.parent / name)
+        pq.write_table(table.append_column("w", pa.array(np.linspace(0, 1, table.num_rows))), md.parent / name)
+    report = validate(partition(client, md, tmp_path / "out", num_parts=2, **ORIG), md, full=True)
+    assert report["ok"], problem_lines(report)
+    assert statuses(report)["edge-identity"] == "passed"
+
+
 def test_dask_and_local_runs_agree(client, mag_set):
     config, md = mag_set
     local, dist = validate(config, md), validate(config, md, client=client)

@@ -2,7 +2,8 @@
 
 Fields:
 - `method`: random | metis | parmetis | kaminpar | multilevel | file.
-- `seed`: every random choice (random draws, METIS/ParMETIS/KaMinPar seeds) derives from it.
+- `seed`: every random choice (random draws, METIS/ParMETIS/KaMinPar seeds) derives from it; in [0, 2^31 - 1], what
+  numpy's generators (no negative seeds) and METIS's and KaMinPar's 32-bit seed options all take.
 - `balanced` (random): exactly balanced counts per node type (part sizes differ by at most one node).
 - `balance_ntypes` (metis, parmetis, multilevel): balance classes; every class becomes one 0/1 METIS constraint column,
   as in DGL's `balance_ntypes`. An entry is either `"ntype"` (one class per node type) or `"<ntype>/<feat>"` (the
@@ -65,6 +66,7 @@ from graphshard.errors import GraphshardError
 from graphshard.storage.field import Where
 
 METHODS = ("random", "metis", "parmetis", "kaminpar", "multilevel", "file")
+SEED_MAX = 2**31 - 1  # METIS's and KaMinPar's seed options are 32-bit ints
 COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  # read by every method
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "multilevel_block_edges",
                         "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
@@ -125,7 +127,7 @@ class FlatOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     method: Literal["random", "metis", "parmetis", "kaminpar", "multilevel", "file"] = "random"
-    seed: int = 0
+    seed: int = Field(default=0, ge=0, le=SEED_MAX)
     balanced: bool = False
     balance_ntypes: list[str] = Field(default_factory=list)
     balance_edges: bool = False

@@ -162,6 +162,9 @@ class ChunkedGraph(BaseModel):
                 parsed = EdgeType.parse(et)
             except ValueError:
                 raise FieldProblem(f"edge_type[{i}]", "a canonical edge type 'src:rel:dst'", repr(et)) from None
+            if "/" in parsed.rel:
+                raise FieldProblem(f"edge_type[{i}]", "a relation name without '/' (DistGraph splits the partitions' "
+                                   "feature names '<src:rel:dst>/<feature>' at '/')", repr(et))
             for end in (parsed.src, parsed.dst):
                 if end not in self.node_type:
                     raise FieldProblem(f"edge_type[{i}]", f"node types from node_type {self.node_type}",

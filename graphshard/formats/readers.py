@@ -125,13 +125,28 @@ def _null_problem(table: pa.Table, path: object, first_row: int) -> InputError |
     return None
 
 
+def _ragged_problem(col: pa.Array, path: object, first_row: int) -> InputError | None:
+    """A list column whose rows differ in length, which no 2-D array holds (flattened and reshaped, its values would
+    shift between rows unnoticed whenever their total divides by the row count): the first row unlike row 0."""
+    lengths = column_to_numpy(pc.list_value_length(col))
+    other = np.flatnonzero(lengths != lengths[0]) if lengths.size else lengths
+    if other.size == 0:
+        return None
+    row = int(other[0])
+    return InputError(path, None, f"lists of one length in every row ({lengths[0]}, as at row {first_row})",
+                      f"a list of {lengths[row]} at row {first_row + row}")
+
+
 def _arrow_to_numpy(table: pa.Table, path: object, first_row: int = 0) -> np.ndarray:
-    """A table of one list column or of N scalar columns as an (n,) or (n, N) array; a null integer or bool refused."""
+    """A table of one list column or of N scalar columns as an (n,) or (n, N) array; a null integer or bool, or a
+    list column of rows of different lengths, refused."""
     if (problem := _null_problem(table, path, first_row)) is not None:
         raise problem
     if table.num_columns == 1:
         col = table.column(0).combine_chunks()
         if _is_list(col.type):
+            if (problem := _ragged_problem(col, path, first_row)) is not None:
+                raise problem
             flat = column_to_numpy(col.flatten())
             n = len(col)
             return flat.reshape(n, -1) if n else flat.reshape(0, 0)
@@ -567,14 +582,19 @@ def not_numeric_problem(path: Source, fmt: FileFormat, field: str, dtype: np.dty
     return InputError(path, field, "a numeric or bool dtype (DGL files hold no strings or objects)", f"dtype {dtype}")
 
 
-def wide_unsigned(dtype: np.dtype) -> tuple[str, str] | None:
-    """(expected, found) refusing a uint16/32/64 feature, None for any other dtype: DGL files can hold them, but DGL
-    2.x cannot load them into torch ('Unsupported kUInt bits 32'), so a partition set holding one would not load. The
-    pre-flight's and the in-memory API's one rule and wording."""
-    if dtype.kind != "u" or dtype.itemsize == 1:
+def unloadable_dtype(dtype: np.dtype) -> tuple[str, str] | None:
+    """(expected, found) refusing a uint16/32/64 feature or a float wider than 64 bits (numpy's longdouble), None for
+    any other dtype: DGL files can hold them, but DGL 2.x cannot load them into torch ('Unsupported kUInt bits 32';
+    torch has no 128-bit float), so a partition set holding one would not load. The pre-flight's and the in-memory
+    API's one rule and wording."""
+    if dtype.kind == "u" and dtype.itemsize > 1:
+        cast = "a signed type, e.g. int64"
+    elif dtype.kind == "f" and dtype.itemsize > 8:
+        cast = "float64"
+    else:
         return None
-    return ("a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64): cast the feature to a signed "
-            "type, e.g. int64", f"dtype {dtype}")
+    return (f"a dtype DGL loads into torch (bool, uint8, int8-int64, float16-float64): cast the feature to {cast}",
+            f"dtype {dtype}")
 
 
 def edge_field(etype: str, chunk: int) -> str:
@@ -682,11 +702,13 @@ class RowIndex:
     dtype: np.dtype | None = None
 
     @classmethod
-    def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec) -> "RowIndex":
-        reader = reader_for(spec.format)
+    def of(cls, graph: ChunkedGraph, spec: ChunkFileSpec, reader: ChunkReader | None = None) -> "RowIndex":
+        """The index of `spec`'s files as `reader` reads them (default: their format's; an edge spec's:
+        `edge_reader`, a parquet file's first two columns)."""
+        reader = reader or reader_for(spec.format)
         found = each(lambda p: _rows_and_dtype(reader, graph.file(p), spec.format), spec.data,
                      not graph.base.is_local)
-        dtypes = {dtype for _, dtype in found}
+        dtypes = {dtype for rows, dtype in found if rows}  # an empty file's dtype (an empty csv's int64) is no data's
         dtype = common_dtype(dtypes) if len(dtypes) > 1 else None
         return cls(np.concatenate([[0], np.cumsum([rows for rows, _ in found])]).astype(np.int64), dtype)
 

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from graphshard.errors import GraphshardError
-from graphshard.formats.readers import VALID_KINDS, wide_unsigned
+from graphshard.formats.readers import VALID_KINDS, unloadable_dtype
 
 HOMO_NTYPE = "_N"
 HOMO_ETYPE = (HOMO_NTYPE, "_E", HOMO_NTYPE)
@@ -240,19 +240,19 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.dtype.kind not in VALID_KINDS:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")
-                if (wide := wide_unsigned(arr.dtype)) is not None:
+                if (wide := unloadable_dtype(arr.dtype)) is not None:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected {wide[0]}, found {wide[1]}")
 
 
 def _check_names(graph: InMemoryGraph) -> None:
-    """The names partition files can hold: node types without ':' or '/', relations without ':' (DGL joins a
-    canonical edge type with ':'), feature names without '/' (DGL keys features '<type>/<name>')."""
+    """The names partition files can hold: node types and relations without ':' or '/' (DGL joins a canonical edge
+    type with ':' and keys features '<type>/<name>'), feature names without '/'."""
     for nt in graph.ntypes:
         if not nt or ":" in nt or "/" in nt:
             raise GraphshardError(f"node type {nt!r}: expected a non-empty name without ':' or '/'")
     for can in graph.etypes:
-        if not can[1] or ":" in can[1]:
-            raise GraphshardError(f"edge type {can}: expected a non-empty relation name without ':'")
+        if not can[1] or ":" in can[1] or "/" in can[1]:
+            raise GraphshardError(f"edge type {can}: expected a non-empty relation name without ':' or '/'")
     for kind, feats in (("node", graph.node_feats), ("edge", graph.edge_feats)):
         for t, named in feats.items():
             for name in named:

@@ -116,19 +116,24 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
         if balance_ntypes is not None or balance_edges or num_trainers_per_machine > 1:
             warnings.warn("part_method='random' ignores balance_ntypes, balance_edges and num_trainers_per_machine "
                           "(as DGL does)", stacklevel=3)
-        return AssignOptions(method="random", seed=seed), {}
+        return _options(method="random", seed=seed), {}
     classes = _balance_classes(graph, balance_ntypes) if balance_ntypes is not None else {}
     entries = [f"{nt}/{BALANCE_FEAT}" for nt in classes]
     if len(graph.ntypes) > 1 and (classes or "balance_ntypes" in HONOURS[part_method]):
         entries.insert(0, "ntype")
+    options = _options(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
+                       objtype=objtype, num_trainers_per_machine=num_trainers_per_machine,
+                       **({"metis_niter": DGL_METIS_NITER} if part_method == "metis" else {}))
+    return options, classes
+
+
+def _options(**fields: Any) -> AssignOptions:
+    """AssignOptions of these fields; a value it refuses (e.g. a negative seed) is one GraphshardError naming it."""
     try:
-        options = AssignOptions(method=part_method, seed=seed, balance_ntypes=entries, balance_edges=balance_edges,
-                                objtype=objtype, num_trainers_per_machine=num_trainers_per_machine,
-                                **({"metis_niter": DGL_METIS_NITER} if part_method == "metis" else {}))
+        return AssignOptions(**fields)
     except ValidationError as err:
         first = err.errors()[0]
         raise GraphshardError(f"{first['loc'][0]}: {first['msg']}") from None
-    return options, classes
 
 
 def _shuffle_options(num_hops: int, graph_formats: Any) -> ShuffleOptions:

@@ -17,7 +17,9 @@ import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import (
+    ChunkReader,
     RowIndex,
+    edge_reader,
     edge_table,
     id_problems,
     read_chunk,
@@ -33,11 +35,18 @@ from graphshard.validate.problems import Problem
 from graphshard.validate.scratch import SharedArrays
 
 
-def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex) -> np.ndarray:
+def spec_reader(kind: str, spec: ChunkFileSpec) -> ChunkReader:
+    """How the rows of a spec of `kind` are read: an edge file's as `edge_reader` (a parquet file's first two
+    columns, src and dst, whatever follows them), a feature file's as its format's reader."""
+    return edge_reader(spec.format) if kind == "edges" else reader_for(spec.format)
+
+
+def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index: RowIndex,
+                reader: ChunkReader | None = None) -> np.ndarray:
     """Input rows at global row positions `ids`, one chunk file at a time (numpy chunks: memory-mapped, or on a
-    store only the runs of rows asked for, by ranged reads)."""
+    store only the runs of rows asked for, by ranged reads), as `reader` reads them (default: the format's)."""
     chunk = np.searchsorted(index.offsets, ids, side="right") - 1
-    reader = reader_for(spec.format)
+    reader = reader or reader_for(spec.format)
     out = None
     for c in np.unique(chunk):
         sel = np.flatnonzero(chunk == c)
@@ -46,7 +55,7 @@ def gather_rows(graph: ChunkedGraph, spec: ChunkFileSpec, ids: np.ndarray, index
             out = np.empty((ids.shape[0],) + rows.shape[1:], dtype=rows.dtype)
         out[sel] = rows
     if out is None:
-        out = index.cast(read_chunk(graph, spec, 0)[:0])
+        out = index.cast(np.asarray(reader.rows(graph.file(spec.data[0]), spec.format, 0, 0))[:0])
     return out
 
 
@@ -165,9 +174,10 @@ class Comparison:
     def add(self, orig: np.ndarray, rows: np.ndarray) -> None:
         if self.fatal is not None or self.spec is None or orig.shape[0] == 0:
             return
-        self.index = self.index or RowIndex.of(self.graph, self.spec)
+        reader = spec_reader(self.kind, self.spec)
+        self.index = self.index or RowIndex.of(self.graph, self.spec, reader)
         want = input_rows(self.scratch, self.layout, self.kind, self.key,
-                          gather_rows(self.graph, self.spec, orig, self.index))
+                          gather_rows(self.graph, self.spec, orig, self.index, reader))
         at = np.arange(self.tally.compared, self.tally.compared + orig.shape[0])
         self.tally.add(self.kind, self.key, orig, rows, want, at)
 
@@ -201,7 +211,7 @@ def sampled_tallies(layout: Layout, scratch: SharedArrays, kind: str, key: str, 
 def row_indexes(graph: ChunkedGraph) -> dict[tuple[str, str], RowIndex]:
     """Where the rows of every edge and feature spec live, from each input file's header, read once (the driver
     ships them to the tasks, which would otherwise read every header again per partition and per chunk)."""
-    found = {("edges", et): RowIndex.of(graph, spec) for et, spec in graph.edges.items()}
+    found = {("edges", et): RowIndex.of(graph, spec, edge_reader(spec.format)) for et, spec in graph.edges.items()}
     for kind, data in (("node_feat", graph.node_data), ("edge_feat", graph.edge_data)):
         found.update({(kind, f"{t}/{f}"): RowIndex.of(graph, spec) for t, feats in data.items()
                       for f, spec in feats.items()})
