@@ -32,7 +32,7 @@ class ClusterSpec:
     address: str | None = None
     workers: int = 2
     threads_per_worker: int = 1
-    memory_limit: str | None = "auto"
+    memory_limit: int | str | None = "auto"
     connect_timeout: float = 10.0
     dashboard_address: str | None = ":0"
     subprocess: bool = False  # local workers in fresh interpreters (never re-import the caller's __main__ script)

@@ -10,6 +10,7 @@ import yaml
 
 from graphshard.cli import main
 from graphshard.pipeline.config import PipelineConfig, load_config
+from graphshard.plan.fit import host_memory, worker_limit
 from graphshard.shuffle.graphbolt import missing_modules
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,6 +63,13 @@ def test_overrides_are_yaml_typed(tmp_path, rmat_small):
     assert (cfg.assign.method, cfg.num_parts, cfg.shuffle.graph_formats) == ("metis", 3, ["coo", "csc"])
     assert cfg.validate_.full is True and cfg.cluster.memory_limit == "1GB"
     assert cfg.output.dir == tmp_path / "elsewhere"
+
+
+def test_memory_limit_in_bytes_as_local_cluster_takes_it(tmp_path, rmat_small):
+    """A plain byte count is a memory limit as LocalCluster reads it; the plan resolves it to the same bytes."""
+    cfg = load_config(write_config(tmp_path, rmat_small, cluster={"memory_limit": 2_000_000_000}))
+    assert cfg.cluster.spec().memory_limit == 2_000_000_000
+    assert worker_limit(cfg.cluster.memory_limit, 2, 1) == min(2_000_000_000, host_memory())
 
 
 def test_yaml_merge_keys_may_be_overridden(tmp_path, rmat_small):
@@ -151,6 +159,9 @@ BAD = [
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
+    ("memory limit a bool", lambda t, m: (write_config(t, m, cluster={"memory_limit": True}), "memory_limit"), []),
+    ("negative memory limit in bytes", lambda t, m: (write_config(t, m, cluster={"memory_limit": -5}),
+                                                     "field 'cluster.memory_limit': expected a size like '4GB'"), []),
     ("negative memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "-1GB"}),
                                             "field 'cluster.memory_limit': expected a size like '4GB'"), []),
     ("file method without folder", lambda t, m: (write_config(t, m, assign={"method": "file"}), "assign.dir"), []),

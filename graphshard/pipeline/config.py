@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, StrictInt, ValidationError
 
 from graphshard.assign.options import AssignOptions, IgnoredOption, OptionConflict, resolve
 from graphshard.cluster import ClusterSpec
@@ -73,7 +73,7 @@ class ClusterSection(_Section):
     address: str | None = None
     workers: int = Field(default=2, ge=1)
     threads_per_worker: int = Field(default=1, ge=1)
-    memory_limit: str | None = "auto"
+    memory_limit: StrictInt | str | None = "auto"  # bytes, a size like '4GB', or 'auto' (as LocalCluster takes them)
     connect_timeout: float = Field(default=10.0, gt=0)
 
     def spec(self) -> ClusterSpec:

@@ -69,7 +69,7 @@ def kill_threshold() -> float:
     return float(dask.config.get("distributed.worker.memory.terminate", default=0.95) or 1.0)
 
 
-def worker_limit(memory_limit: str | None, workers: int, threads: int) -> int | None:
+def worker_limit(memory_limit: int | str | None, workers: int, threads: int) -> int | None:
     """A local worker's memory limit in bytes as LocalCluster resolves it (None: no limit): "auto" is the host's
     memory times the worker's share of the cluster's threads (distributed's `parse_memory_limit`, without importing
     distributed: a cached run never does)."""
