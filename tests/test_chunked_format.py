@@ -146,6 +146,8 @@ def test_metadata_problems_name_the_field(tmp_path):
         (lambda d: d["edge_type"].__setitem__(0, "a:r/x:b"), "edge_type[0]", "a relation name without '/'"),
         (lambda d: d.update(graph_name="a-b"), "graph_name", "letters, digits and '_'"),
         (lambda d: d["num_nodes_per_chunk"][1].__setitem__(0, -2), "num_nodes_per_chunk[1]", ">= 0"),
+        (lambda d: d.update(num_nodes_per_chunk=[[0] * len(r) for r in d["num_nodes_per_chunk"]]),
+         "num_nodes_per_chunk", "at least one node in all"),
         (lambda d: d.pop("edges"), "edges", "required field"),
     ]
     for edit, field, expected in cases:

@@ -193,6 +193,9 @@ class ChunkedGraph(BaseModel):
                         raise FieldProblem(f"{section}['{owner}']", "feature names non-empty without '/'", repr(feat))
         derived_n = [sum(r) for r in self.num_nodes_per_chunk]
         derived_e = [sum(r) for r in self.num_edges_per_chunk]
+        if not sum(derived_n):
+            raise FieldProblem("num_nodes_per_chunk", "at least one node in all (a graph to partition)",
+                               self.num_nodes_per_chunk)
         if self.num_nodes_per_type is None:
             self.num_nodes_per_type = derived_n
         elif list(self.num_nodes_per_type) != derived_n:
