@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from graphshard import npyheader  # noqa: F401 - numpy's header parser under one lock (threads)
 from graphshard.errors import InputError
 from graphshard.formats.arrow import column_to_numpy
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, FileFormat

@@ -27,6 +27,7 @@ from typing import Iterator, Union
 
 import numpy as np
 
+from graphshard import npyheader  # noqa: F401 - numpy's header parser under one lock (threads)
 from graphshard.storage import lease
 from graphshard.storage.locations import Location, location
 from graphshard.storage.store import Storage
