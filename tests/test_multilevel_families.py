@@ -68,7 +68,8 @@ def test_coarsened_cut_near_metis(make_graph, tmp_path, family, k):
 @pytest.mark.parametrize("coarse_share", [1.2, 4])
 def test_coarsened_rmat_at_k8_at_most_metis(make_graph, tmp_path, coarse_share):
     """R-MAT coarsened (1.2x: one level, as the default does to the issue's 300k-node R-MAT; 4x) at k=8: at most
-    METIS's cut. Before hubs clustered apart (coarsen.py), leaves glued to hubs gave 1.24x at both."""
+    METIS's cut. Before refinement ran in phases, this took hubs clustering apart (the hub rule): leaves glued to hubs
+    gave 1.24x at both."""
     metis, ml = pair(make_graph, tmp_path, "rmat", 8, coarse_share=coarse_share)
     assert len(ml["partitioner"]["levels"]) >= 2
     assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])

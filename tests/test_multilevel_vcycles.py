@@ -25,7 +25,7 @@ def test_clusters_stay_within_parts_and_the_coarse_level_inherits_them(rmat_smal
     assert len(fine.blocks) > 1  # rounds read other blocks' labels and parts
     parts = np.random.default_rng(0).integers(0, 4, fine.nodes).astype(np.int32)
     write_range(create(fine.parts(0), (fine.nodes,), np.int32), 0, parts)
-    coarse, _, _ = hierarchy.coarsen_level(fine, plan, None, parts=fine.parts(0))
+    coarse, _ = hierarchy.coarsen_level(fine, plan, None, parts=fine.parts(0))
     assert coarse.nodes < fine.nodes / 2
     f2c = np.concatenate([load_array(fine.fine_to_coarse(b)) for b in fine.blocks])
     inherited = np.asarray(open_ro(coarse.inherited))

@@ -38,7 +38,7 @@ Fields:
   the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`,
   the best of `multilevel_initial_tries` seeds; `multilevel_fm`: a boundary FM pass after each refinement sweep;
   `multilevel_jet`: a Jet pass (moves that may overfill a part, then a rebalance) before it in each level's first
-  refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (default 1: more
+  refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (default 2: more
   rounds cut a little less for more time).
   `multilevel_vcycles`: cycles after the first, each coarsening again with clusters kept within the parts found
   and refining back (about one more coarsening and refinement each).
@@ -155,7 +155,7 @@ class FlatOptions(BaseModel):
     multilevel_initial_tries: int = Field(default=1, ge=1)
     multilevel_fm: bool = True
     multilevel_jet: bool = True
-    multilevel_jet_rounds: int = Field(default=1, ge=1)
+    multilevel_jet_rounds: int = Field(default=2, ge=1)
     multilevel_vcycles: int = Field(default=0, ge=0)
 
 

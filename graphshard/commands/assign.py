@@ -81,9 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="multilevel: label propagation rounds per coarsening level (default 6)")
     parser.add_argument("--multilevel-refine-rounds", type=int, default=8,
                         help="multilevel: refinement rounds per level at most (default 8)")
-    parser.add_argument("--multilevel-jet-rounds", type=int, default=1,
+    parser.add_argument("--multilevel-jet-rounds", type=int, default=2,
                         help="multilevel: refinement rounds of a level of several blocks that run a Jet pass "
-                             "(default 1; up to --multilevel-refine-rounds: a smaller cut, more time)")
+                             "(default 2; up to --multilevel-refine-rounds: a smaller cut, more time)")
     parser.add_argument("--multilevel-vcycles", type=int, default=0,
                         help="multilevel: cycles after the first, each coarsening within the parts found, "
                              "partitioning afresh (the lower cut kept) and refining back; each costs about one more "

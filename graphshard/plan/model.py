@@ -250,12 +250,11 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
 
 
 def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
-    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first, in the hub rule's
-    two phases (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes
-    `ml_shrink` times (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
-    `multilevel_coarse_edges`, each level keeps `ml_near_edge_keep` of them (the hubs' bound grows within a level's
-    rounds where they stall it, so no level keeps them all). A coarse level has as many blocks as its finer level's
-    edges need, never more (`options.multilevel_blocks`, as `hierarchy.contract` counts them)."""
+    """(nodes, edges, blocks) of the levels the coarsening is expected to make, the input first, in two phases
+    (assign/multilevel/coarsen.py). Far above `multilevel_coarse_nodes`, a level shrinks its nodes `ml_shrink` times
+    (down to that size) and keeps `ml_far_edge_keep` of its edges. Then, while the edges exceed
+    `multilevel_coarse_edges`, each level keeps `ml_near_edge_keep` of them. A coarse level has as many blocks as its
+    finer level's edges need, never more (`options.multilevel_blocks`, as `hierarchy.contract` counts them)."""
     c = coefficients.load()
     nodes, edges = float(g.nodes), float(g.edges)
     out = [(nodes, edges, multilevel_blocks(int(edges), s.block_edges))]
@@ -278,13 +277,13 @@ ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Da
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     """Level 0 (a task per chunk, a classes task per block with `balance_ntypes`, a task per block), each
-    coarsening level (per block: the hub marks, `multilevel_lp_rounds` LP rounds of two task groups, as a level
+    coarsening level (per block: `multilevel_lp_rounds` LP rounds of two task groups, as a level
     meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
     blocks), METIS on the coarsest, and per level the refinement rounds (`ml_refine_rounds` on average, at most
     `multilevel_refine_rounds`: a level ends on a round that gains too little) and (but the coarsest) the
     projection, a task per block each (`ml_levels`); each of `multilevel_vcycles` coarsens and refines again."""
     sizes = [b for _, _, b in ml_levels(g, s)]
-    coarsen = sum((2 * s.lp_rounds + 3) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
+    coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
     rounds = min(s.refine_rounds, coefficients.load()["ml_refine_rounds"])
     refine = round(rounds * sum(sizes)) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only

@@ -16,7 +16,7 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
-from graphshard.assign.multilevel import coarsen, hierarchy
+from graphshard.assign.multilevel import hierarchy
 from graphshard.assign.multilevel.store import Level, open_ro, remove
 from graphshard.assign.options import AssignOptions
 from graphshard.errors import GraphshardError
@@ -92,19 +92,15 @@ def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts:
     """The levels from `fine` until one is coarse enough or the coarsening stalls, and the LP rounds of each (with
     `parts`, a V-cycle's: clusters within the parts of that parts map of `fine`)."""
     levels, rounds = [fine], []
-    hub_cluster = coarsen.HUB_CLUSTER  # hubs' clusters grow (x HUB_RELAX) each time they stall the coarsening
     while not hierarchy.coarse_enough(levels[-1], plan.options) and len(levels) < hierarchy.MAX_LEVELS:
         level = levels[-1]
         within = None if parts is None else parts if level is fine else level.inherited
-        coarse, done, grown = hierarchy.coarsen_level(level, plan, client, hub_cluster, within)
+        coarse, done = hierarchy.coarsen_level(level, plan, client, within)
         if coarse.nodes < level.nodes:
             levels.append(coarse)
             rounds.append(done)
-        hub_cluster = max(hub_cluster, grown)
         if coarse.nodes > hierarchy.STALL * level.nodes:
-            if not grown or hub_cluster >= hierarchy.hub_cap(plan):
-                break
-            hub_cluster *= coarsen.HUB_RELAX
+            break
     return levels, rounds
 
 

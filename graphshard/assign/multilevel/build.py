@@ -67,7 +67,7 @@ def build_block(b: int, *, graph: ChunkedGraph, level: Level, jobs: int, options
         vw[:, 1:] = cons.weights
     write_range(level.vwgt, lo, vw)
     write_bucket(level.block(b), [indptr, indices, ew])
-    return {"entries": int(indptr[-1]), "sums": vw.sum(axis=0), "max": vw.max(axis=0, initial=0)}
+    return {"entries": int(indptr[-1]), "sums": vw.sum(axis=0)}
 
 
 def input_paths(level: Level) -> Path:

@@ -29,54 +29,18 @@ from graphshard.storage.scratch import ScratchPath
 # cut 81.9% -> 75.6% at k=16 (METIS 66.4%), 46.0% -> 39.3% at k=4 (METIS 44.6%); exact degree order: 76.3%, 43.4%,
 # and it cost 22% on the small grid test. Coarser levels keep the ID order (on a mesh their degrees pass 8).
 DEGREE_BUCKET = 8
-# Hubs cluster apart on a level with skewed degrees (its largest degree above SKEW x its average): a node of more than
-# the average degree is a hub, and joins only clusters of hubs, of at most HUB_CLUSTER nodes (nothing else joins
-# them). Gluing leaves to hubs makes hub clusters heavy, and a balanced partition then can no longer gather the hubs
-# in few parts, which is what METIS does on R-MAT (k=16: 57% of the hubs of degree >= 128 in one part, half of the
-# leaves' edges cut); hubs still merge among themselves, so the level's edges shrink (the edge cap). R-MAT 50k / 800k,
-# one level to 37k nodes, METIS on it, k=16: 81.1% of the edges cut -> 70.7% (METIS on the whole graph: 68.0%);
-# BENCHMARKS.md "Partition quality", the hub rule. Meshes, geometric and planted graphs (max / average <= 3) keep
-# the plain rule.
-# When hubs stall the coarsening (a level keeps over STALL of its nodes above the coarsest size or edge cap), their
-# cluster bound grows HUB_RELAX times for the next level; near the coarsest size, for the next round of the level
-# whose round stalled (`hierarchy.coarsen_level`): R-MAT 20M went 246k -> 111k -> 91k -> 89k -> 87k -> 84k -> 80k
-# nodes (7.8M edges on three of them), now 246k -> 110k (3.4M edges), 84 -> 47 s, cut 9.25% -> 10.25% of the edges
-# (METIS 47.4%); the small quality matrix unchanged but for R-MAT (P2: 7 levels -> 3, cut 0-0.4% less; BENCHMARKS.md,
-# "the hubs' bound within a level"). R-MAT 50k coarsened to 150k edges, cut / METIS's at
-# k = 4, 8, 16, 32, 64: x2 0.41, 0.62, 0.92, 1.07, 1.03; x4 0.40, 0.73, 1.03, 1.14, 1.06; dropping the rule at once
-# 0.83, 1.26, 1.30, 1.22, 1.07.
-# Far above the coarsest size (more nodes than `multilevel_coarse_nodes`), a level must shrink geometrically: the
-# hubs' bound counts this level's average nodes, not input nodes (`hub_bound`), and leaves left alone are grouped by
-# their favourite cluster whatever their weight (`lone_weight`). Without both, coarse hubs of 16 input nodes merged
-# with nothing and a hub's leaves never with it: R-MAT 500M kept 72%, 93%, 98% of its nodes on levels 1-3; R-MAT
-# 50k with that run's ratios took 17 levels to 4,762 nodes (target 500), now 7 to 487 (BENCHMARKS.md, "the hub
-# rule's stall").
-SKEW = 20
-HUB_CLUSTER = 16
-HUB_RELAX = 2
-
-
-def hub_bound(hub_cluster: int, input_nodes: int, level_nodes: int, far: bool) -> int:
-    """The largest hub cluster, in input nodes: `hub_cluster` of the level's average nodes while the level is far
-    above the coarsest size, else `hub_cluster` input nodes."""
-    return hub_cluster * max(1, input_nodes // max(1, level_nodes)) if far else hub_cluster
+# Every node clusters by the same rule. Hubs clustered apart on levels of skewed degrees until refinement ran in
+# phases (the hub rule: leaves glued to hubs had kept a balanced partition from gathering them, R-MAT 50k k=4 0.83 ->
+# 0.41x METIS's cut); with the phases it no longer paid: the matrix's cuts within about 1% either way, Barabasi-Albert
+# 1.03 -> 1.00x METIS, R-MAT 20M one level instead of two at 0.75x the wall (BENCHMARKS.md, issue 18, "whether the
+# hub rule still pays").
 
 
 def lone_weight(far: bool) -> int:
     """The heaviest node (in input nodes) that a level's last round groups when it is left alone: any while the level
-    is far above the coarsest size; near it (only the edge cap left), input nodes only, as merging hubs is what
-    shrinks the edges there. R-MAT 50k coarsened to 150k edges, k = 8: grouping any node there cut 50.7% of the
-    edges, input nodes only 34.3%."""
+    is far above the coarsest size; near it (only the edge cap left), input nodes only. R-MAT 50k coarsened to 150k
+    edges, k = 8 (under the hub rule): grouping any node there cut 50.7% of the edges, input nodes only 34.3%."""
     return np.iinfo(np.int64).max if far else 1
-
-
-def mark_hubs(b: int, *, level: Level) -> int:
-    """The hub flags of block b (degree above the level's average); returns the block's largest degree."""
-    lo, _ = level.span(b)
-    indptr, _, _ = read_block(level, b)
-    degree = np.diff(indptr)
-    write_range(level.hubs, lo, (degree > level.entries // max(1, level.nodes)).astype(np.uint8))
-    return int(degree.max(initial=0))
 
 
 def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
@@ -99,12 +63,11 @@ def within_block(b: int, *, level: Level, parts: ScratchPath) -> None:
     write_bucket(level.within(b), [kept, indices[keep], ew[keep] if len(ew) else ew, own_p.astype(np.int64)])
 
 
-def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, hub_cluster: int,
-                  lone: int, within: bool = False) -> int:
+def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw: np.ndarray, lone: int,
+                  within: bool = False) -> int:
     """One LP round over block b (grouping up to `quota` leftover singletons of at most `lone` input nodes, none if
-    `quota` is negative; with `hub_cluster` > 0, hubs cluster apart, at most that many input nodes each; `within`:
-    the round reads the level's within-part blocks, `within_block`, so clusters stay within parts): writes its labels
-    for round rnd+1 and its cluster weight changes; returns moves."""
+    `quota` is negative; `within`: the round reads the level's within-part blocks, `within_block`, so clusters stay
+    within parts): writes its labels for round rnd+1 and its cluster weight changes; returns moves."""
     lo, hi = level.span(b)
     if within:
         indptr, indices, ew, runs = read_bucket(level.within(b), mapped=True)
@@ -117,11 +80,8 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     vw = np.array(open_ro(level.vwgt)[lo:hi])
     salt = salt_of(seed, level.index, rnd)
     order = np.arange(hi - lo) if level.index else np.argsort(np.diff(indptr) // DEGREE_BUCKET, kind="stable")
-    hubs = hub_cluster > 0
-    kind = gather(level.hubs, cand) if hubs else np.zeros(len(cand), dtype=np.uint8)
-    ukind = np.array(open_ro(level.hubs)[lo:hi]) if hubs else np.zeros(hi - lo, dtype=np.uint8)
     moves = cluster_round(indptr, local_rows(indices, lo, hi), nbr_l, ew, own_l, cw, vw, maxw,
-                          half(salt, lo, hi), salt, quota, cand, order, kind, ukind, hub_cluster, lone, runs)
+                          half(salt, lo, hi), salt, quota, cand, order, lone, runs)
     write_range(level.labels(rnd + 1), lo, cand[own_l].astype(index_dtype(level.nodes)))
     changed = np.flatnonzero(own_l != before)
     ids = np.concatenate([cand[before[changed]], cand[own_l[changed]]])

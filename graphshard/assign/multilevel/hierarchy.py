@@ -35,8 +35,9 @@ CLUSTER_SLACK = 2.0
 # whose coarsest nodes are heavy, it cost 10-20%, hence the condition.
 INITIAL_SLACK = 3
 # Refinement rounds that run a Jet pass on a level of one block (refine.py; a pass runs until it stops gaining); a
-# level of several blocks runs one in each of its first `multilevel_jet_rounds` (default 1: with phases, a second
-# round's pass changed the cuts by under 0.1% at 1.2-1.4x the time; BENCHMARKS.md, issue 18, "refinement in phases").
+# level of several blocks runs one in each of its first `multilevel_jet_rounds` (default 2: since a level projects
+# from one about 20x smaller, the second round's pass cuts 1-4% less at 1.1-1.3x the step's time, and keeps Chung-Lu
+# 500k k=64 below METIS; BENCHMARKS.md, issue 18, "the hub rule removed").
 JET_ROUNDS = 1
 # A level of several blocks refines each round in PHASES phases, blocks b % PHASES == i in phase i, every node of a
 # block free to move: a phase's blocks see the parts the phases before it left (the blocks of one phase see each
@@ -47,7 +48,10 @@ JET_ROUNDS = 1
 PHASES = 2
 # A level's refinement ends after a round that gains under this share of the level's cut (R-MAT 20M, level 0: rounds
 # 4-8 gained 0.35% to 0.11% each, 1.1% in all, for 40% of the refinement's time; the small quality matrix: mean
-# 0.874 -> 0.877 x METIS; BENCHMARKS.md, issue 18, "cheaper rounds").
+# 0.874 -> 0.877 x METIS; BENCHMARKS.md, issue 18, "cheaper rounds"). On a level of several blocks the gain its
+# blocks see overstates what a round gains (blocks of one phase move against each other's start), so the level's cut
+# at a round's start also ends it when the round before gained too little by it (R-MAT 100M, level 0 from 217k
+# nodes: rounds 2-8 saw 0.5-0.7% each, and the cut fell by 0.12% in all).
 REFINE_GAIN = 0.005
 
 
@@ -57,19 +61,19 @@ class Plan:
 
     nparts: int
     options: AssignOptions
-    nodes: int = 0  # input nodes (column 0's total: every level's node weights sum to it)
     balance: list[int] = field(default_factory=list)  # weight columns that are balanced
     maxw: np.ndarray | None = None  # largest cluster weight per column
     bound: np.ndarray | None = None  # largest part weight per balanced column
 
-    def limits(self, sums: np.ndarray, largest: np.ndarray) -> None:
-        """Cluster and part bounds from the column totals and the heaviest node of each column."""
+    def limits(self, sums: np.ndarray) -> None:
+        """Cluster and part bounds from the column totals. A node heavier than a cluster may be stays alone: with
+        `balance_edges`, clusters as heavy as the heaviest hub's in-degree made coarse nodes that no refinement could
+        balance (R-MAT 50k / 800k, k=19: in-degree imbalance 1.60 against 1.03)."""
         eps, k = self.options.ufactor / 1000.0, self.nparts
-        self.nodes = int(sums[0])
         self.balance = list(range(1, len(sums))) if len(sums) > 1 else [0]
         self.maxw = np.full(len(sums), UNLIMITED, dtype=np.int64)
         for c in self.balance:
-            self.maxw[c] = max(int(CLUSTER_SLACK * eps * sums[c] / k), int(largest[c]), 1)
+            self.maxw[c] = max(int(CLUSTER_SLACK * eps * sums[c] / k), 1)
         tot = sums[self.balance]
         self.bound = np.maximum(np.floor((1 + eps) * tot / k), np.ceil(tot / k)).astype(np.int64)
 
@@ -100,7 +104,7 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
     made = run_tasks(client, STEP, "ml-block", build.build_block, list(level.blocks), graph=graph, level=level,
                      jobs=jobs, options=opts, classes=classes, gains=gains)
     remove(build.input_paths(level), level.root / "fetch")
-    plan.limits(sum(m["sums"] for m in made), np.max([m["max"] for m in made], axis=0))
+    plan.limits(sum(m["sums"] for m in made))
     return Level(level.root, 0, n, sum(m["entries"] for m in made), level.bounds, columns, fetch)
 
 
@@ -120,24 +124,16 @@ def node_target(level: Level, opts: AssignOptions) -> int:
     return max(1, level.nodes * cap // edges)
 
 
-def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: int = coarsen.HUB_CLUSTER,
-                  parts: ScratchPath | None = None) -> tuple[Level, int, int]:
+def coarsen_level(level: Level, plan: Plan, client: Client | None, parts: ScratchPath | None = None
+                  ) -> tuple[Level, int]:
     """The configured LP rounds on `level` (every one, as KaMinPar's clustering: a level cut short once its clusters
     met the next level's `node_target` kept the first rounds' clusters of ~3 nodes, which later rounds re-sort; the
-    last round groups leftover singletons towards that target: `lone_weight`), then the contraction
-    into the next level; returns it, the rounds run and the hubs' cluster bound it ended with (0: hubs did not
-    cluster apart; on a level with skewed degrees they cluster only among themselves: coarsen.py, `hub_bound`).
-    Near the coarsest size, a round in which the hubs stall the level (it keeps over STALL of its clusters) grows
-    their bound HUB_RELAX times for the next round (`hub_cap`), instead of a level of its own doing so. With
-    `parts` (a V-cycle), clusters stay within the parts of that parts map, which the next level inherits."""
+    last round groups leftover singletons towards that target: `lone_weight`), then the contraction into the next
+    level; returns it and the rounds run. With `parts` (a V-cycle), clusters stay within the parts of that parts
+    map, which the next level inherits."""
     opts = plan.options
     rounds, clusters, target = opts.multilevel_lp_rounds, level.nodes, node_target(level, opts)
-    create(level.hubs, (level.nodes,), np.uint8)
-    top = max(run_tasks(client, STEP, f"ml-hubs-L{level.index}", coarsen.mark_hubs, list(level.blocks), level=level))
-    hubs = top > coarsen.SKEW * level.entries / max(1, level.nodes)
-    far = level.nodes > opts.multilevel_coarse_nodes
-    bound = coarsen.hub_bound(hub_cluster, plan.nodes, level.nodes, far) if hubs else 0
-    grow = hubs and not far
+    lone = coarsen.lone_weight(level.nodes > opts.multilevel_coarse_nodes)
     if parts is not None:
         run_tasks(client, STEP, f"ml-within-L{level.index}", coarsen.within_block, list(level.blocks), level=level,
                   parts=parts)
@@ -147,20 +143,13 @@ def coarsen_level(level: Level, plan: Plan, client: Client | None, hub_cluster: 
         quotas = [group_quota(level, b, clusters, target) if rnd == rounds - 1 else -1 for b in level.blocks]
         run_tasks(client, STEP, f"ml-cluster-L{level.index}", coarsen.cluster_block, list(zip(level.blocks, quotas)),
                   star=True, label=lambda item: f"b{item[0]}", level=level, rnd=rnd, seed=opts.seed, maxw=plan.maxw,
-                  hub_cluster=bound, lone=coarsen.lone_weight(far), within=parts is not None)
+                  lone=lone, within=parts is not None)
         counts = run_tasks(client, STEP, f"ml-weights-L{level.index}", coarsen.update_weights, list(level.blocks),
                            level=level, rnd=rnd)
         remove(level.labels(rnd), level.cluster_weights(rnd), level.work / f"delta-{rnd}")
-        before, clusters = clusters, sum(counts)
+        clusters = sum(counts)
         log.info("multilevel level %d round %d: %d clusters", level.index, rnd + 1, clusters)
-        if grow and clusters > STALL * before and hub_cluster < hub_cap(plan):
-            bound, hub_cluster = bound * coarsen.HUB_RELAX, hub_cluster * coarsen.HUB_RELAX
-    return contract(level, plan, counts, rounds, client, parts), rounds, hub_cluster if hubs else 0
-
-
-def hub_cap(plan: Plan) -> int:
-    """The hubs' cluster bound past which growing it changes nothing: the largest cluster any node may join."""
-    return int(plan.maxw[plan.balance].max())
+    return contract(level, plan, counts, rounds, client, parts), rounds
 
 
 def group_quota(level: Level, b: int, clusters: int, target: int) -> int:
@@ -191,7 +180,7 @@ def contract(level: Level, plan: Plan, counts: list[int], rnd: int, client: Clie
               rnd=rnd, coarse=coarse)
     entries = run_tasks(client, STEP, f"ml-coarse-L{coarse.index}", coarsen.coarse_block, list(coarse.blocks),
                         level=level, coarse=coarse)
-    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.hubs, level.work / "contract",
+    remove(level.labels(rnd), level.cluster_weights(rnd), level.cmap, level.work / "contract",
            level.work / "within")
     return replace(coarse, entries=int(sum(entries)))
 
@@ -245,7 +234,8 @@ def _overweight_moves(level: Level, plan: Plan, load: np.ndarray, excess: np.nda
 
 def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | None) -> tuple[np.ndarray, int, dict]:
     """Fix overweight parts, then refinement rounds (each in `phases`) until one gains under REFINE_GAIN of the
-    level's cut or the last two moved few nodes; returns (load, last parts map, facts: moves, and per round the cut
+    level's cut, as its blocks saw it or (the round before) by the cut at the round's start, or the last two moved
+    few nodes; returns (load, last parts map, facts: moves, and per round the cut
     at its start and the gain its blocks saw)."""
     load, rnd, fixed = fix_overweight(level, plan, load, 0, client)
     moves, gains, cuts = [], [], []
@@ -258,7 +248,9 @@ def refine_level(level: Level, plan: Plan, load: np.ndarray, client: Client | No
         moves.append(moved)
         gains.append(gain)
         cuts.append(cut)
-        if gain < REFINE_GAIN * cut or (len(moves) >= 2 and moves[-1] + moves[-2] <= level.nodes // 1000):
+        if gain < REFINE_GAIN * cut or (len(cuts) >= 2 and cuts[-2] - cut < REFINE_GAIN * cut):
+            break
+        if len(moves) >= 2 and moves[-1] + moves[-2] <= level.nodes // 1000:
             break
     return load, rnd, {"rebalance_moves": fixed, "refine_moves": moves, "round_cuts": cuts, "round_gains": gains}
 

@@ -132,18 +132,15 @@ def _compact(own, nbr, table, direct, found, own_l, nbr_l):
 
 
 @njit(cache=True)
-def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order, kind, ukind, hubw,
-                  lone, runs):
+def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, names, order, lone, runs):
     """One size-constrained LP sweep over the block's rows in `order` (coarsen.py: low degree first at level 0,
     so leaves settle before hubs absorb them); labels are indices into the round's candidate clusters.
 
     `own` (block labels) and `cw` (candidate cluster weights, column 0 = node count) are updated in place;
-    `names` are the clusters' global labels (ties are broken on them). A node
-    joins the neighbouring cluster of highest connection that stays within `maxw` in every column (staying on
-    ties). A node joins only clusters of its own kind (`kind` per candidate cluster, `ukind` per row: 1 = hub), a
-    hub's cluster at most `hubw` nodes (coarsen.py's hub rule). With `quota` >= 0, up to `quota` non-hub nodes of
-    at most `lone` input nodes left alone afterwards are grouped: by their favourite neighbouring cluster, and
-    isolated nodes in runs, one per value of `runs` (per row, or empty: one run; a V-cycle keeps parts apart)
+    `names` are the clusters' global labels (ties are broken on them). A node joins the neighbouring cluster of
+    highest connection that stays within `maxw` in every column (staying on ties). With `quota` >= 0, up to `quota`
+    nodes of at most `lone` input nodes left alone afterwards are grouped: by their favourite neighbouring cluster,
+    and isolated nodes in runs, one per value of `runs` (per row, or empty: one run; a V-cycle keeps parts apart)
     (clusters must form on graphs with leaves and edgeless node types); the quota keeps the level from shrinking far
     below the coarsest level's size. Returns moves.
     """
@@ -164,9 +161,7 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
             r = rating[lab]
             if lab != cur and r > fav_r:
                 fav, fav_r = lab, r
-            if not active[u] or lab == cur or r < best_r or kind[lab] != ukind[u]:
-                continue
-            if kind[lab] and cw[lab, 0] + vw[u, 0] > hubw:
+            if not active[u] or lab == cur or r < best_r:
                 continue
             h = mix(salt, names[lab])
             if r == best_r and (best == cur or h >= best_h):
@@ -182,12 +177,12 @@ def cluster_round(indptr, loc, nbr, ew, own, cw, vw, maxw, active, salt, quota, 
             own[u] = best
             moves += 1
     if quota >= 0:
-        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone, runs)
+        moves += _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, lone, runs)
     return moves
 
 
 @njit(cache=True)
-def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone, runs):
+def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, lone, runs):
     """Nodes of at most `lone` input nodes still alone in their cluster join the first such node with the same
     favourite cluster (isolated nodes: the previous isolated one of their run), while it fits, `quota` moves at
     most."""
@@ -196,7 +191,7 @@ def _group_singletons(indptr, own, cw, vw, maxw, favourite, quota, ukind, lone, 
     for u in range(len(own)):
         if moves >= quota:
             break
-        if cw[own[u], 0] != vw[u, 0] or vw[u, 0] > lone or ukind[u]:  # alone: column 0 counts input nodes
+        if cw[own[u], 0] != vw[u, 0] or vw[u, 0] > lone:  # alone: column 0 counts input nodes
             continue
         key = favourite[u] if indptr[u + 1] > indptr[u] else cw.shape[0] + (runs[u] if len(runs) else 0)
         if key < 0:

@@ -66,11 +66,6 @@ class Level:
         return self.work / f"delta-{rnd}" / str(src) / f"{dst}.bkt"
 
     @property
-    def hubs(self) -> ScratchPath:
-        """1 for the level's hubs (coarsen.py: they neither join a cluster nor take members), else 0."""
-        return self.work / "hubs.npy"
-
-    @property
     def cmap(self) -> ScratchPath:
         return self.work / "cmap.npy"
 
