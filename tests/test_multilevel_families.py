@@ -11,6 +11,7 @@ from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.options import AssignOptions
 
 MAG_BALANCE = {"balance_ntypes": ["ntype", "paper/train_mask"]}
+MAG_OVER = {("mag", 16), ("mag", 64)}  # METIS itself over the bound there (below)
 FAMILIES = {  # family -> (generator, its arguments, options for every method)
     "rmat": ("rmat", {"nodes": 4000, "edges": 40000}, {}),
     "grid2d": ("grid", {"nodes": 4096, "dims": 2}, {}),
@@ -45,12 +46,12 @@ def pair(make_graph, tmp_path, family: str, k: int, coarse_share: float) -> tupl
     return metis, ml
 
 
-# MAG at k=16: METIS leaves its small classes (18 institutions) over the bound and multilevel's overweight fix pays
-# for them (70,154 vs 68,428, 1.03x): held to 1.3x below, with the coarsened cases.
-@pytest.mark.parametrize("family,k", [(f, k) for f in FAMILIES for k in (4, 16) if (f, k) != ("mag", 16)])
+# MAG at k=16 and 64: METIS leaves its small classes (18 institutions) over the bound and multilevel's overweight fix
+# pays for them (k=16: 70,154 vs 68,428, 1.03x; k=64: 70,712 vs 69,894): held to 1.3x below, with the coarsened cases.
+@pytest.mark.parametrize("family,k", [(f, k) for f in FAMILIES for k in (4, 16, 64) if (f, k) not in MAG_OVER])
 def test_cut_at_most_metis(make_graph, tmp_path, family, k):
-    """The coarsest level is the graph (as for any graph up to `multilevel_coarse_nodes`): KaMinPar strong or METIS
-    there, then LP + FM refinement over 3 blocks."""
+    """The coarsest level is the graph (as for any graph up to `multilevel_coarse_nodes`): the smaller cut of
+    KaMinPar strong's and METIS's partitions there, then refinement over 3 blocks, which never raises it."""
     metis, ml = pair(make_graph, tmp_path, family, k, coarse_share=1)
     assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
 

@@ -35,7 +35,8 @@ Fields:
   per block task at most (blocks: `multilevel_blocks`; the block count does not depend on the cluster, so results
   do not either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions
-  the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise) or `metis`,
+  the coarsest level, `kaminpar` (its strong preset, when only node counts are balanced; METIS otherwise; on the
+  input graph itself, the smaller cut of the two) or `metis`,
   the best of `multilevel_initial_tries` seeds; `multilevel_fm`: a boundary FM pass after each refinement sweep;
   `multilevel_jet`: a Jet pass (moves that may overfill a part, then a rebalance) before it in each level's first
   refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (default 2: more

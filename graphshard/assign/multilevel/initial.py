@@ -53,23 +53,26 @@ def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
                        tries: int, metis_lib: str | None, inherited: bool = False) -> tuple[int, np.ndarray]:
-    """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...) and, with
-    `inherited`, of the level's inherited parts (kept on ties); returns (edge cut of the level, weight per part and
-    column)."""
+    """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...), with
+    `inherited` of the level's inherited parts too (kept on ties), and, when KaMinPar partitions the input graph
+    itself, of METIS's partition of it (refinement then starts from a cut no larger than METIS's); returns (edge
+    cut of the level, weight per part and column)."""
     indptr, indices, ew = assemble(level)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
     total = int(vw[:, 0].sum())
     bound = max(int(np.floor((1 + ufactor / 1000) * total / nparts)), -(-total // nparts))
-    # KaMinPar's balancer does not end when one node outweighs a part's bound (a hub cluster of in-degrees with
-    # balance_edges at a large k: R-MAT 50k / 800k, k=19); METIS returns its best partition then
-    if method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES and vw.max() <= bound:
-        def make(s: int) -> np.ndarray:
+    # KaMinPar's balancer does not end when one node outweighs a part's bound (a hub's in-degree with balance_edges
+    # at a large k: R-MAT 50k / 800k, k=96); METIS returns its best partition then
+    kaminpar = method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES and vw.max() <= bound
+
+    def make(s: int) -> np.ndarray:
+        if kaminpar:
             return kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, s, local_folder(level.root))
-    else:
-        def make(s: int) -> np.ndarray:
-            return metis_parts(indptr, indices, vw, ew, nparts, s, ufactor, metis_lib)
+        return metis_parts(indptr, indices, vw, ew, nparts, s, ufactor, metis_lib)
     found = [np.array(open_ro(level.inherited), dtype=np.int64)] if inherited else []
     found += [make(seed + t) for t in range(tries)]
+    if kaminpar and level.index == 0:  # the input graph itself: METIS's own partition of it is a candidate too
+        found.append(metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, metis_lib))
     cuts = [_cut(indptr, indices, ew, parts) for parts in found]
     parts, cut = found[int(np.argmin(cuts))], min(cuts)
     write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
