@@ -32,8 +32,8 @@ DEGREE_BUCKET = 8
 # Every node clusters by the same rule. Hubs clustered apart on levels of skewed degrees until refinement ran in
 # phases (the hub rule: leaves glued to hubs had kept a balanced partition from gathering them, R-MAT 50k k=4 0.83 ->
 # 0.41x METIS's cut); with the phases it no longer paid: the matrix's cuts within about 1% either way, Barabasi-Albert
-# 1.03 -> 1.00x METIS, R-MAT 20M one level instead of two at 0.75x the wall (BENCHMARKS.md, issue 18, "whether the
-# hub rule still pays").
+# 1.03 -> 1.00x METIS, R-MAT 20M in one level instead of two and 100M in one or two instead of five, at 0.68-0.90x
+# the wall (BENCHMARKS.md, issue 18, "the hub rule removed").
 
 
 def lone_weight(far: bool) -> int:
