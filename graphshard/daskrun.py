@@ -407,6 +407,16 @@ def settle(client: Client, futures: Sequence[Future]) -> None:
         time.sleep(0.1)
 
 
+def cancel_tasks(client: Client | None, *groups: TaskGroup) -> None:
+    """Drop groups whose results are no longer wanted (a failure elsewhere): cancel them and wait until none of their
+    tasks still runs, so that removing their folders is final."""
+    if client is None:
+        return
+    settle(client, [f for g in groups for f in g.futures])
+    client.cancel([f for g in groups for f in g.shared])
+    _forget(f.key for g in groups for f in g.futures)
+
+
 def everywhere(client: Client | None, fn: Callable, *args: Any) -> None:
     """fn(*args) once in every worker process and here (housekeeping such as dropping a step's local scratch copies,
     not work: a worker gone meanwhile has nothing left to tidy)."""

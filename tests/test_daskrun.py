@@ -12,7 +12,7 @@ import dask
 import pytest
 from distributed import Client, LocalCluster
 
-from graphshard.daskrun import gather_tasks, homes, run_tasks, submit_tasks, task_key
+from graphshard.daskrun import cancel_tasks, gather_tasks, homes, run_tasks, submit_tasks, task_key
 from graphshard.errors import GraphshardError, InputError
 
 
@@ -213,6 +213,27 @@ def test_failed_step_waits_for_its_running_tasks(dask_cluster_client, tmp_path):
     with pytest.raises(GraphshardError, match="task 0 failed"):
         run_tasks(dask_cluster_client, "shuffle", "settle-test", task, [0, 1], folder=str(tmp_path))
     assert (tmp_path / "done-1").exists()
+
+
+def test_cancelled_group_waits_for_its_running_task(dask_cluster_client, tmp_path):
+    """A group dropped while in flight (another group failed) is cancelled, and the call returns only after its
+    running task ended; a group not yet started never runs."""
+
+    def task(i: int, folder: str) -> int:
+        time.sleep(1.0)
+        (Path(folder) / f"done-{i}").write_text("x")
+        return i
+
+    running = submit_tasks(dask_cluster_client, "assign", "cancel-test", task, [0], folder=str(tmp_path))
+    queued = submit_tasks(dask_cluster_client, "assign", "cancel-later", task, [1, 2, 3], folder=str(tmp_path),
+                          priority=-1)
+    time.sleep(0.3)
+    cancel_tasks(dask_cluster_client, running, queued)
+    assert (tmp_path / "done-0").exists()
+    assert all(f.cancelled() for f in running.futures + queued.futures)
+    time.sleep(1.2)
+    assert len(list(tmp_path.glob("done-*"))) <= 2  # at most the one the second worker had started
+    cancel_tasks(None, running)  # in-process groups ran when submitted: nothing to drop
 
 
 def _suicide(i: int) -> int:

@@ -31,7 +31,8 @@ Fields:
 - `multilevel_coarse_nodes` (multilevel): coarsen until a level has at most this many nodes, then partition it
   with METIS in one task (the one task that holds a whole graph: this one); `multilevel_coarse_edges`: and at most
   this many edges (coarsening goes on while a level has more: this bounds that task's memory, about 140 B per edge,
-  whatever the graph). `multilevel_block_edges`: input edges
+  whatever the graph); a graph within the edge cap but over the node cap is also partitioned whole by METIS in one
+  such task, and that partition, refined, is kept when it cuts less. `multilevel_block_edges`: input edges
   per block task at most (blocks: `multilevel_blocks`; the block count does not depend on the cluster, so results
   do not either). `multilevel_lp_rounds`: label propagation rounds per coarsening level (each moves a seeded half of
   the nodes); `multilevel_refine_rounds`: refinement rounds per level at most. `multilevel_initial`: what partitions

@@ -234,15 +234,16 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     blocks = multilevel_blocks(g.edges, s.block_edges)
     tasks_ = {"ml-route (one edge chunk)": g.largest_chunk * c["ml_route_bytes_per_edge"],
               "ml-block (one level-0 block)": g.edges / blocks * c["ml_block_bytes_per_edge"],
-              "ml-initial (METIS on the coarsest level)":
+              "ml-initial (METIS on the coarsest level, or the input graph)":
                   min(g.edges, s.coarse_edges) * c["ml_coarsest_bytes_per_edge"],
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s) + r_tasks
     work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
                          for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
-    cycles = 1 + s.vcycles * c["ml_vcycle_share"]
-    secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + r_secs, s, tasks)
+    cycles = 1 + s.vcycles * c["ml_vcycle_share"] + metis_input(g, s)  # the candidate refines level 0 once more
+    metis = c["core_seconds"]["assign:metis_per_edge"] * g.edges * metis_input(g, s)
+    secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + metis + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
     return StepPlan("assign", f"multilevel: {blocks} level-0 blocks", _worker(tasks_[peak], s), int(flow),
@@ -281,13 +282,21 @@ def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     meets its node target only with the last round's grouping, the numbering and the contraction; the coarse
     blocks), METIS on the coarsest, and per level the refinement rounds (`ml_refine_rounds` on average, at most
     `multilevel_refine_rounds`: a level ends on a round that gains too little) and (but the coarsest) the
-    projection, a task per block each (`ml_levels`); each of `multilevel_vcycles` coarsens and refines again."""
+    projection, a task per block each (`ml_levels`); each of `multilevel_vcycles` coarsens and refines again; then,
+    on a graph one task holds whole that still coarsens, METIS's partition of it, refined and compared."""
     sizes = [b for _, _, b in ml_levels(g, s)]
     coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
     rounds = min(s.refine_rounds, coefficients.load()["ml_refine_rounds"])
     refine = round(rounds * sum(sizes)) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
-    return g.edge_chunks + sizes[0] * (1 + classes) + (1 + s.vcycles) * (coarsen + 1 + refine)
+    candidate = metis_input(g, s) * (1 + round(rounds * sizes[0]) + 2 * sizes[0])  # METIS, refinement, two cuts
+    return g.edge_chunks + sizes[0] * (1 + classes) + (1 + s.vcycles) * (coarsen + 1 + refine) + candidate
+
+
+def metis_input(g: GraphSizes, s: Settings) -> int:
+    """1 when METIS's partition of the input graph is a candidate (`hierarchy.metis_candidate`: at most
+    `multilevel_coarse_edges` edges, more than `multilevel_coarse_nodes` nodes), else 0."""
+    return int(g.nodes > s.coarse_nodes and g.edges <= s.coarse_edges)
 
 
 def _id_bytes(g: GraphSizes) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from distributed import Client
@@ -19,6 +20,7 @@ from graphshard.assign.base import Partitioner, write_homogeneous
 from graphshard.assign.multilevel import hierarchy
 from graphshard.assign.multilevel.store import Level, open_ro, remove
 from graphshard.assign.options import AssignOptions
+from graphshard.daskrun import cancel_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.storage import location
@@ -45,8 +47,9 @@ class MultilevelPartitioner(Partitioner):
 
 def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: ScratchPath, out: Path,
         client: Client | None) -> dict:
-    """Every phase in order, then `multilevel_vcycles` more cycles from the partition found (each coarsens within
-    its parts and refines again); returns the facts for the report (levels, time per phase, moves, METIS's cut)."""
+    """Every phase in order (`cycles`), and beside them, on a graph one task holds whole that still coarsens, METIS's
+    partition of it as a candidate for the result (`hierarchy.submit_metis_input`); returns the facts for the report
+    (levels, time per phase, moves, the candidate's cuts)."""
     plan = hierarchy.Plan(nparts, options)
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -57,9 +60,39 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         seconds[name] = round(seconds.get(name, 0.0) + now - t, 3)
         t = now
 
-    fine, parts, cycles = hierarchy.build_input(graph, plan, scratch, client), None, []
+    fine = hierarchy.build_input(graph, plan, scratch, client)
     lap("build")
-    for cycle in range(1 + options.multilevel_vcycles):
+    candidate = hierarchy.submit_metis_input(fine, plan, client)
+    lap("metis")  # in-process only: a cluster runs it beside the cycles
+    try:
+        parts, load, cycles = run_cycles(fine, plan, client, lap)
+    except BaseException:
+        cancel_tasks(client, *([candidate[1]] if candidate else []))
+        raise
+    metis = None
+    if candidate is not None:
+        parts, load, metis = hierarchy.metis_candidate(candidate, plan, parts, load, client)
+        lap("metis")
+    write_homogeneous(graph, open_ro(parts), out)
+    lap("write")
+    return {
+        **cycles[0],
+        "constraints": len(plan.balance),
+        "part_weights": load.tolist(),
+        "part_bound": plan.bound.tolist(),
+        "vcycles": cycles[1:],
+        "metis_input": metis,
+        "seconds": seconds,
+    }
+
+
+def run_cycles(fine: Level, plan: hierarchy.Plan, client: Client | None, lap: Callable[[str], None]
+               ) -> tuple[ScratchPath, np.ndarray, list[dict]]:
+    """Coarsen, partition the coarsest level and refine back, then `multilevel_vcycles` more cycles from the
+    partition found (each coarsens within its parts and refines again); returns (the last parts map of level 0, the
+    part weights, facts per cycle)."""
+    parts, cycles = None, []
+    for cycle in range(1 + plan.options.multilevel_vcycles):
         fine = replace(fine, cycle=cycle).make()
         levels, rounds = coarsen_all(fine, plan, client, parts)
         lap("coarsen")
@@ -75,16 +108,7 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         cycles.append({"levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks),
                                    "lp_rounds": r} for lv, r in zip(levels, [*rounds, 0])],
                        "coarsest_cut": int(cut), "refinement": facts})
-    write_homogeneous(graph, open_ro(parts), out)
-    lap("write")
-    return {
-        **cycles[0],
-        "constraints": len(plan.balance),
-        "part_weights": load.tolist(),
-        "part_bound": plan.bound.tolist(),
-        "vcycles": cycles[1:],
-        "seconds": seconds,
-    }
+    return parts, load, cycles
 
 
 def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts: ScratchPath | None

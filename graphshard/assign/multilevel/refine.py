@@ -12,7 +12,7 @@ from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import mix_ids, salt_of
 from graphshard.assign.multilevel.jet import jet_pass
 from graphshard.assign.multilevel.kernels import block_cut, local_rows, rebalance_candidates, refine_round
-from graphshard.assign.multilevel.store import Level, gather, load_array, open_ro, read_block, write_range
+from graphshard.assign.multilevel.store import Level, ScratchPath, gather, load_array, open_ro, read_block, write_range
 
 # Jet's negative-gain allowance (a candidate may lose up to this share of its connection to its own part): its
 # paper's figures, larger on coarse levels, whose nodes are clusters.
@@ -67,6 +67,13 @@ def refine_block(b: int, copies: list[int], *, level: Level, rnd: int, seed: int
         clo, chi = level.span(c)
         write_range(level.parts(rnd + 1), clo, np.array(open_ro(level.parts(rnd))[clo:chi]))
     return delta, int(moves), int(gain), int(start)
+
+
+def cut_block(b: int, *, level: Level, parts: ScratchPath) -> int:
+    """Block b's share of the level's cut under the parts map `parts` (summed over the blocks: twice the cut)."""
+    lo, hi = level.span(b)
+    indptr, indices, ew = read_block(level, b)
+    return int(block_cut(indptr, gather(parts, indices), ew, np.array(open_ro(parts)[lo:hi])))
 
 
 def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
