@@ -241,7 +241,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     tasks = _multilevel_tasks(g, s) + r_tasks
     work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
                          for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
-    cycles = 1 + s.vcycles * c["ml_vcycle_share"] + metis_input(g, s)  # the candidate refines level 0 once more
+    cycles = 1 + s.vcycles * c["ml_vcycle_share"] + metis_input(g, s)  # the candidate's refinement: at most a cycle
     metis = c["core_seconds"]["assign:metis_per_edge"] * g.edges * metis_input(g, s)
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + metis + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"

@@ -311,7 +311,8 @@ def submit_metis_input(fine: Level, plan: Plan, client: Client | None) -> tuple[
     """METIS's partition of the input level `fine`, submitted to run beside the hierarchy (at a lower priority than
     its tasks, so in a thread they leave idle), into a cycle of its own: for graphs one task holds whole that still
     coarsen (more than `multilevel_coarse_nodes` nodes), whose coarsening may lose structure that METIS's keeps
-    (BA 300k, kNN 260k, a block model 300k: 1.01-1.04x METIS). None for other graphs."""
+    (Barabasi-Albert 300k, kNN 10-D 260k: 1.01-1.04x METIS's cut without it; BENCHMARKS.md, issue 18, "METIS's
+    partition of a graph that coarsens"). None for other graphs."""
     opts = plan.options
     if coarse_enough(fine, opts) or not whole_fits(fine, opts):
         return None
@@ -336,6 +337,7 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
     remove(found[1 - kept][0].parent)
     return *found[kept], {"metis_cut": int(start), "refined_cut": cuts[1], "hierarchy_cut": cuts[0],
                           "kept": ["hierarchy", "metis"][kept], "refinement": facts}
+
 
 def level_cut(level: Level, parts: ScratchPath, client: Client | None) -> int:
     """The level's edge cut under the parts map `parts`."""
