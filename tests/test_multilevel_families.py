@@ -1,5 +1,6 @@
 """`multilevel` against METIS on a small graph of every generated family, over several blocks: its cut at most
-METIS's when the coarsest level is the graph, within 1.3x when it coarsens 4x; balance within the bound."""
+METIS's when the coarsest level is the graph or METIS's partition of it is a candidate, the hierarchy's own within
+1.3x when it coarsens 4x; balance within the bound."""
 
 from __future__ import annotations
 
@@ -59,11 +60,16 @@ def test_cut_at_most_metis(make_graph, tmp_path, family, k):
 @pytest.mark.parametrize("k", [4, 16])
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_coarsened_cut_near_metis(make_graph, tmp_path, family, k):
-    """Coarsened about 4x, as the default coarsest level does to a 1M-node graph: within 1.3x of METIS's cut (the
-    coarsening by label propagation still loses to METIS's matchings here; BENCHMARKS.md "Partition quality")."""
+    """Coarsened about 4x, as the default coarsest level does to a 1M-node graph: the hierarchy's own cut within 1.3x
+    of METIS's on the same graph (the coarsening by label propagation still loses to METIS's matchings here;
+    BENCHMARKS.md "Partition quality"), and the result, where METIS's refined partition is a candidate, at most
+    METIS's cut."""
     metis, ml = pair(make_graph, tmp_path, family, k, coarse_share=4)
+    found = ml["partitioner"]["metis_input"]
     assert len(ml["partitioner"]["levels"]) >= 2
-    assert ml["edge_cut"]["count"] <= 1.3 * metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
+    assert found["hierarchy_cut"] <= 1.3 * found["metis_cut"], found
+    if (family, k) not in MAG_OVER:  # there METIS leaves a class over its bound, and the overweight sums decide
+        assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
 
 
 @pytest.mark.parametrize("coarse_share", [1.2, 4])
@@ -72,7 +78,9 @@ def test_coarsened_rmat_at_k8_at_most_metis(make_graph, tmp_path, coarse_share):
     METIS's cut. Before refinement ran in phases, this took hubs clustering apart (the hub rule): leaves glued to hubs
     gave 1.24x at both."""
     metis, ml = pair(make_graph, tmp_path, "rmat", 8, coarse_share=coarse_share)
+    found = ml["partitioner"]["metis_input"]
     assert len(ml["partitioner"]["levels"]) >= 2
+    assert found["hierarchy_cut"] <= found["metis_cut"], found  # the hierarchy's own, on the graph METIS sees
     assert ml["edge_cut"]["count"] <= metis["edge_cut"]["count"], (ml["edge_cut"], metis["edge_cut"])
 
 
