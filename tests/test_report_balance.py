@@ -76,3 +76,30 @@ def test_column_map_on_a_store(mag_small, tmp_path, s3_bucket):
         report = build_report(g, part_files, 4, options, where)
     expected = whole_graph_balance(mag_small, part_files, 4, ["ntype"], True)
     assert {k: report["imbalance"][k] for k in expected} == expected
+
+
+def test_weight_columns_are_dgls():
+    """As DGL's `metis_partition_assignment`: a 0/1 column per class, then an in-degree column per class; without
+    classes the in-degree column alone."""
+    from graphshard.assign.constraints import weight_columns
+
+    codes, classes, deg = np.array([0, 1, 0]), np.array([0, 1]), np.array([3, 4, 5])
+    assert weight_columns(codes, classes, deg).tolist() == [[1, 0, 3, 0], [0, 1, 0, 4], [1, 0, 5, 0]]
+    assert weight_columns(codes, classes, None).tolist() == [[1, 0], [0, 1], [1, 0]]
+    assert weight_columns(None, None, deg).tolist() == [[3], [4], [5]]
+
+
+@pytest.mark.parametrize("method", ["metis", "multilevel"])
+def test_train_mask_and_in_degrees_both_balanced(rmat_small, tmp_path, method):
+    """DistDGL's usual setting (`balance_ntypes` a train mask, `balance_edges`): the train and other nodes per
+    partition and their in-degrees are all balanced, four columns (before, only the in-degree ones were)."""
+    import json
+
+    from graphshard.assign import REPORT_FILE
+
+    assign(rmat_small, tmp_path / "a", 4, AssignOptions(method=method, balance_ntypes=["_N/train_mask"],
+                                                  balance_edges=True))
+    imbalance = json.loads((tmp_path / "a" / REPORT_FILE).read_text())["imbalance"]
+    columns = [f"_N/train_mask={v}{s}" for s in ("", "*in_degree") for v in (0, 1)]
+    assert set(imbalance) == {"nodes", *columns}
+    assert all(imbalance[c] <= 1.05 for c in columns), imbalance

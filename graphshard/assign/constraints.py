@@ -1,5 +1,5 @@
 """Balance constraints with DGL's meaning: `balance_ntypes` classes become 0/1 weight columns, `balance_edges` adds
-in-degrees, one METIS constraint per column.
+an in-degree column per class (the in-degree column alone without classes), one METIS constraint per column.
 
 Entries of `balance_ntypes`: `"ntype"` = one class per node type; `"<ntype>/<feat>"` = the values of a 1-D integer or
 bool node feature of that type (nodes of other types share one extra class). Several entries combine into product
@@ -96,11 +96,13 @@ def class_codes(graph: ChunkedGraph, entries: list[BalanceEntry], start: int, st
 
 def weight_columns(codes: np.ndarray | None, classes: np.ndarray | None,
                    in_degrees: np.ndarray | None) -> np.ndarray | None:
-    """(n, ncon) weights: one 0/1 column per class, times in-degree when given (DGL's balance_edges); None = unit."""
+    """(n, ncon) weights, as DGL's `metis_partition_assignment` makes them: one 0/1 column per class, then with
+    in-degrees (`balance_edges`) one in-degree column per class (without classes: the in-degree column alone, node
+    counts then unbalanced); None = unit."""
     if classes is None:
         return None if in_degrees is None else in_degrees.reshape(-1, 1).astype(np.int64)
     onehot = (codes[:, None] == classes[None, :]).astype(np.int64)
-    return onehot if in_degrees is None else onehot * in_degrees[:, None]
+    return onehot if in_degrees is None else np.concatenate([onehot, onehot * in_degrees[:, None]], axis=1)
 
 
 def class_label(graph: ChunkedGraph, entries: list[BalanceEntry], code: int) -> str:
@@ -146,5 +148,6 @@ def graph_constraints(graph: ChunkedGraph, balance_ntypes: list[str], in_degrees
         return Constraints(weights, None, [] if weights is None else ["in_degree"])
     codes = class_codes(graph, entries, start, stop)
     classes = np.unique(codes) if classes is None else classes
-    labels = [class_label(graph, entries, c) + suffix for c in classes]
+    labels = [class_label(graph, entries, c) for c in classes]
+    labels += [label + suffix for label in labels] if suffix else []
     return Constraints(weight_columns(codes, classes, in_degrees), classes, labels)

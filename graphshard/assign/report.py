@@ -230,10 +230,11 @@ def build_report(graph: ChunkedGraph, part_files: dict[str, Path], nparts: int, 
                       star=True, share=("args",) if on_store else (), args=args) if jobs else []
     per_part = nodes_per_part(graph, part_files, nparts)
     balance = {"nodes": spread(np.sum(list(per_part.values()), axis=0))}
-    if options.has_constraints:
-        sums = sum(s["degree_sums"] for s in stats) if degrees else class_sums(graph, part_files, nparts, column)
-        names = ([f"{label}*in_degree" for label in labels] or ["in_degree"]) if degrees else labels
-        balance.update({name: spread(row.astype(np.float64)) for name, row in zip(names, sums)})
+    if labels:
+        balance.update(zip(labels, map(spread, class_sums(graph, part_files, nparts, column).astype(np.float64))))
+    if degrees:
+        names = [f"{label}*in_degree" for label in labels] or ["in_degree"]
+        balance.update(zip(names, map(spread, sum(s["degree_sums"] for s in stats).astype(np.float64))))
     figures = (edge_figures(graph, stats, nparts, vol_dir, vol_budget, client) if edges else
                {"edge_cut": None, "edges_per_part": None, "communication_volume": None})
     return {"num_parts": nparts, "num_nodes": n, "num_edges": graph.total_edges, "nodes_per_part": per_part,

@@ -89,7 +89,8 @@ def build_input(graph: ChunkedGraph, plan: Plan, scratch, client: Client | None)
         found = run_tasks(client, STEP, "ml-classes", build.block_classes, list(shape.blocks), graph=graph,
                           level=shape, balance_ntypes=opts.balance_ntypes)
         classes = np.unique(np.concatenate(found))
-    columns = 1 + (len(classes) if classes is not None else int(opts.balance_edges))
+    per_class = 1 + int(opts.balance_edges)  # a count column per class, and an in-degree one (constraints.py)
+    columns = 1 + (len(classes) * per_class if classes is not None else int(opts.balance_edges))
     fetch = opts.objtype == "fetch"
     level = Level(shape.root, 0, n, 0, shape.bounds, columns, fetch).make()
     create(level.vwgt, (n, columns), np.int64)
