@@ -76,3 +76,33 @@ def test_int64_beside_float32_refused(make_graph, tmp_path, capsys):
     line = capsys.readouterr().err.strip()
     assert "node_data['_N']['feat'].data[1]" in line and "dtype float32 as in file 0" in line, line
     assert "dtype int64" in line and len(line.splitlines()) == 1, line
+
+
+def test_float_after_the_first_block(make_graph, tmp_path, capsys):
+    """A csv file of whole numbers whose first float comes after the block `inspect` samples (64 KiB) is still read
+    as float64 in every partition, beside a file of whole numbers only."""
+    folder = tmp_path / "g"
+    shutil.copytree(make_graph("rmat", nodes=24000, edges=60000, chunks=2, fmt="csv", feat_dim=3).parent, folder)
+    md = folder / "metadata.json"
+    files = [folder / f for f in json.loads(md.read_text())["node_data"]["_N"]["feat"]["data"]]
+    for f in files:
+        _whole_numbers(f)
+    lines = files[0].read_text().splitlines(keepends=True)
+    lines[-1] = "0.5 " + lines[-1].split(" ", 1)[1]
+    files[0].write_text("".join(lines))
+    assert files[0].stat().st_size > 1 << 16
+    expected = np.concatenate([_csv(f) for f in files])
+    assert expected.dtype == np.float64
+
+    assert main(["inspect", str(md), "--check"]) == 0
+    assert summary(md)["node_types"]["_N"]["features"]["feat"]["dtype"] == "float64"
+    assert main(["assign", "--in", str(md), "--out", str(tmp_path / "a"), "--num-parts", "2"]) == 0
+    assert main(["dispatch", "--in", str(md), "--partitions", str(tmp_path / "a"), "--out", str(tmp_path / "p"),
+                 "--save-orig-nids"]) == 0
+    assert main(["validate", "--partitions", str(tmp_path / "p" / "rmat.json"), "--input", str(md), "--full"]) == 0
+    capsys.readouterr()
+    for part in range(2):
+        folder = tmp_path / "p" / f"part{part}"
+        feats, orig = load_tensor_dict(folder / "node_feat.dgl"), load_tensor_dict(folder / "orig_nids.dgl")["_N"]
+        assert feats["_N/feat"].dtype == np.float64
+        assert np.array_equal(feats["_N/feat"], expected[orig])

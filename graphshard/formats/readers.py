@@ -47,6 +47,7 @@ VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can ho
 CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
 NPY_PROBE = 4096  # bytes read for an .npy header (one ranged request; a longer header costs a second one)
 HEAD_BLOCK = 1 << 16  # bytes per request while reading a remote file's first rows (csv head, parquet footer)
+FLOAT_MARKS = b".eEiInN"  # a csv value with one of these reads as a float: 1.5, 1e3, inf, nan
 RUN_GAP = 1 << 20  # bytes of unwanted rows worth reading to save a request (`take` on an object)
 
 
@@ -68,6 +69,10 @@ class ChunkReader:
         """Rows, row shape and dtype without loading the file (the first rows at most)."""
         head = self.head(path, fmt)
         return Header(self.num_rows(path, fmt), tuple(int(x) for x in head.shape[1:]), head.dtype)
+
+    def counted(self, path: Source, fmt: FileFormat) -> Header:
+        """The header with its rows counted and the dtype the whole file reads as (a csv file is scanned for them)."""
+        return self.header(path, fmt)
 
     def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
         """The whole file as a 1-D or 2-D numpy array."""
@@ -432,8 +437,15 @@ class CsvReader(ChunkReader):
     """Text files of numbers: read whole (a store serves them as whole objects), the first block for headers."""
 
     def header(self, path: Source, fmt: FileFormat) -> Header:
-        """Column count and dtype of the first block; rows counted only for files up to CSV_SCAN_LIMIT bytes."""
-        f = _file(path)
+        """Column count and dtype of the first block; files up to CSV_SCAN_LIMIT bytes are scanned for their rows and
+        for a float after that block (else rows None, dtype the first block's)."""
+        return self._header(_file(path), fmt, CSV_SCAN_LIMIT)
+
+    def counted(self, path: Source, fmt: FileFormat) -> Header:
+        return self._header(_file(path), fmt, None)
+
+    def _header(self, f: StoredFile, fmt: FileFormat, limit: int | None) -> Header:
+        """The header, the whole file scanned when it is at most `limit` bytes (None: always)."""
         try:
             size = f.size()
         except Exception as err:  # noqa: BLE001
@@ -441,8 +453,11 @@ class CsvReader(ChunkReader):
         if size == 0:
             return Header(0, (), np.dtype(np.int64))
         head = self.head(f, fmt)
-        rows = self.num_rows(f, fmt) if size <= CSV_SCAN_LIMIT else None
-        return Header(rows, tuple(int(x) for x in head.shape[1:]), head.dtype)
+        shape = tuple(int(x) for x in head.shape[1:])
+        if limit is not None and size > limit:
+            return Header(None, shape, head.dtype)
+        rows, floats = self._scan(f, fmt)
+        return Header(rows, shape, np.dtype(np.float64) if floats and head.dtype.kind in "iu" else head.dtype)
 
     def _read(self, f: StoredFile, fmt: FileFormat) -> pa.Table:
         try:
@@ -488,14 +503,20 @@ class CsvReader(ChunkReader):
 
     def num_rows(self, path: Source, fmt: FileFormat) -> int:
         """The rows pyarrow reads: non-empty lines, ended by LF, CRLF or CR (blank lines are skipped, as it does)."""
-        f = _file(path)
+        return self._scan(_file(path), fmt)[0]
+
+    def _scan(self, f: StoredFile, fmt: FileFormat) -> tuple[int, bool]:
+        """One pass over the file: its rows (`num_rows`), and whether a value anywhere has a float's mark, which makes
+        pyarrow read its column as float64 however many whole numbers come first."""
+        marks = re.compile(b"[" + re.escape(FLOAT_MARKS.replace(fmt.delimiter.encode(), b"")) + b"]")
         try:
             with f.open(block_size=1 << 24) as fh:
-                count, last = 0, b"\n"
+                count, last, floats = 0, b"\n", False
                 while block := fh.read(1 << 24):
                     count += _line_ends(last + block)
+                    floats = floats or marks.search(block) is not None
                     last = block[-1:]
-                return count + (last not in b"\r\n")
+                return count + (last not in b"\r\n"), floats
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
 
@@ -689,8 +710,8 @@ def chunk_row_counts(graph: ChunkedGraph, spec: ChunkFileSpec) -> list[int]:
 
 
 def _rows_and_dtype(reader: ChunkReader, path: Source, fmt: FileFormat) -> tuple[int, np.dtype]:
-    head = reader.header(path, fmt)
-    return (head.rows if head.rows is not None else reader.num_rows(path, fmt)), head.dtype
+    head = reader.counted(path, fmt)
+    return head.rows, head.dtype
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """A chunked graph's summary for `graphshard inspect` and the ingest step: types, counts, chunks, features (dtype,
-shape, format, files, bytes), from the files' headers only."""
+shape, format, files, bytes), from the files' headers only (a csv file up to CSV_SCAN_LIMIT: a scan of its bytes)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,21 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
-from graphshard.formats.readers import common_dtype, reader_for
+from graphshard.formats.readers import Header, common_dtype, reader_for
 from graphshard.precheck import HEADER_READS
 from graphshard.storage import Location, Storage
 from graphshard.storage.overlap import each
 
 
-def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, heads: dict[int, list[np.ndarray]]) -> dict:
-    """Format, file count, bytes, the dtype its rows are read as and their shape (`heads`: `_heads`)."""
-    found = heads[id(spec)]
+def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, headers: dict[int, list[Header]]) -> dict:
+    """Format, file count, bytes, the dtype its rows are read as and their shape (`headers`: `_headers`)."""
+    found = headers[id(spec)]
     return {
         "format": spec.format.name,
         "files": len(spec.data),
         "bytes": sum(f.size() for f in map(graph.file, spec.data) if f.exists()),
         "dtype": str(_read_dtype([head.dtype for head in found])),
-        "shape": [rows, *found[0].shape[1:]],
+        "shape": [rows, *found[0].row_shape],
     }
 
 
@@ -33,17 +33,17 @@ def _read_dtype(dtypes: list[np.dtype]) -> np.dtype:
     return dtypes[0] if common is None else common
 
 
-def _heads(graph: ChunkedGraph, specs: list[ChunkFileSpec], first_only: list[ChunkFileSpec]) -> dict[int, list]:
-    """By `id(spec)`, the head of every file of `specs` (a feature's files may infer different dtypes) and of the
+def _headers(graph: ChunkedGraph, specs: list[ChunkFileSpec], first_only: list[ChunkFileSpec]) -> dict[int, list]:
+    """By `id(spec)`, the header of every file of `specs` (a feature's files may infer different dtypes) and of the
     first file of `first_only` (edge structures: their IDs are read as int64 whatever the files hold). On a store all
     at once (a round trip each, ~50 ms on the local S3 server, where one after another they were most of the ingest
     step's bookkeeping)."""
     jobs = [(spec, p) for spec in specs for p in spec.data] + [(spec, spec.data[0]) for spec in first_only]
-    heads = each(lambda job: reader_for(job[0].format).head(graph.file(job[1]), job[0].format), jobs,
-                 not graph.base.is_local, HEADER_READS)
+    headers = each(lambda job: reader_for(job[0].format).header(graph.file(job[1]), job[0].format), jobs,
+                   not graph.base.is_local, HEADER_READS)
     out: dict[int, list] = {}
-    for (spec, _), head in zip(jobs, heads):
-        out.setdefault(id(spec), []).append(head)
+    for (spec, _), header in zip(jobs, headers):
+        out.setdefault(id(spec), []).append(header)
     return out
 
 
@@ -65,7 +65,7 @@ def summary(graph: ChunkedGraph | str | Path | Location, storage: Storage | None
         `edge_types`.
     """
     graph = as_graph(graph, storage)
-    heads = _heads(graph, [s for fs in [*graph.node_data.values(), *graph.edge_data.values()] for s in fs.values()],
+    heads = _headers(graph, [s for fs in [*graph.node_data.values(), *graph.edge_data.values()] for s in fs.values()],
                    list(graph.edges.values()))
 
     nodes = {}
