@@ -244,13 +244,11 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
         results = _collect(client, groups)
     except BaseException as err:
         failed = _failed(groups, err)
-        settle(client, [f for g in groups for f in g.futures])
+        cancel_tasks(client, *groups)
         if failed is None or not isinstance(err, Exception):  # Ctrl-C, Prefect's TerminationSignal (SIGTERM), exit
             raise
         raise _one_line(failed[0], failed[1], err) from err
-    finally:
-        client.cancel([f for g in groups for f in g.futures + g.shared])
-        _forget(f.key for g in groups for f in g.futures)
+    _release(client, groups)
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
     return results
@@ -413,7 +411,12 @@ def cancel_tasks(client: Client | None, *groups: TaskGroup) -> None:
     if client is None:
         return
     settle(client, [f for g in groups for f in g.futures])
-    client.cancel([f for g in groups for f in g.shared])
+    _release(client, groups)
+
+
+def _release(client: Client, groups: Sequence[TaskGroup]) -> None:
+    """Let the cluster drop the groups' results and shared constants, and forget their task labels."""
+    client.cancel([f for g in groups for f in g.futures + g.shared])
     _forget(f.key for g in groups for f in g.futures)
 
 

@@ -67,7 +67,8 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
     try:
         parts, load, cycles = run_cycles(fine, plan, client, lap)
     except BaseException:
-        cancel_tasks(client, *([candidate[1]] if candidate else []))
+        if candidate is not None:
+            cancel_tasks(client, candidate[1])
         raise
     metis = None
     if candidate is not None:

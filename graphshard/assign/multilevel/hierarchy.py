@@ -5,6 +5,7 @@ driver; every graph array lives in the scratch folder (see store.py)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -332,7 +333,7 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
     start, theirs = gather_tasks(client, group)[0][0]
     theirs, rnd, facts = refine_level(fine, plan, theirs, client)
     found = [(parts, load), (fine.parts(rnd), theirs)]
-    cuts = [level_cut(fine, p, client) for p, _ in found]
+    cuts = level_cuts(fine, [p for p, _ in found], client)
     over = [int(np.clip(w - plan.bound, 0, None).sum()) for _, w in found]
     kept = int((over[1], cuts[1]) < (over[0], cuts[0]))
     remove(found[1 - kept][0].parent)
@@ -340,7 +341,8 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
                           "kept": ["hierarchy", "metis"][kept], "refinement": facts}
 
 
-def level_cut(level: Level, parts: ScratchPath, client: Client | None) -> int:
-    """The level's edge cut under the parts map `parts`."""
-    return sum(run_tasks(client, STEP, f"ml-cut-L{level.index}", refine.cut_block, list(level.blocks), level=level,
-                         parts=parts)) // 2
+def level_cuts(level: Level, maps: Sequence[ScratchPath], client: Client | None) -> list[int]:
+    """The level's edge cut under each parts map of `maps`, in one pass over its blocks."""
+    shares = run_tasks(client, STEP, f"ml-cut-L{level.index}", refine.cut_block, list(level.blocks), level=level,
+                       maps=list(maps))
+    return [sum(block) // 2 for block in zip(*shares)]

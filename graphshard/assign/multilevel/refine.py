@@ -6,6 +6,8 @@ of the room the part had at the round's start, so no round can push a part over 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from graphshard.assign.multilevel.fm import fm_round
@@ -69,11 +71,12 @@ def refine_block(b: int, copies: list[int], *, level: Level, rnd: int, seed: int
     return delta, int(moves), int(gain), int(start)
 
 
-def cut_block(b: int, *, level: Level, parts: ScratchPath) -> int:
-    """Block b's share of the level's cut under the parts map `parts` (summed over the blocks: twice the cut)."""
+def cut_block(b: int, *, level: Level, maps: Sequence[ScratchPath]) -> list[int]:
+    """Block b's share of the level's cut under each parts map of `maps`, the block read once (summed over the blocks:
+    twice each cut)."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
-    return int(block_cut(indptr, gather(parts, indices), ew, np.array(open_ro(parts)[lo:hi])))
+    return [int(block_cut(indptr, gather(p, indices), ew, np.array(open_ro(p)[lo:hi]))) for p in maps]
 
 
 def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, nparts: int, balance: list[int],
