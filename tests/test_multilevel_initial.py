@@ -1,6 +1,7 @@
 """METIS's partition as a candidate: on the input graph itself beside KaMinPar's, so multilevel starts refinement
 from no more than METIS's cut (a coarser level keeps KaMinPar's alone); on a graph one task holds whole that still
-coarsens, METIS's partition of it, refined, against the hierarchy's result."""
+coarsens, METIS's partition of it, refined, against the hierarchy's result; on a graph up to twice that size, METIS's
+partition of a sample of it."""
 
 from __future__ import annotations
 
@@ -59,8 +60,47 @@ def test_metis_partition_of_a_graph_that_coarsens_is_a_candidate(make_graph, tmp
     assert (tmp_path / "cluster" / "_N.txt").read_bytes() == (tmp_path / "ml" / "_N.txt").read_bytes()
 
 
-def test_no_candidate_for_a_graph_over_the_edge_cap(rmat_small, tmp_path):
-    """A graph whose edges exceed `multilevel_coarse_edges` is never held whole by one task: no METIS candidate."""
+def _pairs(indptr: np.ndarray, indices: np.ndarray) -> set[tuple[int, int]]:
+    rows = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return set(zip(rows.tolist(), indices.tolist()))
+
+
+def test_a_sample_of_a_level_is_symmetric_seeded_and_near_its_budget(rmat_small, tmp_path):
+    """`assemble` with a budget below the level's edges keeps about that many, each edge both ways or not at all
+    (over several blocks), the same edges for the same seed; at or above the level's edges, the level whole."""
+    plan = hierarchy.Plan(4, AssignOptions(method="multilevel", multilevel_block_edges=4000))
+    level = hierarchy.build_input(load_metadata(rmat_small), plan, tmp_path / "ml", None)
+    edges = level.entries // 2
+    assert len(level.blocks) >= 3
+    whole = _pairs(*initial.assemble(level)[:2])
+    assert _pairs(*initial.assemble(level, edges)[:2]) == whole
+    sample = _pairs(*initial.assemble(level, edges // 2, seed=0)[:2])
+    assert sample < whole and sample == {(b, a) for a, b in sample}
+    assert abs(len(sample) / 2 - edges / 2) < 0.05 * edges, (len(sample) / 2, edges)
+    assert _pairs(*initial.assemble(level, edges // 2, seed=0)[:2]) == sample
+    assert _pairs(*initial.assemble(level, edges // 2, seed=1)[:2]) != sample
+
+
+def test_metis_partition_of_a_sample_is_a_candidate_over_the_edge_cap(make_graph, tmp_path, dask_cluster_client):
+    """A graph over `multilevel_coarse_edges` (up to twice it) coarsens until a level fits; METIS partitions a sample
+    of the cap's size of its edges (a task no larger than the coarsest level's), refined on the whole graph, and the
+    smaller of the two refined cuts is kept. The same bytes on a cluster."""
+    md = make_graph("planted", nodes=6000, edges=40000, chunks=3)
+    fine = hierarchy.build_input(load_metadata(md), hierarchy.Plan(8, AssignOptions()), tmp_path / "L0", None)
+    opts = {"method": "multilevel", "multilevel_coarse_edges": int(0.7 * fine.entries // 2)}
+    ml = _report(md, tmp_path / "ml", 8, **opts)
+    found = ml["partitioner"]["metis_input"]
+    assert found["sampled"] and len(ml["partitioner"]["levels"]) >= 2, found
+    assert found["kept"] == ("metis" if found["refined_cut"] < found["hierarchy_cut"] else "hierarchy")
+    assert max(ml["imbalance"].values()) <= 1.03 + 1e-9
+    on_cluster = _report(md, tmp_path / "cluster", 8, client=dask_cluster_client, **opts)
+    assert on_cluster["partitioner"]["metis_input"] == found
+    assert (tmp_path / "cluster" / "_N.txt").read_bytes() == (tmp_path / "ml" / "_N.txt").read_bytes()
+
+
+def test_no_candidate_for_a_graph_over_twice_the_edge_cap(rmat_small, tmp_path):
+    """A graph of more than twice `multilevel_coarse_edges` edges is not partitioned by METIS in one task, whole or
+    sampled: no METIS candidate."""
     ml = _report(rmat_small, tmp_path / "ml", 4, method="multilevel", multilevel_coarse_nodes=500,
                  multilevel_coarse_edges=5000)
     assert ml["partitioner"]["metis_input"] is None and len(ml["partitioner"]["levels"]) >= 2

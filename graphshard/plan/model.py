@@ -242,7 +242,7 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
     work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
                          for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
     cycles = 1 + s.vcycles * c["ml_vcycle_share"] + metis_input(g, s)  # the candidate's refinement: at most a cycle
-    metis = c["core_seconds"]["assign:metis_per_edge"] * g.edges * metis_input(g, s)
+    metis = c["core_seconds"]["assign:metis_per_edge"] * min(g.edges, s.coarse_edges) * metis_input(g, s)
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + metis + r_secs, s, tasks)
     driver = "chunk" if peak.startswith(("ml-route", "report")) else "block" if "block" in peak else "fixed"
     flow = _flow("assign", g) + c["ml_flow_extra"] + _classes(g, s)
@@ -274,6 +274,7 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
 
 
 ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
+SAMPLED_INPUT = 2  # hierarchy.SAMPLED_INPUT
 
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
@@ -294,9 +295,11 @@ def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
 
 
 def metis_input(g: GraphSizes, s: Settings) -> int:
-    """1 when METIS's partition of the input graph is a candidate (`hierarchy.metis_candidate`: at most
-    `multilevel_coarse_edges` edges, more than `multilevel_coarse_nodes` nodes), else 0."""
-    return int(g.nodes > s.coarse_nodes and g.edges <= s.coarse_edges)
+    """1 when METIS's partition of the input graph (or of a sample of it) is a candidate
+    (`hierarchy.submit_metis_input`: a graph that coarsens, of at most `SAMPLED_INPUT` x `multilevel_coarse_edges`
+    edges), else 0."""
+    coarsens = g.nodes > s.coarse_nodes or g.edges > s.coarse_edges
+    return int(coarsens and g.edges <= SAMPLED_INPUT * s.coarse_edges)
 
 
 def _id_bytes(g: GraphSizes) -> int:

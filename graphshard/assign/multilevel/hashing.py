@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphshard.splitmix import GOLDEN, M1
+from graphshard.splitmix import GOLDEN, M1, finalize
 
 
 def salt_of(seed: int, level: int, rnd: int) -> np.uint64:
@@ -27,3 +27,8 @@ def half(salt: np.uint64, lo: int, hi: int) -> np.ndarray:
     """Which nodes of [lo, hi) may move in this round: a seeded random half (two adjacent nodes of different blocks
     moving in the same round would swap labels rather than meet; with halves that happens a quarter as often)."""
     return (mix_ids(salt, lo, hi) & np.uint64(1)).astype(bool)
+
+
+def pair_key(a: np.ndarray, b: np.ndarray, salt: np.uint64) -> np.ndarray:
+    """A seeded, well-spread 64-bit key per pair (a[i], b[i]) of uint64 ids: finalize(a * GOLDEN + b + salt)."""
+    return finalize(a * GOLDEN + b + salt)

@@ -309,19 +309,28 @@ def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = F
                      inherited=inherited)[0]
 
 
+# METIS partitions a seeded sample of `multilevel_coarse_edges` of the input level's edges when it has more, up to
+# this many times as many: a sample of half or more of the edges (2/3 measured: a block model 900k and
+# Barabasi-Albert 1.2M with 6M edges, whose many levels lost to METIS by 1.5-3.4%; BENCHMARKS.md, issue 18,
+# "METIS's partition of a sample of the input graph").
+SAMPLED_INPUT = 2
+
+
 def submit_metis_input(fine: Level, plan: Plan, client: Client | None) -> tuple[Level, TaskGroup] | None:
     """METIS's partition of the input level `fine`, submitted to run beside the hierarchy (at a lower priority than
-    its tasks, so in a thread they leave idle), into a cycle of its own: for graphs one task holds whole that still
-    coarsen (more than `multilevel_coarse_nodes` nodes), whose coarsening may lose structure that METIS's keeps
-    (Barabasi-Albert 300k, kNN 10-D 260k: 1.01-1.04x METIS's cut without it; BENCHMARKS.md, issue 18, "METIS's
-    partition of a graph that coarsens"). None for other graphs."""
+    its tasks, so in a thread they leave idle), into a cycle of its own: for graphs that coarsen (more than
+    `multilevel_coarse_nodes` nodes or `multilevel_coarse_edges` edges), whose coarsening may lose structure that
+    METIS's keeps (Barabasi-Albert 300k, kNN 10-D 260k: 1.01-1.04x METIS's cut without it; BENCHMARKS.md, issue 18,
+    "METIS's partition of a graph that coarsens"). Over the edge cap (up to `SAMPLED_INPUT` times it), METIS sees a
+    sample of the cap's size, so the task is no larger than the coarsest level's. None for other graphs."""
     opts = plan.options
-    if coarse_enough(fine, opts) or not whole_fits(fine, opts):
+    if coarse_enough(fine, opts) or fine.entries // 2 > SAMPLED_INPUT * opts.multilevel_coarse_edges:
         return None
     level = replace(fine, cycle=opts.multilevel_vcycles + 1).make()
     return level, submit_tasks(client, STEP, "ml-metis-input", partition_coarsest, [level], label=lambda lv: "L0",
                                priority=-1, nparts=plan.nparts, balance=plan.balance, seed=opts.seed,
-                               ufactor=opts.ufactor, method="metis", tries=1, metis_lib=opts.metis_lib)
+                               ufactor=opts.ufactor, method="metis", tries=1, metis_lib=opts.metis_lib,
+                               budget=opts.multilevel_coarse_edges)
 
 
 def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: ScratchPath, load: np.ndarray,
@@ -337,8 +346,9 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
     over = [int(np.clip(w - plan.bound, 0, None).sum()) for _, w in found]
     kept = int((over[1], cuts[1]) < (over[0], cuts[0]))
     remove(found[1 - kept][0].parent)
-    return *found[kept], {"metis_cut": int(start), "refined_cut": cuts[1], "hierarchy_cut": cuts[0],
-                          "kept": ["hierarchy", "metis"][kept], "refinement": facts}
+    sampled = fine.entries // 2 > plan.options.multilevel_coarse_edges
+    return *found[kept], {"metis_cut": int(start), "sampled": sampled, "refined_cut": cuts[1],
+                          "hierarchy_cut": cuts[0], "kept": ["hierarchy", "metis"][kept], "refinement": facts}
 
 
 def level_cuts(level: Level, maps: Sequence[ScratchPath], client: Client | None) -> list[int]:

@@ -12,6 +12,7 @@ import numpy as np
 
 from graphshard.assign.kaminpar import write_parhip_weighted
 from graphshard.assign.metis_capi import load_metis
+from graphshard.assign.multilevel.hashing import pair_key, salt_of
 from graphshard.assign.multilevel.store import Level, create, local_folder, open_ro, read_block, write_range
 
 KAMINPAR_PRESET = "strong"
@@ -21,14 +22,36 @@ KAMINPAR_PRESET = "strong"
 KAMINPAR_MAX_ENTRIES = 2_000_000
 
 
-def assemble(level: Level) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """The whole level as one CSR (indptr, indices, edge weights or None) from its blocks."""
-    blocks = [read_block(level, b) for b in level.blocks]
+def assemble(level: Level, budget: int | None = None, seed: int = 0
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The whole level as one CSR (indptr, indices, edge weights or None) from its blocks; with `budget`, a level of
+    more edges keeps a seeded sample of about that many (each edge kept or dropped whichever way it is read), so the
+    task holds no more than a level of `budget` edges (edge weights unchanged: every edge is kept alike)."""
+    edges = level.entries // 2
+    share = None if budget is None or edges <= budget else budget / edges
+    blocks = [_sampled(level, b, share, salt_of(seed, level.index, SAMPLE_SALT)) for b in level.blocks]
     indptr = np.zeros(level.nodes + 1, dtype=np.int64)
     np.cumsum(np.concatenate([np.diff(ip) for ip, _, _ in blocks]), out=indptr[1:])
     indices = np.concatenate([ix for _, ix, _ in blocks])
     ew = np.concatenate([w for _, _, w in blocks]) if level.weighted else None
     return indptr, indices, ew
+
+
+SAMPLE_SALT = 3000  # the sample's salt_of round: apart from the refinement's (rounds, 1000 + round, 2000 + round)
+
+
+def _sampled(level: Level, b: int, share: float | None, salt: np.uint64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Block b's CSR, each edge kept with probability `share` (None: all) by a key of its two ends alone."""
+    indptr, indices, ew = read_block(level, b)
+    if share is None:
+        return indptr, indices, ew
+    lo, hi = level.span(b)
+    local = np.repeat(np.arange(hi - lo), np.diff(indptr))
+    rows, cols = (local + lo).astype(np.uint64), indices.astype(np.uint64)
+    keep = pair_key(np.minimum(rows, cols), np.maximum(rows, cols), salt) < np.uint64(int(share * (1 << 53)) << 11)
+    kept = np.zeros(hi - lo + 1, dtype=np.int64)
+    np.cumsum(np.bincount(local[keep], minlength=hi - lo), out=kept[1:])
+    return kept, indices[keep], ew[keep] if len(ew) else ew
 
 
 def kaminpar_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.ndarray | None, nparts: int,
@@ -52,12 +75,14 @@ def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.
 
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
-                       tries: int, metis_lib: str | None, inherited: bool = False) -> tuple[int, np.ndarray]:
+                       tries: int, metis_lib: str | None, inherited: bool = False, budget: int | None = None
+                       ) -> tuple[int, np.ndarray]:
     """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...), with
     `inherited` of the level's inherited parts too (kept on ties), and, when KaMinPar partitions the input graph
-    itself, of METIS's partition of it (refinement then starts from a cut no larger than METIS's); returns (edge
-    cut of the level, weight per part and column)."""
-    indptr, indices, ew = assemble(level)
+    itself, of METIS's partition of it (refinement then starts from a cut no larger than METIS's); a level of more
+    than `budget` edges is partitioned by a sample of them (`assemble`); returns (edge cut of what was partitioned,
+    weight per part and column)."""
+    indptr, indices, ew = assemble(level, budget, seed)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
     total = int(vw[:, 0].sum())
     bound = max(int(np.floor((1 + ufactor / 1000) * total / nparts)), -(-total // nparts))
