@@ -38,22 +38,25 @@ def _int_and_float_csv(make_graph, folder: Path) -> tuple[Path, list[Path]]:
     return md, files
 
 
-def test_whole_number_csv_beside_float_csv(make_graph, tmp_path, capsys):
-    md, files = _int_and_float_csv(make_graph, tmp_path / "g")
-    expected = np.concatenate([_csv(f) for f in files]).astype(np.float64)
-
-    assert main(["inspect", str(md), "--check"]) == 0
+def _partitions_hold(md: Path, tmp_path: Path, expected: np.ndarray) -> None:
+    """Assign, dispatch and validate 2 partitions: each holds its rows of `expected` as float64."""
     assert main(["assign", "--in", str(md), "--out", str(tmp_path / "a"), "--num-parts", "2"]) == 0
     assert main(["dispatch", "--in", str(md), "--partitions", str(tmp_path / "a"), "--out", str(tmp_path / "p"),
                  "--save-orig-nids"]) == 0
-    config = tmp_path / "p" / "rmat.json"
-    assert main(["validate", "--partitions", str(config), "--input", str(md), "--full"]) == 0
-    capsys.readouterr()
+    assert main(["validate", "--partitions", str(tmp_path / "p" / "rmat.json"), "--input", str(md), "--full"]) == 0
     for part in range(2):
         folder = tmp_path / "p" / f"part{part}"
         feats, orig = load_tensor_dict(folder / "node_feat.dgl"), load_tensor_dict(folder / "orig_nids.dgl")["_N"]
         assert feats["_N/feat"].dtype == np.float64
         assert np.array_equal(feats["_N/feat"], expected[orig])
+
+
+def test_whole_number_csv_beside_float_csv(make_graph, tmp_path):
+    md, files = _int_and_float_csv(make_graph, tmp_path / "g")
+    expected = np.concatenate([_csv(f) for f in files]).astype(np.float64)
+
+    assert main(["inspect", str(md), "--check"]) == 0
+    _partitions_hold(md, tmp_path, expected)
 
 
 def test_inspect_shows_the_common_dtype(make_graph, tmp_path, capsys):
@@ -78,7 +81,7 @@ def test_int64_beside_float32_refused(make_graph, tmp_path, capsys):
     assert "dtype int64" in line and len(line.splitlines()) == 1, line
 
 
-def test_float_after_the_first_block(make_graph, tmp_path, capsys):
+def test_float_after_the_first_block(make_graph, tmp_path):
     """A csv file of whole numbers whose first float comes after the block `inspect` samples (64 KiB) is still read
     as float64 in every partition, beside a file of whole numbers only."""
     folder = tmp_path / "g"
@@ -96,13 +99,4 @@ def test_float_after_the_first_block(make_graph, tmp_path, capsys):
 
     assert main(["inspect", str(md), "--check"]) == 0
     assert summary(md)["node_types"]["_N"]["features"]["feat"]["dtype"] == "float64"
-    assert main(["assign", "--in", str(md), "--out", str(tmp_path / "a"), "--num-parts", "2"]) == 0
-    assert main(["dispatch", "--in", str(md), "--partitions", str(tmp_path / "a"), "--out", str(tmp_path / "p"),
-                 "--save-orig-nids"]) == 0
-    assert main(["validate", "--partitions", str(tmp_path / "p" / "rmat.json"), "--input", str(md), "--full"]) == 0
-    capsys.readouterr()
-    for part in range(2):
-        folder = tmp_path / "p" / f"part{part}"
-        feats, orig = load_tensor_dict(folder / "node_feat.dgl"), load_tensor_dict(folder / "orig_nids.dgl")["_N"]
-        assert feats["_N/feat"].dtype == np.float64
-        assert np.array_equal(feats["_N/feat"], expected[orig])
+    _partitions_hold(md, tmp_path, expected)
