@@ -112,6 +112,12 @@ IGNORED_BECAUSE: dict[str, str] = {
 # 4), 31.9 -> 29.3 s, cut 10.34% -> 10.19%, worker peak 0.76 -> 0.60 GB (BENCHMARKS.md, issue 18, "blocks that
 # fill the threads").
 BLOCK_MULTIPLE = 4
+MAX_LEVELS = 30  # a multilevel hierarchy's levels at most (the plan's model counts them too)
+# METIS partitions a seeded sample of `multilevel_coarse_edges` of the input level's edges when it has more, up to
+# this many times as many: a sample of half or more of the edges (2/3 measured: a block model 900k and
+# Barabasi-Albert 1.2M with 6M edges, whose many levels lost to METIS by 1.5-3.4%; BENCHMARKS.md, issue 18,
+# "METIS's partition of a sample of the input graph").
+SAMPLED_INPUT = 2
 
 
 def multilevel_blocks(edges: int, block_edges: int, most: int | None = None) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from graphshard.assign.base import TEXT_BLOCK
-from graphshard.assign.options import multilevel_blocks
+from graphshard.assign.options import MAX_LEVELS, SAMPLED_INPUT, multilevel_blocks
 from graphshard.assign.random import BLOCK as RANDOM_BLOCK
 from graphshard.assign.report import VOL_MARK_BYTES
 from graphshard.formats.assignment import PART_DTYPE
@@ -263,18 +263,14 @@ def ml_levels(g: GraphSizes, s: Settings) -> list[tuple[float, float, int]]:
     def level(n: float, e: float) -> None:
         out.append((n, e, multilevel_blocks(int(out[-1][1]), s.block_edges, out[-1][2])))
 
-    while nodes > s.coarse_nodes and len(out) < ML_MAX_LEVELS:
+    while nodes > s.coarse_nodes and len(out) < MAX_LEVELS:
         nodes, edges = max(float(s.coarse_nodes), nodes / c["ml_shrink"]), edges * c["ml_far_edge_keep"]
         level(nodes, edges)
     keep = c["ml_near_edge_keep"]
-    while edges > s.coarse_edges and len(out) < ML_MAX_LEVELS:
+    while edges > s.coarse_edges and len(out) < MAX_LEVELS:
         nodes, edges = nodes * math.sqrt(keep), edges * keep
         level(nodes, edges)
     return out
-
-
-ML_MAX_LEVELS = 30  # hierarchy.MAX_LEVELS (not imported: that module imports Dask)
-SAMPLED_INPUT = 2  # hierarchy.SAMPLED_INPUT
 
 
 def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:

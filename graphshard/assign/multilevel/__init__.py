@@ -19,7 +19,7 @@ from distributed import Client
 from graphshard.assign.base import Partitioner, write_homogeneous
 from graphshard.assign.multilevel import hierarchy
 from graphshard.assign.multilevel.store import Level, open_ro, remove
-from graphshard.assign.options import AssignOptions
+from graphshard.assign.options import MAX_LEVELS, AssignOptions
 from graphshard.daskrun import cancel_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
@@ -117,7 +117,7 @@ def coarsen_all(fine: Level, plan: hierarchy.Plan, client: Client | None, parts:
     """The levels from `fine` until one is coarse enough or the coarsening stalls, and the LP rounds of each (with
     `parts`, a V-cycle's: clusters within the parts of that parts map of `fine`)."""
     levels, rounds = [fine], []
-    while not hierarchy.coarse_enough(levels[-1], plan.options) and len(levels) < hierarchy.MAX_LEVELS:
+    while not hierarchy.coarse_enough(levels[-1], plan.options) and len(levels) < MAX_LEVELS:
         level = levels[-1]
         within = None if parts is None else parts if level is fine else level.inherited
         coarse, done = hierarchy.coarsen_level(level, plan, client, within)

@@ -16,14 +16,13 @@ from graphshard.assign.multilevel import build, coarsen, refine, sampled
 from graphshard.assign.multilevel.initial import partition_coarsest
 from graphshard.assign.multilevel.kernels import index_dtype
 from graphshard.assign.multilevel.store import Level, create, even_bounds, remove
-from graphshard.assign.options import AssignOptions, multilevel_blocks
+from graphshard.assign.options import SAMPLED_INPUT, AssignOptions, multilevel_blocks
 from graphshard.daskrun import TaskGroup, gather_tasks, run_tasks, submit_tasks
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.storage.scratch import ScratchPath
 
 log = logging.getLogger(__name__)
 STEP = "assign"
-MAX_LEVELS = 30
 STALL = 0.95  # a round of coarsening that keeps more than this share of the nodes ends the coarsening
 FIX_ROUNDS = 4  # overweight-fixing rounds per level at most
 UNLIMITED = np.iinfo(np.int64).max // 4
@@ -309,13 +308,6 @@ def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = F
                      inherited=inherited)[0]
 
 
-# METIS partitions a seeded sample of `multilevel_coarse_edges` of the input level's edges when it has more, up to
-# this many times as many: a sample of half or more of the edges (2/3 measured: a block model 900k and
-# Barabasi-Albert 1.2M with 6M edges, whose many levels lost to METIS by 1.5-3.4%; BENCHMARKS.md, issue 18,
-# "METIS's partition of a sample of the input graph").
-SAMPLED_INPUT = 2
-
-
 def submit_metis_input(fine: Level, plan: Plan, client: Client | None) -> tuple[Level, TaskGroup] | None:
     """METIS's partition of the input level `fine`, submitted to run beside the hierarchy (at a lower priority than
     its tasks, so in a thread they leave idle), into a cycle of its own: for graphs that coarsen (more than
@@ -346,9 +338,9 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
     over = [int(np.clip(w - plan.bound, 0, None).sum()) for _, w in found]
     kept = int((over[1], cuts[1]) < (over[0], cuts[0]))
     remove(found[1 - kept][0].parent)
-    sampled = fine.entries // 2 > plan.options.multilevel_coarse_edges
-    return *found[kept], {"metis_cut": int(start), "sampled": sampled, "refined_cut": cuts[1],
-                          "hierarchy_cut": cuts[0], "kept": ["hierarchy", "metis"][kept], "refinement": facts}
+    return *found[kept], {"metis_cut": int(start), "sampled": not whole_fits(fine, plan.options),
+                          "refined_cut": cuts[1], "hierarchy_cut": cuts[0], "kept": ["hierarchy", "metis"][kept],
+                          "refinement": facts}
 
 
 def level_cuts(level: Level, maps: Sequence[ScratchPath], client: Client | None) -> list[int]:
