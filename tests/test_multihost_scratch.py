@@ -4,6 +4,7 @@ bytes a shared-folder run gives; a worker killed mid-step, its local folder wipe
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from graphshard.assign import assign
+from graphshard.assign import REPORT_FILE, assign
 from graphshard.assign.multilevel import run as multilevel_run
 from graphshard.assign.options import AssignOptions
 from graphshard.formats.chunked import load_metadata
@@ -88,6 +89,20 @@ def test_vcycles_on_a_store_equal_the_shared_folder(rmat_small, tmp_path, s3_buc
     name, so a name used again would serve the previous cycle's bytes."""
     assign(rmat_small, tmp_path / "ref", 4, AssignOptions(method="multilevel", multilevel_vcycles=2, **SMALL))
     _multilevel_on_store(rmat_small, tmp_path / "store", f"{s3_bucket}/mlv", own_disk_cluster, multilevel_vcycles=2)
+    assert _files(tmp_path / "store") == _files(tmp_path / "ref")
+
+
+@pytest.mark.slow
+def test_regions_on_a_store_equal_the_shared_folder(make_graph, tmp_path, s3_bucket, own_disk_cluster):
+    """A mesh renumbers its input level into regions (a level of new names), also when a worker dies renumbering."""
+    md = make_graph("grid", nodes=8000, dims=3, chunks=2)
+    assign(md, tmp_path / "ref", 4, AssignOptions(method="multilevel", **SMALL))
+    assert json.loads((tmp_path / "ref" / REPORT_FILE).read_text())["partitioner"]["regions"]["used"]
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    own_disk_cluster.register_plugin(_killer(str(markers), "ml-region-edges"))
+    _multilevel_on_store(md, tmp_path / "store", f"{s3_bucket}/mlr", own_disk_cluster)
+    assert (markers / "killed").exists()
     assert _files(tmp_path / "store") == _files(tmp_path / "ref")
 
 

@@ -239,8 +239,10 @@ def _multilevel(g: GraphSizes, s: Settings, r_tasks: int, r_task: float, r_secs:
               "report-cut (one edge chunk)": r_task}
     peak = max(tasks_, key=tasks_.get)
     tasks = _multilevel_tasks(g, s) + r_tasks
+    # every level is kept until the refinement reaches it; a graph renumbered into regions (regions(): known only
+    # once it has coarsened; not R-MAT, on which these are fitted) holds level 0 and its edges' buckets meanwhile
     work = scratch + sum(c["ml_scratch_bytes_per_edge"] * e + c["ml_scratch_bytes_per_node"] * n
-                         for n, e, _ in ml_levels(g, s))  # every level is kept until the refinement reaches it
+                         for n, e, _ in ml_levels(g, s))
     cycles = 1 + s.vcycles * c["ml_vcycle_share"] + metis_input(g, s)  # the candidate's refinement: at most a cycle
     metis = c["core_seconds"]["assign:metis_per_edge"] * min(g.edges, s.coarse_edges) * metis_input(g, s)
     secs = _seconds(c["core_seconds"]["assign:multilevel_per_edge"] * g.edges * cycles + metis + r_secs, s, tasks)
@@ -280,14 +282,24 @@ def _multilevel_tasks(g: GraphSizes, s: Settings) -> int:
     blocks), METIS on the coarsest, and per level the refinement rounds (`ml_refine_rounds` on average, at most
     `multilevel_refine_rounds`: a level ends on a round that gains too little) and (but the coarsest) the
     projection, a task per block each (`ml_levels`); each of `multilevel_vcycles` coarsens and refines again; then,
-    on a graph one task holds whole that still coarsens, METIS's partition of it, refined and compared."""
+    on a graph one task holds whole that still coarsens, METIS's partition of it, refined and compared; METIS's
+    regions of a level of several blocks (a graph renumbered into them coarsens again; not counted: R-MAT, on which
+    the coefficients are fitted, is never renumbered)."""
     sizes = [b for _, _, b in ml_levels(g, s)]
     coarsen = sum((2 * s.lp_rounds + 2) * b + nxt for b, nxt in zip(sizes, sizes[1:]))
     rounds = min(s.refine_rounds, coefficients.load()["ml_refine_rounds"])
     refine = round(rounds * sum(sizes)) + sum(sizes[:-1])
     classes = s.balance_columns > s.balance_edges  # ml-classes runs with balance_ntypes only
     candidate = metis_input(g, s) * (1 + round(rounds * sizes[0]) + 2 * sizes[0])  # METIS, refinement, two cuts
-    return g.edge_chunks + sizes[0] * (1 + classes) + (1 + s.vcycles) * (coarsen + 1 + refine) + candidate
+    return g.edge_chunks + sizes[0] * (1 + classes) + (1 + s.vcycles) * (coarsen + 1 + refine) + candidate + \
+        regions(g, s)
+
+
+def regions(g: GraphSizes, s: Settings) -> int:
+    """1 when the input level's regions are found (assign/multilevel/regions.py: it has several blocks and coarsens),
+    else 0; whether it is renumbered into them depends on the graph (few edges between them, as on meshes)."""
+    levels = ml_levels(g, s)
+    return int(len(levels) > 1 and levels[0][2] > 1)
 
 
 def metis_input(g: GraphSizes, s: Settings) -> int:

@@ -17,14 +17,16 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
-from graphshard.assign.multilevel import hierarchy
+from graphshard.assign.multilevel import hierarchy, regions
 from graphshard.assign.multilevel.store import Level, open_ro, remove
 from graphshard.assign.options import MAX_LEVELS, AssignOptions
-from graphshard.daskrun import cancel_tasks
+from graphshard.daskrun import cancel_tasks, gather_tasks
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph
 from graphshard.storage import location
 from graphshard.storage.scratch import ScratchPath, scratch_space
+
+First = tuple[list[Level], list[int], tuple[int, np.ndarray]]  # a cycle's levels, LP rounds, coarsest partition
 
 
 class MultilevelPartitioner(Partitioner):
@@ -65,7 +67,17 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
     candidate = hierarchy.submit_metis_input(fine, plan, client)
     lap("metis")  # in-process only: a cluster runs it beside the cycles
     try:
-        parts, load, cycles = run_cycles(fine, plan, client, lap)
+        first = coarsen_all(fine, plan, client, None)
+        lap("coarsen")
+        mapped, ordered, first, found = in_regions(first, plan, client, keep=candidate is not None)
+        lap("initial" if first else "regions")
+        parts, load, cycles = run_cycles(ordered, plan, client, lap, first)
+        if ordered is not fine:
+            fine = mapped
+            hierarchy.project(fine, parts, client)
+            parts = fine.parts(0)
+            remove(ordered.root)
+            lap("regions")
     except BaseException:
         if candidate is not None:
             cancel_tasks(client, candidate[1])
@@ -82,27 +94,64 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         "part_weights": load.tolist(),
         "part_bound": plan.bound.tolist(),
         "vcycles": cycles[1:],
+        "regions": found,
         "metis_input": metis,
         "seconds": seconds,
     }
 
 
-def run_cycles(fine: Level, plan: hierarchy.Plan, client: Client | None, lap: Callable[[str], None]
-               ) -> tuple[ScratchPath, np.ndarray, list[dict]]:
-    """Coarsen, partition the coarsest level and refine back, then `multilevel_vcycles` more cycles from the
-    partition found (each coarsens within its parts and refines again); returns (the last parts map of level 0, the
-    part weights, facts per cycle)."""
+def regions_cycle(plan: hierarchy.Plan) -> int:
+    """The cycle number of the regions map (regions.py; the next one: the renumbering's maps), apart from the
+    V-cycles' and METIS's candidate's."""
+    return plan.options.multilevel_vcycles + 2
+
+
+def in_regions(first: tuple[list[Level], list[int]], plan: hierarchy.Plan, client: Client | None, keep: bool
+               ) -> tuple[Level, Level, First | None, dict | None]:
+    """The partition of the first coarsening's coarsest level, and beside it, when the input level has several
+    blocks, regions of that level (regions.py); when few edges run between them, the input level renumbered into
+    blocks that are those regions (its blocks then removed unless `keep`: METIS's candidate refines on them).
+    Returns (the input level whose fine -> coarse maps lead to the level to partition, that level, its first cycle's
+    coarsening and partition or None when it must start afresh, facts)."""
+    levels, rounds = first
+    fine = levels[0]
+    if len(fine.blocks) == 1 or len(levels) == 1:
+        return fine, fine, (levels, rounds, hierarchy.initial(levels[-1], plan, client)), None
+    opts = plan.options
+    group, found = regions.submit(levels, regions_cycle(plan), opts.seed, opts.metis_lib, client)
+    try:
+        start = hierarchy.initial(levels[-1], plan, client)
+    except BaseException:
+        cancel_tasks(client, group)
+        raise
+    cut = int(gather_tasks(client, group)[0][0][0])
+    facts = {"cut": cut, "share": round(cut / max(1, fine.entries // 2), 6), "used": False}
+    if facts["share"] > regions.SHARE:
+        remove(found.parent)
+        return fine, fine, (levels, rounds, start), facts
+    mapped, ordered = regions.renumber(levels, found, regions_cycle(plan) + 1, client, keep)
+    return mapped, ordered, None, {**facts, "used": True}
+
+
+def run_cycles(fine: Level, plan: hierarchy.Plan, client: Client | None, lap: Callable[[str], None],
+               first: First | None) -> tuple[ScratchPath, np.ndarray, list[dict]]:
+    """Coarsen and partition the coarsest level (unless `first` holds the first cycle's), refine back, then
+    `multilevel_vcycles` more cycles from the partition found (each coarsens within its parts and refines again);
+    returns (the last parts map of level 0, the part weights, facts per cycle)."""
     parts, cycles = None, []
     for cycle in range(1 + plan.options.multilevel_vcycles):
         fine = replace(fine, cycle=cycle).make()
-        levels, rounds = coarsen_all(fine, plan, client, parts)
-        lap("coarsen")
-        if parts is not None:
-            if len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
-                break
-            remove(parts.parent)  # the previous cycle's working files of level 0
-        cut, load = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
-        lap("initial")
+        if cycle == 0 and first:
+            levels, rounds, (cut, load) = first
+        else:
+            levels, rounds = coarsen_all(fine, plan, client, parts)
+            lap("coarsen")
+            if parts is not None:
+                if len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
+                    break
+                remove(parts.parent)  # the previous cycle's working files of level 0
+            cut, load = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
+            lap("initial")
         load, rnd, facts = uncoarsen(levels, plan, load, client)
         parts = fine.parts(rnd)
         lap("refine")
@@ -136,7 +185,7 @@ def uncoarsen(levels: list[Level], plan: hierarchy.Plan, load: np.ndarray, clien
     load, rnd, moved = hierarchy.refine_level(levels[-1], plan, load, client)
     facts = [{"level": len(levels) - 1, **moved}]
     for i in range(len(levels) - 2, -1, -1):
-        hierarchy.project(levels[i], levels[i + 1], rnd, client)
+        hierarchy.project(levels[i], levels[i + 1].parts(rnd), client)
         remove(levels[i + 1].root)
         load, rnd, moved = hierarchy.refine_level(levels[i], plan, load, client)
         facts.append({"level": i, **moved})

@@ -125,12 +125,14 @@ def number_clusters(d: int, offset: int, *, level: Level, rnd: int, coarse: Leve
 
 def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     """Coarse edges of fine block b, summed per coarse pair, into one bucket per coarse block; saves the block's
-    fine -> coarse map. Returns the number of coarse entries sent."""
+    fine -> coarse map. Round 0's clusters are the nodes themselves (the cluster map then renumbers the level:
+    regions.py). Returns the number of coarse entries sent."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
-    f2c = gather(level.cmap, np.asarray(open_ro(level.labels(rnd))[lo:hi]))
+    own = np.arange(lo, hi) if rnd == 0 else np.asarray(open_ro(level.labels(rnd))[lo:hi])
+    f2c = gather(level.cmap, own)
     save_array(level.fine_to_coarse(b), f2c)
-    cv = gather(level.cmap, gather(level.labels(rnd), indices))
+    cv = gather(level.cmap, indices if rnd == 0 else gather(level.labels(rnd), indices))
     del indices
     bits = key_bits(coarse.nodes)
     keys, w = sum_duplicates(*coarse_keys(indptr, f2c, cv, ew, bits))
@@ -174,5 +176,5 @@ def coarse_block(d: int, *, level: Level, coarse: Level) -> int:
     rows = (keys >> bits) - lo
     indptr = np.zeros(hi - lo + 1, dtype=np.int64)
     np.cumsum(np.bincount(rows, minlength=hi - lo), out=indptr[1:])
-    write_bucket(coarse.block(d), [indptr, keys & ((1 << bits) - 1), w])
+    write_bucket(coarse.block(d), [indptr, keys & ((1 << bits) - 1), w if coarse.weighted else w[:0]])
     return len(keys)

@@ -287,11 +287,11 @@ def _refine_phase(level: Level, plan: Plan, load: np.ndarray, rnd: int, blocks: 
     return _sum_results(results, load)
 
 
-def project(fine: Level, coarse: Level, rnd: int, client: Client | None) -> None:
-    """Parts map 0 of `fine` from the coarse level's parts map `rnd`."""
+def project(fine: Level, parts: ScratchPath, client: Client | None) -> None:
+    """Parts map 0 of `fine` from `parts`, a parts map of the level its fine -> coarse maps lead to."""
     create(fine.parts(0), (fine.nodes,), np.int32)
     run_tasks(client, STEP, f"ml-project-L{fine.index}", refine.project_block, list(fine.blocks), fine=fine,
-              coarse=coarse, rnd=rnd)
+              parts=parts)
 
 
 def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = False) -> tuple[int, np.ndarray]:

@@ -28,11 +28,11 @@ JET_PATIENCE = 4
 JET_PHI = 0.001
 
 
-def project_block(b: int, *, fine: Level, coarse: Level, rnd: int) -> None:
-    """Parts of fine block b = parts of their coarse nodes (the coarse level's last round)."""
+def project_block(b: int, *, fine: Level, parts: ScratchPath) -> None:
+    """Parts of fine block b = parts of their coarse nodes in the coarse level's parts map `parts`."""
     lo, _ = fine.span(b)
     f2c = load_array(fine.fine_to_coarse(b))
-    write_range(fine.parts(0), lo, gather(coarse.parts(rnd), f2c))
+    write_range(fine.parts(0), lo, gather(parts, f2c))
 
 
 def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
