@@ -43,7 +43,9 @@ Fields:
   refinement round, and in each of the first `multilevel_jet_rounds` on a level of several blocks (default 2: more
   rounds cut a little less for more time).
   `multilevel_vcycles`: cycles after the first, each coarsening again with clusters kept within the parts found
-  and refining back (about one more coarsening and refinement each).
+  and refining back (about one more coarsening and refinement each). `multilevel_regions`: a graph of several
+  blocks whose first coarsening splits into one region per block with few edges between them (a mesh, a geometric
+  graph) is renumbered so that each block is a region, and partitioned again (about one more coarsening).
 - `metis_lib` (metis, multilevel): path of a `libmetis.so` (default: Debian's libmetis5, else the one cmeel-metis
   ships). `metis_niter` (metis): refinement iterations per uncoarsening level (METIS_OPTION_NITER; unset: METIS's
   default, 10); `partition_graph` sets 1, as DGL's `partition_graph` does (faster, a slightly larger cut).
@@ -73,7 +75,7 @@ COMMON = frozenset({"method", "seed", "ufactor", "num_trainers_per_machine"})  #
 MULTILEVEL = frozenset({"multilevel_coarse_nodes", "multilevel_coarse_edges", "multilevel_block_edges",
                         "multilevel_lp_rounds", "multilevel_refine_rounds", "multilevel_initial",
                         "multilevel_initial_tries", "multilevel_fm", "multilevel_jet", "multilevel_jet_rounds",
-                        "multilevel_vcycles"})
+                        "multilevel_vcycles", "multilevel_regions"})
 FETCH = frozenset({"objtype", "sample_fanouts", "sample_seeds", "sample_batch_size"})  # the objective, fetch's inputs
 FETCH_REFINE = frozenset({"fetch_refine_rounds"})  # whole-graph methods: the post-pass on the expected remote share
 #: method -> the options it reads besides COMMON (what its `assign.<method>` block may hold)
@@ -165,6 +167,7 @@ class FlatOptions(BaseModel):
     multilevel_jet: bool = True
     multilevel_jet_rounds: int = Field(default=2, ge=1)
     multilevel_vcycles: int = Field(default=0, ge=0)
+    multilevel_regions: bool = True
 
 
 class MethodBlock(BaseModel):

@@ -55,6 +55,7 @@ def settings_of(cfg: PipelineConfig) -> Settings:
         block_edges=a.multilevel_block_edges,
         coarse_nodes=a.multilevel_coarse_nodes, coarse_edges=a.multilevel_coarse_edges,
         lp_rounds=a.multilevel_lp_rounds, refine_rounds=a.multilevel_refine_rounds, vcycles=a.multilevel_vcycles,
+        regions=a.multilevel_regions,
         halo_hops=sh.halo_hops,
         halo_mode=sh.halo_mode,
         orig_nids=sh.save_orig_nids, orig_eids=sh.save_orig_eids, formats=tuple(sh.graph_formats),

@@ -49,6 +49,7 @@ class Settings:
     lp_rounds: int = 6
     refine_rounds: int = 8
     vcycles: int = 0
+    regions: bool = True
     halo_hops: int = 1
     halo_mode: str = "full"
     orig_nids: bool = False
@@ -299,7 +300,7 @@ def regions(g: GraphSizes, s: Settings) -> int:
     """1 when the input level's regions are found (assign/multilevel/regions.py: it has several blocks and coarsens),
     else 0; whether it is renumbered into them depends on the graph (few edges between them, as on meshes)."""
     levels = ml_levels(g, s)
-    return int(len(levels) > 1 and levels[0][2] > 1)
+    return int(s.regions and len(levels) > 1 and levels[0][2] > 1)
 
 
 def metis_input(g: GraphSizes, s: Settings) -> int:

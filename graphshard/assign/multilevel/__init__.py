@@ -109,13 +109,13 @@ def regions_cycle(plan: hierarchy.Plan) -> int:
 def in_regions(first: tuple[list[Level], list[int]], plan: hierarchy.Plan, client: Client | None, keep: bool
                ) -> tuple[Level, Level, First | None, dict | None]:
     """The partition of the first coarsening's coarsest level, and beside it, when the input level has several
-    blocks, regions of that level (regions.py); when few edges run between them, the input level renumbered into
-    blocks that are those regions (its blocks then removed unless `keep`: METIS's candidate refines on them).
-    Returns (the input level whose fine -> coarse maps lead to the level to partition, that level, its first cycle's
-    coarsening and partition or None when it must start afresh, facts)."""
+    blocks (and `multilevel_regions`), regions of that level (regions.py); when few edges run between them, the
+    input level renumbered into blocks that are those regions (its blocks then removed unless `keep`: METIS's
+    candidate refines on them). Returns (the input level whose fine -> coarse maps lead to the level to partition,
+    that level, its first cycle's coarsening and partition or None when it must start afresh, facts)."""
     levels, rounds = first
     fine = levels[0]
-    if len(fine.blocks) == 1 or len(levels) == 1:
+    if not plan.options.multilevel_regions or len(fine.blocks) == 1 or len(levels) == 1:
         return fine, fine, (levels, rounds, hierarchy.initial(levels[-1], plan, client)), None
     opts = plan.options
     group, found = regions.submit(levels, regions_cycle(plan), opts.seed, opts.metis_lib, client)

@@ -27,11 +27,11 @@ from graphshard.storage.scratch import ScratchPath
 
 STEP = "assign"
 UFACTOR = 30  # the regions' balance (node counts): blocks stay within 3% of an even split
-# Regions replace the blocks only when at most this share of the level's edges runs between them (a mesh, a road or
-# geometric graph: under 0.1%). Graphs of 2-20M edges, same run, x the scattered blocks' cut: 3-D mesh 0.84, 2-D
-# mesh 0.97, geometric 0.99, at 1.6-1.8x the wall; planted communities (23% between regions), Barabasi-Albert (59%)
-# and Chung-Lu (77%) 0.99-1.00 at 1.6-2.0x the wall; R-MAT 20M (k=4) 1.17 (BENCHMARKS.md, issue 18, "blocks that
-# are regions").
+# Regions replace the blocks only when at most this share of the level's edges runs between them. Meshes and
+# geometric graphs: under 2% (x the scattered blocks' cut: 3-D mesh 8M 0.83-0.90, 2-D mesh 0.95-0.97, geometric
+# 0.99-1.06, at 1.3-1.9x the wall); a 3-D mesh of 40k nodes in 16 regions, 10.5%: 0.80. Renumbered all the same,
+# planted communities (19-23%), Barabasi-Albert (59%), Chung-Lu (77%) gained under 1% for 1.6-2x the wall, and
+# R-MAT 20M (64%) cut 1.17x (BENCHMARKS.md, issue 18, "Blocks that are regions").
 SHARE = 0.15
 
 
