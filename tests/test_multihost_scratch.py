@@ -68,17 +68,24 @@ def _multilevel_on_store(md: Path, out: Path, url: str, client, **opts) -> None:
         multilevel_run(graph, 4, AssignOptions(method="multilevel", **SMALL, **opts), scratch, out, client)
 
 
+def _killed_on_store(md: Path, out: Path, url: str, client, key_part: str) -> dict[str, bytes]:
+    """The parts files of a multilevel run on a store during which one worker dies (its folder wiped) as a task
+    whose key holds `key_part` starts."""
+    markers = out.parent / f"{out.name}-markers"
+    markers.mkdir()
+    client.register_plugin(_killer(str(markers), key_part))
+    _multilevel_on_store(md, out, url, client)
+    assert (markers / "killed").exists()
+    return _files(out)
+
+
 @pytest.mark.slow
 def test_multilevel_on_a_store_equals_the_shared_folder(rmat_small, tmp_path, s3_bucket, own_disk_cluster):
     assign(rmat_small, tmp_path / "ref", 4, AssignOptions(method="multilevel", **SMALL))
     _multilevel_on_store(rmat_small, tmp_path / "store", f"{s3_bucket}/ml", own_disk_cluster)
     assert _files(tmp_path / "store") == _files(tmp_path / "ref")
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    own_disk_cluster.register_plugin(_killer(str(markers), "ml-refine-L0"))
-    _multilevel_on_store(rmat_small, tmp_path / "killed", f"{s3_bucket}/ml2", own_disk_cluster)
-    assert (markers / "killed").exists()
-    assert _files(tmp_path / "killed") == _files(tmp_path / "ref")
+    killed = _killed_on_store(rmat_small, tmp_path / "killed", f"{s3_bucket}/ml2", own_disk_cluster, "ml-refine-L0")
+    assert killed == _files(tmp_path / "ref")
     from graphshard.storage import Storage
     assert Storage().listing(f"{s3_bucket}/ml") == [] and Storage().listing(f"{s3_bucket}/ml2") == []
 
@@ -98,12 +105,8 @@ def test_regions_on_a_store_equal_the_shared_folder(make_graph, tmp_path, s3_buc
     md = make_graph("grid", nodes=8000, dims=3, chunks=2)
     assign(md, tmp_path / "ref", 4, AssignOptions(method="multilevel", **SMALL))
     assert json.loads((tmp_path / "ref" / REPORT_FILE).read_text())["partitioner"]["regions"]["used"]
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    own_disk_cluster.register_plugin(_killer(str(markers), "ml-region-edges"))
-    _multilevel_on_store(md, tmp_path / "store", f"{s3_bucket}/mlr", own_disk_cluster)
-    assert (markers / "killed").exists()
-    assert _files(tmp_path / "store") == _files(tmp_path / "ref")
+    killed = _killed_on_store(md, tmp_path / "store", f"{s3_bucket}/mlr", own_disk_cluster, "ml-region-edges")
+    assert killed == _files(tmp_path / "ref")
 
 
 def _shuffle_bytes(md: Path, asg: Path, out: Path, client, scratch: str | None, hops: int = 2) -> dict[str, bytes]:
