@@ -72,10 +72,9 @@ def run(graph: ChunkedGraph, nparts: int, options: AssignOptions, scratch: Scrat
         mapped, ordered, first, found = in_regions(first, plan, client, keep=candidate is not None)
         lap("initial" if first else "regions")
         parts, load, cycles = run_cycles(ordered, plan, client, lap, first)
-        if ordered is not fine:
-            fine = mapped
-            hierarchy.project(fine, parts, client)
-            parts = fine.parts(0)
+        if ordered is not fine:  # back to the input's IDs
+            hierarchy.project(mapped, parts, client)
+            parts = mapped.parts(0)
             remove(ordered.root)
             lap("regions")
     except BaseException:
