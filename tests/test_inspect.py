@@ -13,6 +13,7 @@ import pytest
 
 from graphshard.cli import main
 from graphshard.errors import InputError
+from graphshard.formats import readers
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.chunked_writer import WRITERS
 from graphshard.formats.readers import read_chunk
@@ -318,3 +319,18 @@ def test_fingerprint_of_absolute_paths(rmat_copy):
     rmat_copy.write_text(json.dumps(meta))
     assert check_graph(rmat_copy) == []
     assert str(outside.resolve()) in [f["path"] for f in fingerprint(rmat_copy)["files"]]
+
+
+def test_summary_says_when_a_large_csv_dtype_comes_from_its_first_rows(mixed_copy, monkeypatch, capsys):
+    """A csv file over the scan limit whose first block holds whole numbers may hold a float further on: the summary
+    gives the first block's dtype and says it is not known for certain; under the limit the scan finds the float."""
+    path = mixed_copy.parent / _meta(mixed_copy)["node_data"]["paper"]["year"]["data"][0]
+    rows = len([line for line in path.read_text().splitlines() if line])
+    path.write_text("1999\n" * (rows - 1) + "\n" * 70_000 + "2000.5\n")  # blank lines: skipped, as pyarrow does
+    year = summary(mixed_copy)["node_types"]["paper"]["features"]["year"]
+    assert (year["dtype"], year["dtype_known"]) == ("float64", True)
+    monkeypatch.setattr(readers, "CSV_SCAN_LIMIT", 100)
+    year = summary(mixed_copy)["node_types"]["paper"]["features"]["year"]
+    assert (year["dtype"], year["dtype_known"]) == ("int64", False)
+    assert main(["inspect", str(mixed_copy)]) == 0
+    assert "dtype from the first rows (float64 if a later row is a float)" in capsys.readouterr().out

@@ -26,9 +26,8 @@ def fm(indptr, indices, parts, nparts, budget, seed=1):
     n = len(parts)
     vw = np.ones((n, 1), dtype=np.int64)
     delta = np.zeros((nparts, 1), dtype=np.int64)
-    active = np.ones(n, dtype=np.bool_)
     kept, gain = fm_round(indptr, indices.copy(), indices.copy(), np.empty(0, np.int64), parts, vw,
-                          np.full((nparts, 1), budget, np.int64), active, np.uint64(seed), nparts, delta)
+                          np.full((nparts, 1), budget, np.int64), np.uint64(seed), nparts, delta)
     return kept, gain, delta
 
 
@@ -61,7 +60,7 @@ def test_fm_escapes_where_label_propagation_is_stuck():
     parts = np.array([0] * 6 + [1] * 6 + [1, 1, 1, 1])
     lp = parts.copy()
     refine_round(indptr, indices.copy(), indices.copy(), np.empty(0, np.int64), lp, np.ones((16, 1), np.int64),
-                 np.full((2, 1), 10, np.int64), np.ones(16, np.bool_), np.uint64(1), 2)
+                 np.full((2, 1), 10, np.int64), np.uint64(1), 2)
     before = cut(indptr, indices, parts)
     assert cut(indptr, indices, lp) == before  # label propagation finds no single improving move
     kept, gain, _ = fm(indptr, indices, parts, 2, budget=10)

@@ -14,7 +14,7 @@ def jet(indptr, indices, parts, nparts, budget, seed=1, coef=0.75):
     delta = np.zeros((nparts, 1), dtype=np.int64)
     changed, gain = jet_pass(indptr, indices.copy(), indices.copy(), np.empty(0, np.int64), parts,
                              np.ones((n, 1), dtype=np.int64), np.full((nparts, 1), budget, np.int64),
-                             np.ones(n, dtype=np.bool_), np.uint64(seed), nparts, delta, coef, 12, 0)
+                             np.uint64(seed), nparts, delta, coef, 12, 0)
     return changed, gain, delta
 
 

@@ -43,7 +43,8 @@ def _features(lines: list[str], feats: dict) -> None:
     for name, f in feats.items():
         shape = "x".join(str(x) for x in f["shape"])
         lines.append(f"      {name:<16} {f['dtype']:<8} {shape:<16} {f['format']:<8} {f['files']} file(s)  "
-                     f"{_bytes(f['bytes'])}")
+                     f"{_bytes(f['bytes'])}" + ("" if f["dtype_known"] else
+                                                ", dtype from the first rows (float64 if a later row is a float)"))
 
 
 def format_summary(s: dict) -> str:

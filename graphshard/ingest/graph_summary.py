@@ -15,13 +15,17 @@ from graphshard.storage.overlap import each
 
 
 def _spec_summary(graph: ChunkedGraph, spec: ChunkFileSpec, rows: int, headers: dict[int, list[Header]]) -> dict:
-    """Format, file count, bytes, the dtype its rows are read as and their shape (`headers`: `_headers`)."""
+    """Format, file count, bytes, the dtype its rows are read as and their shape (`headers`: `_headers`), and whether
+    that dtype is known for certain: false when a csv file over CSV_SCAN_LIMIT read as whole numbers from its first
+    block may hold a float further on (the steps, which read every row, then use float64)."""
     found = headers[id(spec)]
+    dtype = _read_dtype([head.dtype for head in found])
     return {
         "format": spec.format.name,
         "files": len(spec.data),
         "bytes": sum(f.size() for f in map(graph.file, spec.data) if f.exists()),
-        "dtype": str(_read_dtype([head.dtype for head in found])),
+        "dtype": str(dtype),
+        "dtype_known": not (dtype.kind in "iu" and any(head.rows is None for head in found)),
         "shape": [rows, *found[0].row_shape],
     }
 

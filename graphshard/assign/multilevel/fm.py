@@ -83,8 +83,8 @@ def _best_move(u, indptr, loc, nbr, ew, parts, vw, delta, budget, conn, touched,
 
 
 @njit(cache=True)
-def fm_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delta):
-    """One FM pass over the block's active boundary nodes, each moved at most once, rolled back to the best prefix.
+def fm_round(indptr, loc, nbr, ew, parts, vw, budget, salt, nparts, delta):
+    """One FM pass over the block's boundary nodes, each moved at most once, rolled back to the best prefix.
     Updates `parts` and `delta` (net weight change per part, within `budget`); returns (moves kept, cut gain)."""
     n = len(parts)
     conn = np.zeros(nparts, dtype=np.int64)
@@ -96,10 +96,9 @@ def fm_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
     locked = np.zeros(n, dtype=np.bool_)
     size = 0
     for u in range(n):
-        if active[u]:
-            q, g = _best_move(u, indptr, loc, nbr, ew, parts, vw, delta, budget, conn, touched, salt, nparts)
-            if q >= 0:
-                heap, gain, tie, node, stamp, size = _push(heap, size, gain, tie, node, stamp, g, mix(salt, u), u, 0)
+        q, g = _best_move(u, indptr, loc, nbr, ew, parts, vw, delta, budget, conn, touched, salt, nparts)
+        if q >= 0:
+            heap, gain, tie, node, stamp, size = _push(heap, size, gain, tie, node, stamp, g, mix(salt, u), u, 0)
     log_node, log_from = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     moved, total, best_total, best_len = 0, np.int64(0), np.int64(0), 0
     while size > 0 and moved - best_len < STALL_MOVES:
@@ -122,7 +121,7 @@ def fm_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
             best_total, best_len = total, moved
         for e in range(indptr[u], indptr[u + 1]):
             v = loc[e]
-            if v < 0 or locked[v] or not active[v] or indptr[v + 1] - indptr[v] > MAX_DEGREE:
+            if v < 0 or locked[v] or indptr[v + 1] - indptr[v] > MAX_DEGREE:
                 continue
             current[v] += 1
             qv, gv = _best_move(v, indptr, loc, nbr, ew, parts, vw, delta, budget, conn, touched, salt, nparts)

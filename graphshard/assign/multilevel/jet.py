@@ -19,7 +19,7 @@ REBALANCE_SWEEPS = 4
 
 
 @njit(cache=True)
-def _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched, dirty):
+def _candidates(indptr, loc, nbr, ew, parts, locked, salt, nparts, coef, dest, gain, conn, touched, dirty):
     """Each movable node's most connected other part and the gain of going there, whatever the balance; dest -1
     unless the gain is at least -coef x its connection to its own part (Jet's negative-gain allowance). Only `dirty`
     nodes are rated again: the others' parts, neighbours' parts and locks are as when they were last rated."""
@@ -28,7 +28,7 @@ def _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef,
             continue
         dirty[u] = False
         dest[u] = -1
-        if not active[u] or locked[u]:
+        if locked[u]:
             continue
         nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
         p = parts[u]
@@ -112,7 +112,7 @@ def _balanced(delta, budget):
 
 
 @njit(cache=True)
-def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched, loss, unrated):
+def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, tie, nparts, conn, touched, loss, unrated):
     """Move the cheapest nodes out of parts above their budget into parts with room (most connected first), until
     every part fits or nothing can move; returns the exact cut gain (<= 0 mostly). `loss` keeps each node's loss
     between calls, computed again only where `unrated` (its part or a neighbour's changed since)."""
@@ -127,7 +127,7 @@ def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, npar
         rows = np.empty(n, dtype=np.int64)
         m = 0
         for u in range(n):
-            if active[u] and _over(delta, budget, parts[u]):
+            if _over(delta, budget, parts[u]):
                 rows[m] = u
                 m += 1
                 if not unrated[u]:
@@ -162,8 +162,8 @@ def _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, npar
 
 
 @njit(cache=True)
-def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delta, coef, patience, enough):
-    """Jet rounds over the block's active nodes until `patience` rounds in a row bring no balanced cut better than
+def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, salt, nparts, delta, coef, patience, enough):
+    """Jet rounds over the block's nodes until `patience` rounds in a row bring no balanced cut better than
     the best by more than `enough` (Jet's own end rule, a share of the cut: on R-MAT a pass gains nearly all in its
     first round, then swings nodes back and forth for a few edges a round); leaves `parts` and `delta` at the best
     balanced state seen (the start if none is better); returns (nodes changed, cut gain)."""
@@ -180,7 +180,7 @@ def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
     dirty, before = np.ones(n, dtype=np.bool_), parts.copy()
     loss, unrated = np.empty(n, dtype=np.int64), np.ones(n, dtype=np.bool_)
     for _ in range(MAX_ROUNDS):
-        _candidates(indptr, loc, nbr, ew, parts, active, locked, salt, nparts, coef, dest, gain, conn, touched, dirty)
+        _candidates(indptr, loc, nbr, ew, parts, locked, salt, nparts, coef, dest, gain, conn, touched, dirty)
         _afterburner(indptr, loc, nbr, ew, parts, dest, gain, tie, keep)
         before[:] = parts
         for u in range(n):
@@ -189,7 +189,7 @@ def jet_pass(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts, delt
             if keep[u]:
                 total += _move(u, dest[u], indptr, loc, nbr, ew, parts, vw, delta, conn, touched)
         _mark_changed(indptr, loc, parts, before, unrated)
-        total += _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, active, tie, nparts, conn, touched, loss,
+        total += _rebalance(indptr, loc, nbr, ew, parts, vw, delta, budget, tie, nparts, conn, touched, loss,
                             unrated)
         _mark_changed(indptr, loc, parts, before, dirty)
         balanced = _balanced(delta, budget)

@@ -234,8 +234,8 @@ def block_cut(indptr, nbr, ew, parts):
 
 
 @njit(cache=True)
-def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
-    """One LP refinement sweep: move an active node to the part it has most edge weight to, if that beats its
+def refine_round(indptr, loc, nbr, ew, parts, vw, budget, salt, nparts):
+    """One LP refinement sweep: move a node to the part it has most edge weight to, if that beats its
     own part and the block's net weight gain of the target stays within `budget` (rows parts, columns constraints).
     Updates `parts`; returns (net weight change per part, moves, cut gain at the block's view of the parts)."""
     conn = np.zeros(nparts, dtype=np.int64)
@@ -243,8 +243,6 @@ def refine_round(indptr, loc, nbr, ew, parts, vw, budget, active, salt, nparts):
     delta = np.zeros(budget.shape, dtype=np.int64)
     moves, gain = 0, 0
     for u in range(len(parts)):
-        if not active[u]:
-            continue
         nt = _connections(u, indptr, loc, nbr, ew, parts, conn, touched)
         p = parts[u]
         best, best_c, best_h = p, conn[p], np.uint64(0)

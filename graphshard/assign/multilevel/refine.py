@@ -53,16 +53,15 @@ def refine_block(b: int, copies: list[int], *, level: Level, rnd: int, seed: int
     level's cut)."""
     lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
     salt = salt_of(seed, level.index, 1000 + rnd)
-    active = np.ones(hi - lo, dtype=bool)
     start = block_cut(indptr, nbr, ew, own)
-    delta, moves, gain = refine_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts)
+    delta, moves, gain = refine_round(indptr, loc, nbr, ew, own, vw, budget, salt, nparts)
     if jet:
         coef = JET_FINE if level.index == 0 else JET_COARSE
-        moved, won = jet_pass(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta, coef, JET_PATIENCE,
+        moved, won = jet_pass(indptr, loc, nbr, ew, own, vw, budget, salt, nparts, delta, coef, JET_PATIENCE,
                               JET_PHI * start)
         moves, gain = moves + moved, gain + won
     if fm:
-        moved, won = fm_round(indptr, loc, nbr, ew, own, vw, budget, active, salt, nparts, delta)
+        moved, won = fm_round(indptr, loc, nbr, ew, own, vw, budget, salt, nparts, delta)
         moves, gain = moves + moved, gain + won
     write_range(level.parts(rnd + 1), lo, own)
     for c in copies:
