@@ -38,6 +38,12 @@ FAMILIES = {
     "geometric-500k": ("geometric", {"nodes": 500_000}, {}),
     "chunglu-200k": ("chunglu", {"nodes": 200_000, "edges": 2_000_000}, {}),
     "mag-50k": ("mag", {"papers": 50_000}, MAG_BALANCE),
+    # Barabasi-Albert (min degree 5, no communities) and dense graphs (100 edges per node, as GNN datasets like Reddit)
+    "ba-300k": ("ba", {"nodes": 300_000, "edges": 1_500_000}, {}),
+    "ba-3m": ("ba", {"nodes": 3_000_000, "edges": 15_000_000}, {}),
+    "planted-230k-dense": ("planted", {"nodes": 230_000, "edges": 23_000_000, "communities": 50, "mixing": 0.3,
+                                       "seed": 3}, {}),
+    "chunglu-230k-dense": ("chunglu", {"nodes": 230_000, "edges": 23_000_000, "seed": 3}, {}),
     # small screening graphs (under 1M edges: they may run outside the heavy-work lock)
     "rmat-50k": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1}, {}),
     "grid2d-62k": ("grid", {"nodes": 62_500, "dims": 2}, {}),
@@ -45,6 +51,7 @@ FAMILIES = {
     "planted-50k": ("planted", {"nodes": 50_000, "edges": 500_000}, {}),
     "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
     "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
+    "ba-30k": ("ba", {"nodes": 30_000, "edges": 150_000}, {}),
     "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
     # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
     "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),

@@ -1,4 +1,5 @@
-"""The planted-community, geometric and Chung-Lu generators: shape, structure, determinism by seed, chunking, CLI."""
+"""The planted-community, geometric, Chung-Lu and Barabasi-Albert generators: shape, structure, determinism by seed,
+chunking, CLI."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import load_metadata
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.generate import GENERATORS
+from graphshard.generate.ba import ba_edges
 from graphshard.generate.common import scatter_ids
 from graphshard.generate.geometric import radius_for, sorted_points
 from graphshard.generate.planted import community_bounds
 
-FAMILIES = ["planted", "geometric", "chunglu"]
+FAMILIES = ["planted", "geometric", "chunglu", "ba"]
 
 
 def _edges(meta):
@@ -39,7 +41,7 @@ def test_shape_chunks_and_features(tmp_path, kind):
     assert src.min() >= 0 and dst.min() >= 0 and max(src.max(), dst.max()) < 3000
     assert not np.any(src == dst)
     if kind != "geometric":  # the geometric graph's count is the expected one, not exact
-        assert len(src) == 15000
+        assert len(src) == (ba_edges(3000, 5) if kind == "ba" else 15000)
     assert 0.8 * 15000 < len(src) < 1.05 * 15000
     assert read_rows(g, g.node_data["_N"]["feat"], 0, 3000).shape == (3000, 16)
     assert read_rows(g, g.node_data["_N"]["train_mask"], 0, 3000).dtype == np.bool_
@@ -107,6 +109,19 @@ def test_chunglu_is_power_law_without_communities(tmp_path):
     assert cuts["chunglu"] > 0.5 and cuts["planted"] < 0.35
 
 
+def test_ba_degrees_follow_preferential_attachment(tmp_path):
+    """Every node has at least m edges, and the share of degree >= d follows BA's m(m+1) / (d(d+1)) (exponent 3)."""
+    meta = GENERATORS["ba"](tmp_path / "ba", nodes=100_000, edges=500_000, chunks=3, seed=2)
+    _, src, dst = _edges(meta)
+    deg = np.bincount(np.concatenate([src, dst]), minlength=100_000)
+    assert deg.min() == 5 and len(src) == ba_edges(100_000, 5)
+    for d in (10, 20, 50):
+        assert abs(np.mean(deg >= d) / (30 / (d * (d + 1))) - 1) < 0.2, d
+    assert deg.max() > 500  # hubs: an Erdos-Renyi graph of this size and degree has none above ~30
+    newer = _unscatter(src, 100_000, 2, "ba")[15:] > _unscatter(dst, 100_000, 2, "ba")[15:]  # after the clique
+    assert newer.all()  # each edge joins its node to an earlier one
+
+
 def test_cli_families_and_bad_options(tmp_path, capsys):
     assert main(["generate", "planted", "--out", str(tmp_path / "p"), "--nodes", "2000", "--edges", "6000",
                  "--communities", "4", "--mixing", "0.1", "--chunks", "2"]) == 0
@@ -114,6 +129,11 @@ def test_cli_families_and_bad_options(tmp_path, capsys):
     assert main(["generate", "geometric", "--out", str(tmp_path / "g"), "--nodes", "2000"]) == 0
     assert 5000 < load_metadata(tmp_path / "g").total_edges < 6300  # default 3 edges per node, fewer at the border
     assert main(["generate", "chunglu", "--out", str(tmp_path / "c"), "--nodes", "500", "--edges", "900"]) == 0
+    assert main(["generate", "ba", "--out", str(tmp_path / "b"), "--nodes", "500", "--edges", "1500"]) == 0
+    assert load_metadata(tmp_path / "b").total_edges == ba_edges(500, 3)
+    capsys.readouterr()
+    assert main(["generate", "ba", "--out", str(tmp_path / "x"), "--nodes", "4", "--edges", "40"]) == 2
+    assert "--nodes" in capsys.readouterr().err and not (tmp_path / "x").exists()
     capsys.readouterr()
     assert main(["generate", "planted", "--out", str(tmp_path / "x"), "--nodes", "10", "--communities", "6"]) == 2
     assert "--communities" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""`graphshard generate rmat|mag|grid|planted|geometric|chunglu`: write a seeded synthetic chunked graph, chunk by
+"""`graphshard generate rmat|mag|grid|planted|geometric|chunglu|ba`: write a seeded synthetic chunked graph, chunk by
 chunk."""
 
 from __future__ import annotations
@@ -13,22 +13,23 @@ from graphshard.generate.rmat import TRAIN_FRACTION
 
 NAME = "generate"
 HELP = ("Write a synthetic chunked graph: rmat (power-law), grid (2-D/3-D mesh), planted (communities), geometric "
-        "(road-like), chunglu (power-law without communities), all with scattered IDs, or mag (heterogeneous).")
-EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu")
+        "(road-like), chunglu and ba (power-law without communities), all with scattered IDs, or mag (heterogeneous).")
+EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu", "ba")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=list(GENERATORS),
                         help="rmat: R-MAT (a=.57, b=c=.19, d=.05); mag: MAG-like; grid: a mesh; planted: planted "
                              "communities; geometric: random geometric graph in the unit square; chunglu: Chung-Lu "
-                             "power law (exponent 2.5)")
+                             "power law (exponent 2.5); ba: Barabasi-Albert preferential attachment")
     parser.add_argument("--out", required=True, help="output folder (metadata.json and chunk files)")
     parser.add_argument("--nodes", type=int, default=None,
                         help="node count (default 16384; grid: rounded to a power of --dims); mag: paper count, "
                              "other types scale with it (default 1000)")
     parser.add_argument("--edges", type=int, default=None,
                         help="edge count (default 262144; geometric: 3 per node, the radius follows); mag: forward "
-                             "edges over the 4 relations, reverse types double it (default 28.7 per paper)")
+                             "edges over the 4 relations, reverse types double it (default 28.7 per paper); ba: "
+                             "edges / nodes edges per node, rounded")
     parser.add_argument("--dims", type=int, default=2, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
     parser.add_argument("--communities", type=int, default=None, help="planted: community count (default nodes/1000)")
     parser.add_argument("--mixing", type=float, default=MIXING,

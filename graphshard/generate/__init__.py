@@ -1,6 +1,7 @@
-"""Deterministic synthetic chunked graphs: R-MAT, a grid mesh, planted communities, a random geometric graph and
-Chung-Lu (homogeneous), a MAG-like heterogeneous graph."""
+"""Deterministic synthetic chunked graphs: R-MAT, a grid mesh, planted communities, a random geometric graph,
+Chung-Lu and Barabasi-Albert (homogeneous), a MAG-like heterogeneous graph."""
 
+from graphshard.generate.ba import generate_ba
 from graphshard.generate.chunglu import generate_chunglu
 from graphshard.generate.geometric import generate_geometric
 from graphshard.generate.grid import generate_grid
@@ -9,7 +10,7 @@ from graphshard.generate.planted import generate_planted
 from graphshard.generate.rmat import generate_rmat
 
 GENERATORS = {"rmat": generate_rmat, "mag": generate_mag, "grid": generate_grid, "planted": generate_planted,
-              "geometric": generate_geometric, "chunglu": generate_chunglu}
+              "geometric": generate_geometric, "chunglu": generate_chunglu, "ba": generate_ba}
 
-__all__ = ["GENERATORS", "generate_chunglu", "generate_geometric", "generate_grid", "generate_mag",
+__all__ = ["GENERATORS", "generate_ba", "generate_chunglu", "generate_geometric", "generate_grid", "generate_mag",
            "generate_planted", "generate_rmat"]
