@@ -18,20 +18,25 @@ from graphshard.generate.common import chunk_rng, scatter_ids
 from graphshard.generate.homogeneous import check_sizes, write_homogeneous
 
 
+def _clique(m: int) -> int:
+    """Edges of the seed clique of m + 1 nodes: the first edges, in `np.triu_indices(m + 1, 1)` order."""
+    return m * (m + 1) // 2
+
+
 def ba_edges(nodes: int, m: int) -> int:
     """Edge count of a BA graph: the seed clique's, then m per later node."""
-    return m * (m + 1) // 2 + (nodes - m - 1) * m
+    return _clique(m) + (nodes - m - 1) * m
 
 
 def _node_of(edge: np.ndarray, m: int) -> np.ndarray:
     """The node that added each edge beyond the seed clique (its first end)."""
-    return m + 1 + (edge - m * (m + 1) // 2) // m
+    return m + 1 + (edge - _clique(m)) // m
 
 
 def _picks(first: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
     """For edges whose node's first edge is at `first`, a node drawn in proportion to degree among the edges before
     it: a uniform end of those edges; a second end beyond the clique is redrawn at its own edge's time."""
-    clique = m * (m + 1) // 2
+    clique = _clique(m)
     rows, cols = np.triu_indices(m + 1, 1)
     out = np.empty(len(first), dtype=np.int64)
     todo, bound = np.arange(len(first)), first.copy()
@@ -49,7 +54,7 @@ def _picks(first: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
 
 def ba_chunk(chunk: int, *, seed: int, lo: int, hi: int, nodes: int, m: int) -> tuple[np.ndarray, np.ndarray]:
     """Edges [lo, hi) in edge order: the seed clique's, then each node's m picks; IDs scattered."""
-    clique = m * (m + 1) // 2
+    clique = _clique(m)
     rows, cols = np.triu_indices(m + 1, 1)
     edge = np.arange(max(lo, clique), hi, dtype=np.int64)
     src = _node_of(edge, m)
