@@ -1,5 +1,5 @@
-"""METIS's partition as a candidate: on the input graph itself beside KaMinPar's, so multilevel starts refinement
-from no more than METIS's cut (a coarser level keeps KaMinPar's alone); on a graph one task holds whole that still
+"""METIS's partition as a candidate: at the coarsest level beside KaMinPar's (on the input graph itself, multilevel
+then starts refinement from no more than METIS's cut); on a graph one task holds whole that still
 coarsens, METIS's partition of it, refined, against the hierarchy's result; on a graph up to twice that size, METIS's
 partition of a sample of it."""
 
@@ -19,18 +19,26 @@ from graphshard.formats.chunked import load_metadata
 
 
 @pytest.mark.parametrize("index", [0, 1])
-def test_metis_is_a_candidate_on_the_input_graph_only(rmat_small, tmp_path, monkeypatch, index):
+def test_metis_is_a_candidate_beside_kaminpar(rmat_small, tmp_path, monkeypatch, index):
+    """On the input graph and on a coarser level alike, the smaller cut of KaMinPar's and METIS's partitions is
+    kept, and the result says which."""
     plan = hierarchy.Plan(4, AssignOptions(method="multilevel"))
     level = replace(hierarchy.build_input(load_metadata(rmat_small), plan, tmp_path / "ml", None), index=index)
     monkeypatch.setattr(initial, "kaminpar_parts", lambda ip, ix, vw, ew, nparts, *a: np.arange(len(vw)) % nparts)
-    cut, _ = initial.partition_coarsest(level, nparts=4, balance=plan.balance, seed=0, ufactor=30,
-                                        method="kaminpar", tries=1, metis_lib=None)
+    cut, _, by = initial.partition_coarsest(level, nparts=4, balance=plan.balance, seed=0, ufactor=30,
+                                            method="kaminpar", tries=1, metis_lib=None)
     indptr, indices, ew = initial.assemble(level)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, plan.balance])
     metis = initial._cut(indptr, indices, ew, initial.metis_parts(indptr, indices, vw, ew, 4, 0, 30, None))
     striped = initial._cut(indptr, indices, ew, np.arange(level.nodes) % 4)
     assert metis < striped  # the stand-in for KaMinPar cuts far more than METIS
-    assert cut == (metis if index == 0 else striped), (cut, metis, striped)
+    assert (cut, by) == (metis, "metis"), (cut, metis, striped)
+    real = initial.metis_parts  # the roles swapped: KaMinPar's stand-in now cuts less
+    monkeypatch.setattr(initial, "kaminpar_parts", lambda ip, ix, vw, ew, nparts, *a: real(ip, ix, vw[:, None], ew,
+                                                                                           nparts, 0, 30, None))
+    monkeypatch.setattr(initial, "metis_parts", lambda ip, ix, vw, ew, nparts, *a: np.arange(len(vw)) % nparts)
+    assert initial.partition_coarsest(level, nparts=4, balance=plan.balance, seed=0, ufactor=30, method="kaminpar",
+                                      tries=1, metis_lib=None)[::2] == (metis, "kaminpar")
 
 
 def _report(md, out, k: int, client=None, **options) -> dict:

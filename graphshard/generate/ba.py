@@ -39,7 +39,7 @@ def _picks(first: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
     clique = _clique(m)
     rows, cols = np.triu_indices(m + 1, 1)
     out = np.empty(len(first), dtype=np.int64)
-    todo, bound = np.arange(len(first)), first.copy()
+    todo, bound = np.arange(len(first)), first
     while len(todo):
         pos = (rng.random(len(todo)) * (2 * bound)).astype(np.int64)
         edge, second = pos // 2, pos % 2 == 1

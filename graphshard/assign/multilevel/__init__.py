@@ -26,7 +26,7 @@ from graphshard.formats.chunked import ChunkedGraph
 from graphshard.storage import location
 from graphshard.storage.scratch import ScratchPath, scratch_space
 
-First = tuple[list[Level], list[int], tuple[int, np.ndarray]]  # a cycle's levels, LP rounds, coarsest partition
+First = tuple[list[Level], list[int], tuple[int, np.ndarray, str]]  # a cycle's levels, LP rounds, coarsest partition
 
 
 class MultilevelPartitioner(Partitioner):
@@ -141,7 +141,7 @@ def run_cycles(fine: Level, plan: hierarchy.Plan, client: Client | None, lap: Ca
     for cycle in range(1 + plan.options.multilevel_vcycles):
         fine = replace(fine, cycle=cycle).make()
         if cycle == 0 and first:
-            levels, rounds, (cut, load) = first
+            levels, rounds, (cut, load, by) = first
         else:
             levels, rounds = coarsen_all(fine, plan, client, parts)
             lap("coarsen")
@@ -149,14 +149,14 @@ def run_cycles(fine: Level, plan: hierarchy.Plan, client: Client | None, lap: Ca
                 if len(levels) == 1:  # nothing coarser than the refined level: nothing to gain
                     break
                 remove(parts.parent)  # the previous cycle's working files of level 0
-            cut, load = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
+            cut, load, by = hierarchy.initial(levels[-1], plan, client, inherited=parts is not None)
             lap("initial")
         load, rnd, facts = uncoarsen(levels, plan, load, client)
         parts = fine.parts(rnd)
         lap("refine")
         cycles.append({"levels": [{"nodes": lv.nodes, "edges": lv.entries // 2, "blocks": len(lv.blocks),
                                    "lp_rounds": r} for lv, r in zip(levels, [*rounds, 0])],
-                       "coarsest_cut": int(cut), "refinement": facts})
+                       "coarsest_cut": int(cut), "coarsest_by": by, "refinement": facts})
     return parts, load, cycles
 
 

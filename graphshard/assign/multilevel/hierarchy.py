@@ -294,7 +294,8 @@ def project(fine: Level, parts: ScratchPath, client: Client | None) -> None:
               parts=parts)
 
 
-def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = False) -> tuple[int, np.ndarray]:
+def initial(level: Level, plan: Plan, client: Client | None, inherited: bool = False
+            ) -> tuple[int, np.ndarray, str]:
     """The coarsest level's partition, in one task (with a tighter balance when the level is fine enough and finer
     levels follow; the input level itself gets the whole slack); with `inherited` (a V-cycle), the parts its
     clusters were kept within unless the new partition cuts less."""
@@ -331,7 +332,7 @@ def metis_candidate(submitted: tuple[Level, TaskGroup], plan: Plan, parts: Scrat
     of the hierarchy's parts map `parts` when it leaves less weight over the bounds, or as little and cuts less;
     returns (parts map, load, facts for the report)."""
     fine, group = submitted
-    start, theirs = gather_tasks(client, group)[0][0]
+    start, theirs, _ = gather_tasks(client, group)[0][0]
     theirs, rnd, facts = refine_level(fine, plan, theirs, client)
     found = [(parts, load), (fine.parts(rnd), theirs)]
     cuts = level_cuts(fine, [p for p, _ in found], client)

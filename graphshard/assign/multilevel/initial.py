@@ -1,7 +1,7 @@
 """The coarsest level, partitioned in one task: KaMinPar's strong preset when only node counts are balanced and the
 level has at most KAMINPAR_MAX_ENTRIES adjacency entries (through the weighted ParHiP file its binding reads), else
-METIS (multi-constraint, edge weights) through metis_capi; the best of `tries` seeds. Both with node and edge weights,
-one thread, seeded: the same level gives the same parts."""
+METIS (multi-constraint, edge weights) through metis_capi; the best of `tries` seeds, and of METIS's partition beside
+KaMinPar's. Both with node and edge weights, one thread, seeded: the same level gives the same parts."""
 
 from __future__ import annotations
 
@@ -76,12 +76,13 @@ def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
                        tries: int, metis_lib: str | None, inherited: bool = False, budget: int | None = None
-                       ) -> tuple[int, np.ndarray]:
+                       ) -> tuple[int, np.ndarray, str]:
     """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...), with
-    `inherited` of the level's inherited parts too (kept on ties), and, when KaMinPar partitions the input graph
-    itself, of METIS's partition of it (refinement then starts from a cut no larger than METIS's); a level of more
+    `inherited` of the level's inherited parts too (kept on ties), and, when KaMinPar partitions the level, of
+    METIS's partition of it (on the input graph itself, refinement then starts from a cut no larger than METIS's); a
+    level of more
     than `budget` edges is partitioned by a sample of them (`assemble`); returns (edge cut of what was partitioned,
-    weight per part and column)."""
+    weight per part and column, which partition was kept: kaminpar, metis or inherited)."""
     indptr, indices, ew = assemble(level, budget, seed)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
     total = int(vw[:, 0].sum())
@@ -94,15 +95,15 @@ def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: i
         if kaminpar:
             return kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, s, local_folder(level.root))
         return metis_parts(indptr, indices, vw, ew, nparts, s, ufactor, metis_lib)
-    found = [np.array(open_ro(level.inherited), dtype=np.int64)] if inherited else []
-    found += [make(seed + t) for t in range(tries)]
-    if kaminpar and level.index == 0:  # the input graph itself: METIS's own partition of it is a candidate too
-        found.append(metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, metis_lib))
-    cuts = [_cut(indptr, indices, ew, parts) for parts in found]
-    parts, cut = found[int(np.argmin(cuts))], min(cuts)
+    found = [("inherited", np.array(open_ro(level.inherited), dtype=np.int64))] if inherited else []
+    found += [("kaminpar" if kaminpar else "metis", make(seed + t)) for t in range(tries)]
+    if kaminpar:  # METIS's partition is a candidate too: on some graphs it cuts less (BENCHMARKS.md, issue 18)
+        found.append(("metis", metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, metis_lib)))
+    cuts = [_cut(indptr, indices, ew, parts) for _, parts in found]
+    by, parts = found[int(np.argmin(cuts))]
     write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
     load = np.stack([np.bincount(parts, weights=vw[:, c], minlength=nparts) for c in range(vw.shape[1])], axis=1)
-    return cut, np.rint(load).astype(np.int64)
+    return min(cuts), np.rint(load).astype(np.int64), by
 
 
 def _cut(indptr: np.ndarray, indices: np.ndarray, ew: np.ndarray | None, parts: np.ndarray) -> int:

@@ -51,7 +51,7 @@ def refine_block(b: int, copies: list[int], *, level: Level, rnd: int, seed: int
     FM pass; returns (net weight change per part, moves, cut gain as the block sees it: the other blocks' parts are
     those of map rnd, and the block's cut in map rnd: `kernels.block_cut`, whose sum over the blocks is twice the
     level's cut)."""
-    lo, hi, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
+    lo, _, indptr, loc, nbr, ew, own, vw = _block_state(level, b, rnd, balance)
     salt = salt_of(seed, level.index, 1000 + rnd)
     start = block_cut(indptr, nbr, ew, own)
     delta, moves, gain = refine_round(indptr, loc, nbr, ew, own, vw, budget, salt, nparts)
