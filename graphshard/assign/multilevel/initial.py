@@ -77,33 +77,39 @@ def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
                        tries: int, metis_lib: str | None, inherited: bool = False, budget: int | None = None
                        ) -> tuple[int, np.ndarray, str]:
-    """Partition the level into its parts map 0: the smallest cut of `tries` seeds (seed, seed+1, ...), with
-    `inherited` of the level's inherited parts too (kept on ties), and, when KaMinPar partitions the level, of
-    METIS's partition of it (on the input graph itself, refinement then starts from a cut no larger than METIS's); a
-    level of more
-    than `budget` edges is partitioned by a sample of them (`assemble`); returns (edge cut of what was partitioned,
-    weight per part and column, which partition was kept: kaminpar, metis or inherited)."""
+    """Partition the level into its parts map 0: of `tries` seeds (seed, seed+1, ...), with `inherited` the level's
+    inherited parts (kept on ties), and, when KaMinPar partitions the level, METIS's partition beside KaMinPar's (on
+    the input graph itself, refinement then starts from a cut no larger than METIS's), the one with the least weight
+    over the bounds plus one more slack, then the smallest cut (METIS may overfill parts of a graph of few heavy hubs
+    far beyond what refinement repairs); a level of more than `budget` edges is partitioned by a sample of them
+    (`assemble`); returns (edge cut of what was partitioned, weight per part and column, which partition was kept:
+    kaminpar, metis or inherited)."""
     indptr, indices, ew = assemble(level, budget, seed)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[:, balance])
-    total = int(vw[:, 0].sum())
-    bound = max(int(np.floor((1 + ufactor / 1000) * total / nparts)), -(-total // nparts))
+    totals = vw.sum(axis=0)
+    bounds = np.maximum(np.floor((1 + ufactor / 1000) * totals / nparts), -(-totals // nparts)).astype(np.int64)
     # KaMinPar's balancer does not end when one node outweighs a part's bound (a hub's in-degree with balance_edges
     # at a large k: R-MAT 50k / 800k, k=96); METIS returns its best partition then
-    kaminpar = method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES and vw.max() <= bound
+    kaminpar = (method == "kaminpar" and vw.shape[1] == 1 and len(indices) <= KAMINPAR_MAX_ENTRIES
+                and vw.max() <= bounds[0])
 
     def make(s: int) -> np.ndarray:
         if kaminpar:
-            return kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, bound, s, local_folder(level.root))
+            return kaminpar_parts(indptr, indices, vw[:, 0], ew, nparts, int(bounds[0]), s, local_folder(level.root))
         return metis_parts(indptr, indices, vw, ew, nparts, s, ufactor, metis_lib)
     found = [("inherited", np.array(open_ro(level.inherited), dtype=np.int64))] if inherited else []
     found += [("kaminpar" if kaminpar else "metis", make(seed + t)) for t in range(tries)]
     if kaminpar:  # METIS's partition is a candidate too: on some graphs it cuts less (BENCHMARKS.md, issue 18)
         found.append(("metis", metis_parts(indptr, indices, vw, ew, nparts, seed, ufactor, metis_lib)))
-    cuts = [_cut(indptr, indices, ew, parts) for _, parts in found]
-    by, parts = found[int(np.argmin(cuts))]
+    loads = [np.stack([np.bincount(parts, weights=vw[:, c], minlength=nparts) for c in range(vw.shape[1])], axis=1)
+             for _, parts in found]
+    fixable = 2 * bounds + totals // -nparts  # one more slack over the bound: refinement's overweight fix repairs it
+    scores = [(int(np.clip(load - fixable, 0, None).sum()), _cut(indptr, indices, ew, parts))
+              for load, (_, parts) in zip(loads, found)]
+    best = min(range(len(found)), key=scores.__getitem__)
+    by, parts = found[best]
     write_range(create(level.parts(0), (level.nodes,), np.int32), 0, parts.astype(np.int32))
-    load = np.stack([np.bincount(parts, weights=vw[:, c], minlength=nparts) for c in range(vw.shape[1])], axis=1)
-    return min(cuts), np.rint(load).astype(np.int64), by
+    return scores[best][1], np.rint(loads[best]).astype(np.int64), by
 
 
 def _cut(indptr: np.ndarray, indices: np.ndarray, ew: np.ndarray | None, parts: np.ndarray) -> int:

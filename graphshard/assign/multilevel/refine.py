@@ -99,8 +99,9 @@ def rebalance_candidates_block(b: int, *, level: Level, rnd: int, seed: int, npa
 
 def choose_moves(found: list[dict], excess: np.ndarray, room: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Accept candidate moves cheapest first (ties by the seeded key) while their part still sheds weight in a
-    column where they carry some and the target keeps within its room; returns ((node, target) rows, net weight
-    change per part)."""
+    column where they carry some, into their target while it keeps within its room, else into the part with the
+    most room left that holds them (candidates that share a best target would otherwise wait a round each: a star's
+    leaves, whose one neighbour is the hub); returns ((node, target) rows, net weight change per part)."""
     cand = {k: np.concatenate([f[k] for f in found]) for k in found[0]}
     order = np.lexsort((cand["tie"], cand["loss"]))
     excess, room = excess.copy(), room.copy()
@@ -108,7 +109,13 @@ def choose_moves(found: list[dict], excess: np.ndarray, room: np.ndarray) -> tup
     chosen: list[tuple[int, int]] = []
     for i in order:
         p, q, w = int(cand["source"][i]), int(cand["target"][i]), cand["weight"][i]
-        if ((excess[p] > 0) & (w > 0)).any() and (w <= room[q]).all():
+        if not ((excess[p] > 0) & (w > 0)).any():
+            continue
+        if not (w <= room[q]).all():
+            fits = (w <= room).all(axis=1)
+            fits[p] = False
+            q = int(np.argmax(np.where(fits, room.sum(axis=1), -1)))
+        if (w <= room[q]).all() and q != p:
             excess[p] -= w
             room[q] -= w
             delta[p] -= w
