@@ -68,28 +68,33 @@ def test_windowed_gathers_give_the_same_parts(rmat_small, tmp_path, monkeypatch)
 def test_balance_edges_at_a_large_k_stays_balanced_or_ends(make_graph, tmp_path, monkeypatch, k):
     """With `balance_edges` the balanced column is the in-degree. At k=19 no cluster outweighs a part (clusters as
     heavy as the heaviest hub's 10,204 in-degree once made coarse nodes no refinement could balance: 1.60), so
-    KaMinPar partitions the coarsest level and the in-degrees stay within 1 + ufactor. At k=96 that hub alone
-    outweighs a part: KaMinPar's balancer would not end, so METIS partitions the coarsest level, and the hub's part
-    holds little beside it."""
+    KaMinPar partitions the coarsest level (METIS's partition beside it) and the in-degrees stay within 1 + ufactor.
+    At k=96 that hub alone outweighs a part: KaMinPar's balancer would not end, so METIS alone partitions the
+    coarsest level, and the hub's part holds little beside it."""
     from graphshard.assign.multilevel import initial
 
-    heaviest = []
-    real = initial.metis_parts
+    heaviest, kaminpar = [], []
+    real, real_kaminpar = initial.metis_parts, initial.kaminpar_parts
 
     def spy(ip, ix, vw, ew, nparts, *a, **kw):
         if nparts == k:  # not the regions' partition (a part per block: regions.py)
             heaviest.append(int(vw.max()))
         return real(ip, ix, vw, ew, nparts, *a, **kw)
+
+    def spy_kaminpar(*a, **kw):
+        kaminpar.append(True)
+        return real_kaminpar(*a, **kw)
     monkeypatch.setattr(initial, "metis_parts", spy)
+    monkeypatch.setattr(initial, "kaminpar_parts", spy_kaminpar)
     md = make_graph("rmat", nodes=50_000, edges=800_000, seed=1, chunks=4)
     caps = {"multilevel_coarse_nodes": 2500, "multilevel_block_edges": 32000, "multilevel_coarse_edges": 32000}
     assign(md, tmp_path / "a", k, AssignOptions(method="multilevel", balance_edges=True, **caps))
     imbalance = json.loads((tmp_path / "a" / REPORT_FILE).read_text())["imbalance"]["in_degree"]
     average = 800_000 / k
     if k == 19:
-        assert not heaviest and imbalance <= 1.05, (heaviest, imbalance)
+        assert kaminpar and heaviest[0] <= average and imbalance <= 1.05, (heaviest, imbalance)
     else:
-        assert heaviest and heaviest[0] > 1.03 * average, heaviest
+        assert not kaminpar and heaviest and heaviest[0] > 1.03 * average, heaviest
         assert imbalance <= (heaviest[0] + 0.03 * average) / average, (heaviest, imbalance)
 
 
