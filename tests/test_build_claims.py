@@ -122,9 +122,9 @@ def test_another_hosts_claim_is_waited_for_until_its_lease_lapses(work, monkeypa
 
 @pytest.mark.slow
 def test_two_runs_of_one_config_at_once_build_each_step_once(tmp_path, make_graph):
-    """`graphshard run job.yaml` started twice (a deployment triggered twice): the second, started while the first
-    builds its shuffle, waits for the step the first is building and reuses it; every step is built once between
-    them, and both succeed."""
+    """`graphshard run job.yaml` started twice (a deployment triggered twice), the second while the first builds its
+    shuffle: one waits for a step the other is building and reuses it (usually the second; the first when the
+    second claims validation before it, under load), every step is built once between them, and both succeed."""
     from flow_helpers import subprocess_env, wait_for, write_config
 
     config = write_config(tmp_path, make_graph("rmat", nodes=100_000, edges=1_500_000, chunks=6))
@@ -135,7 +135,7 @@ def test_two_runs_of_one_config_at_once_build_each_step_once(tmp_path, make_grap
     second = subprocess.Popen(cmd, stdout=open(logs[1], "w"), stderr=subprocess.STDOUT, env=subprocess_env())
     assert first.wait(timeout=600) == 0 and second.wait(timeout=600) == 0, [p.read_text() for p in logs]
     text = [p.read_text() for p in logs]
-    assert ": waiting for another run building the same artifact" in text[1], text[1]  # on the terminal
+    assert any(": waiting for another run building the same artifact" in t for t in text), text  # on a terminal
     cached = [set(t.split("; cached: ")[1].split("\n")[0].split(", ")) for t in text]
     for step in ("ingest", "assign", "shuffle", "validate"):  # built by one run, reused by the other
         assert (step in cached[0]) != (step in cached[1]), cached
