@@ -389,3 +389,19 @@ def test_each_sends_store_requests_at_once_and_local_reads_in_turn():
     assert each(lambda x: both.wait() * 0 + x, [5, 7], remote=True) == [5, 7]
     here = threading.current_thread()
     assert each(lambda x: (threading.current_thread() is here) * x, [1, 2, 3], remote=False) == [1, 2, 3]
+
+
+def test_unpickled_storages_share_one_session_but_not_a_listing(s3_bucket, monkeypatch):
+    """Every Storage a worker unpickles makes its own S3 filesystem; they share the process's aiobotocore session
+    (service model, endpoint rules, credentials parsed once), each with its own client and listing cache. Another
+    SDK environment gets another session."""
+    storage = Storage()
+    storage.write_bytes(f"{s3_bucket}/a/x.bin", b"x")
+    copies = [pickle.loads(pickle.dumps(storage)) for _ in range(2)]
+    fss = [copy.fs(location(s3_bucket)) for copy in copies]
+    assert fss[0] is not fss[1] and fss[0].session is fss[1].session is not None
+    assert all(copy.exists(f"{s3_bucket}/a/x.bin") for copy in copies)
+    copies[0].prime(f"{s3_bucket}/a")
+    assert fss[0]._s3 is not fss[1]._s3 and fss[0].dircache and not fss[1].dircache
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
+    assert Storage().fs(location(s3_bucket)).session is not fss[0].session
