@@ -32,9 +32,12 @@ def group_seconds(stream: list[dict]) -> dict[str, float]:
     return {k: round(v, 2) for k, v in sorted(out.items())}
 
 
-def store_args(description: str) -> argparse.Namespace:
-    """The arguments of a local-against-S3 bench: an existing graph, the parts, the S3 runs after one local run."""
+def store_args(description: str, method: bool = False) -> argparse.Namespace:
+    """The arguments of a local-against-S3 bench: an existing graph, the parts, the S3 runs after one local run (and
+    the assignment method, when the bench assigns)."""
     ap = argparse.ArgumentParser(description=description)
+    if method:
+        ap.add_argument("--method", default="random", help="assignment method (default random)")
     ap.add_argument("--graph", type=Path, required=True, help="an existing chunked graph's metadata.json")
     ap.add_argument("--parts", type=int, default=4)
     ap.add_argument("--reps", type=int, default=2, help="S3 runs (one local run first)")
