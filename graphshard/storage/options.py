@@ -68,8 +68,7 @@ class StorageOptions:
     def filesystem(self, loc: Location, **extra: Any) -> AbstractFileSystem:
         """The fsspec filesystem serving `loc` (one per protocol, options and SDK environment)."""
         opts = {**self.for_location(loc), **extra}
-        env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
-        key = (loc.protocol, _frozen(opts), env)
+        key = (loc.protocol, _frozen(opts), _sdk_environment())
         with self._lock:
             fs = self._cache.get(key)
             if fs is None:
@@ -85,6 +84,11 @@ class StorageOptions:
     def __repr__(self) -> str:
         shown = {str(p): sorted(o) for p, o in self._options.items()}
         return f"StorageOptions({shown})"
+
+
+def _sdk_environment() -> tuple:
+    """The environment variables the SDKs read, as a cache key part."""
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
 
 
 def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
@@ -139,8 +143,7 @@ def _aws_session(profile: str | None) -> Any:
     client and listing cache."""
     import aiobotocore.session
 
-    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES)))
-    key = (os.getpid(), profile, env)
+    key = (os.getpid(), profile, _sdk_environment())
     with _SESSIONS_LOCK:
         if key not in _SESSIONS:
             _SESSIONS[key] = aiobotocore.session.AioSession(profile=profile)
