@@ -405,3 +405,23 @@ def test_unpickled_storages_share_one_session_but_not_a_listing(s3_bucket, monke
     assert fss[0]._s3 is not fss[1]._s3 and fss[0].dircache and not fss[1].dircache
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "2")
     assert Storage().fs(location(s3_bucket)).session is not fss[0].session
+
+
+def test_s3_clients_of_a_process_share_one_tls_context(s3_bucket, monkeypatch):
+    """Each S3 client's first request used to build a TLS context (the CA bundle loaded again, ~20 ms); the clients
+    of the shared session build one per process and CA setting."""
+    from aiobotocore.httpsession import AIOHTTPSession
+
+    from graphshard.storage import tls
+
+    built = []
+    original = AIOHTTPSession._build_ssl_contexts
+    monkeypatch.setattr(tls, "_CONTEXTS", {})
+    monkeypatch.setattr(AIOHTTPSession, "_build_ssl_contexts",
+                        lambda self, proxy: built.append(proxy) or original(self, proxy))
+    storage = Storage()
+    storage.write_bytes(f"{s3_bucket}/t/x.bin", b"x")
+    copies = [pickle.loads(pickle.dumps(storage)) for _ in range(3)]
+    assert all(copy.read_bytes(f"{s3_bucket}/t/x.bin") == b"x" for copy in copies)
+    assert len({id(copy.fs(location(s3_bucket))._s3) for copy in copies}) == 3
+    assert built == [None]

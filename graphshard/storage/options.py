@@ -103,6 +103,10 @@ def make_filesystem(loc: Location, opts: dict[str, Any]) -> AbstractFileSystem:
         _check_bucket_naming(loc, fsspec.get_filesystem_class(loc.protocol))
         if loc.protocol in ("s3", "s3a") and _session_shareable(opts):
             opts["session"] = _aws_session(opts.pop("profile", None))
+            from graphshard.storage import tls
+
+            if tls.SUPPORTED:
+                opts["config_kwargs"] = {"http_session_cls": tls.SharedTLSSession, **opts.get("config_kwargs", {})}
         return fsspec.filesystem(loc.protocol, skip_instance_cache=True, **opts)
     except ImportError:
         package = _PROTOCOL_PACKAGE.get(loc.protocol, f"the fsspec implementation of {loc.protocol}://")
