@@ -10,6 +10,7 @@ functions run here, one after another, with the same error wording.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
@@ -205,17 +206,41 @@ def _scatter_large(client: Client, constants: dict, group: TaskGroup, share: Seq
 
 
 def _scatter(client: Client, value: Any, broadcast: bool) -> Future:
-    """`client.scatter` of one constant, sent again after a pause when a worker is lost on the way: the scheduler
-    sends it to every running worker and fails as a whole, closing the client's connection, when one of them dies
-    meanwhile (dask/distributed#3149); by the next try the scheduler has removed that worker. Each try has a new
-    key, so a half-sent one is never mistaken for the constant."""
+    """`client.scatter` of one constant (with `broadcast`, `_broadcast`), sent again after a pause when a worker is
+    lost on the way: the scheduler fails the whole scatter, closing the client's connection, when the worker it
+    picked dies meanwhile (dask/distributed#3149); by the next try the scheduler has removed that worker. Each try has
+    a new key, so a half-sent one is never mistaken for the constant."""
+    send = partial(_broadcast, client) if broadcast else partial(client.scatter, hash=False)
     for attempt in range(SCATTER_TRIES - 1):
         try:
-            return client.scatter(value, hash=False, broadcast=broadcast)
+            return send(value)
         except OSError as err:  # CommClosedError and the like: the connection, not the value
             log.warning("scatter failed (%s: %s), a worker lost meanwhile: trying again", type(err).__name__, err)
             time.sleep(SCATTER_PAUSE * 2 ** attempt)
-    return client.scatter(value, hash=False, broadcast=broadcast)
+    return send(value)
+
+
+def _broadcast(client: Client, value: Any) -> Future:
+    """`value` on every running worker under one key, sent to each worker on its own (all at once); a worker that
+    fails to take it (lost, closing) is left out, and a task placed there later fetches it as any dependency. Not
+    `scatter(broadcast=True)`: the scheduler's `replicate` behind it retries a worker that died during the copy
+    for ever, holding the scheduler's replica lock (dask/distributed#5704): the step would never end."""
+    key = f"{type(value).__name__}-{uuid.uuid4().hex}"
+    addresses = sorted(client.scheduler_info()["workers"])
+
+    async def every() -> list:
+        return await asyncio.gather(*(client.scatter({key: value}, workers=[a], hash=False, asynchronous=True)
+                                      for a in addresses), return_exceptions=True)
+
+    held = []
+    for address, got in zip(addresses, client.sync(every)):
+        if isinstance(got, BaseException):  # that worker is gone or going; the others carry the constant
+            log.warning("scatter to %s failed (%s: %s): left out", address, type(got).__name__, first_line(got))
+        else:
+            held.append(got[key])
+    if not held:
+        raise OSError(f"no worker took the constant {key}")
+    return held[-1]
 
 
 def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
