@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 LARGE = 50_000  # bytes (dask.sizeof) above which a constant is scattered rather than embedded in the tasks
 SETTLE_TIMEOUT = 60.0  # seconds to let a failed step's running tasks end before the caller cleans up
 SCATTER_TRIES, SCATTER_PAUSE = 5, 0.5  # a constant's scatter tried again after 0.5, 1, 2, 4 s (`_scatter`)
+SCATTER_WAIT = 2.0  # seconds the scheduler waits for a worker that is not running to take a constant (`_broadcast`)
 LOST_TRIES = 3  # times a task is sent again after the cluster lost a constant it needed (`_resend_lost`)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:/=]+")
 _SHOWN: dict[str, str] = {}  # a submitted task's key -> '<what> <label>' with the label as given (the key's is safe)
@@ -222,15 +223,16 @@ def _scatter(client: Client, value: Any, broadcast: bool) -> Future:
 
 def _broadcast(client: Client, value: Any) -> Future:
     """`value` on every running worker under one key, sent to each worker on its own (all at once); a worker that
-    fails to take it (lost, closing) is left out, and a task placed there later fetches it as any dependency. Not
-    `scatter(broadcast=True)`: the scheduler's `replicate` behind it retries a worker that died during the copy
-    for ever, holding the scheduler's replica lock (dask/distributed#5704): the step would never end."""
+    fails to take it (lost, paused, closing) is left out, and a task placed there later fetches it as any
+    dependency. Not `scatter(broadcast=True)`: the scheduler's `replicate` behind it retries a worker that died
+    during the copy for ever, holding the scheduler's replica lock (dask/distributed#5704): the step never ends."""
     key = f"{type(value).__name__}-{uuid.uuid4().hex}"
-    addresses = sorted(client.scheduler_info()["workers"])
+    workers = client.scheduler_info()["workers"]
+    addresses = sorted(a for a, w in workers.items() if w.get("status", "running") == "running")
 
-    async def every() -> list:
-        return await asyncio.gather(*(client.scatter({key: value}, workers=[a], hash=False, asynchronous=True)
-                                      for a in addresses), return_exceptions=True)
+    async def every() -> list:  # a worker paused since: its scatter waits SCATTER_WAIT s for it, then is left out
+        return await asyncio.gather(*(client.scatter({key: value}, workers=[a], hash=False, timeout=SCATTER_WAIT,
+                                                     asynchronous=True) for a in addresses), return_exceptions=True)
 
     held = []
     for address, got in zip(addresses, client.sync(every)):

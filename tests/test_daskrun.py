@@ -135,6 +135,37 @@ def test_a_worker_that_fails_to_take_a_shared_constant_is_left_out(dask_cluster_
     assert calls == [[w] for w in workers] * 3
 
 
+def _pause(paused: bool, dask_worker=None) -> None:
+    """Pause the worker, its memory monitor kept from resuming it (it resumes a paused worker below the pause
+    threshold), or resume it."""
+    from distributed.core import Status
+
+    memory = dask_worker.memory_manager
+    if paused:
+        dask_worker.pause_fraction, memory.memory_pause_fraction = memory.memory_pause_fraction, False
+    else:
+        memory.memory_pause_fraction = dask_worker.pause_fraction
+    dask_worker.status = Status.paused if paused else Status.running
+
+
+def test_a_paused_worker_is_not_waited_for(dask_cluster_client, caplog):
+    """A paused worker (memory pressure) takes no scattered constant: the scheduler would wait for it to run again
+    (the client's timeout) before failing that copy. It is left out from the start, and its tasks run elsewhere."""
+    client = dask_cluster_client
+    paused = sorted(client.scheduler_info()["workers"])[0]
+    client.run(_pause, True, workers=[paused])
+    try:
+        deadline = time.monotonic() + 10
+        while client.scheduler_info()["workers"][paused]["status"] != "paused" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with caplog.at_level("WARNING", logger="graphshard.daskrun"):
+            shared = run_tasks(client, "validate", "copy", _copy_of, range(4), share=("thing",), thing=_Thing(2))
+    finally:
+        client.run(_pause, False, workers=[paused])
+    assert len(shared) == 4 and len({pid for pid, _ in shared}) == 1
+    assert not [r for r in caplog.records if "left out" in r.getMessage()]
+
+
 class _DiesOnSecondCopy:
     """A constant whose second copy, made by unpickling on a worker, ends that worker's process (a host lost while the
     constant goes out); `marks`: a folder of marker files counting the copies made."""
