@@ -22,6 +22,7 @@ GRAPHSHARD = Path(sys.executable).parent / "graphshard"
 SMALL = {"multilevel_coarse_nodes": 300, "multilevel_block_edges": 8000, "multilevel_lp_rounds": 3,
          "multilevel_refine_rounds": 2}
 REPORT = ("report.json", "report.html")
+RUN_TIMEOUT = 420  # seconds, under pytest-timeout's 600 so that a stalled run's output is kept; a run takes 20-60 s
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +57,12 @@ def _graphshard_run(rig, config: Path, logs: Path, during=None) -> subprocess.Co
     fault = threading.Thread(target=during, args=(proc,), daemon=True) if during else None
     if fault:
         fault.start()
-    out, _ = proc.communicate(timeout=900)
+    try:
+        out, _ = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:  # a stalled run: stopped, and its output kept in the failure
+        proc.kill()
+        out, _ = proc.communicate()
+        pytest.fail(f"graphshard run still running after {RUN_TIMEOUT} s; its output ends:\n{out[-4000:]}")
     if fault:
         fault.join(timeout=60)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
