@@ -126,10 +126,12 @@ def _kill_when(rig, host: str, bucket: str, marker: str, log: Path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method,marker", [("random", "/idmap/"), ("multilevel", "/multilevel/")])
+@pytest.mark.parametrize("method,marker", [("random", "/idmap/"), ("multilevel", "/multilevel/"),
+                                           ("random", ".validate/")])
 def test_a_worker_host_lost_mid_step_gives_identical_bytes(multihost_rig, rig_graph, tmp_path, method, marker):
-    """(b) worker2 killed (every process of its namespace) once the shuffle's scratch (random) or the multilevel
-    partitioner's levels (multilevel) appear on the store: the run completes with the bytes of an undisturbed run."""
+    """(b) worker2 killed (every process of its namespace) once the shuffle's scratch (random), the multilevel
+    partitioner's levels (multilevel) or validation's scratch appear on the store: the run completes with the bytes
+    of an undisturbed run."""
     metadata, url, storage = rig_graph
     bucket = multihost_rig.s3.new_bucket()
     prefix = f"{bucket}/{method}-killed"
