@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -170,6 +172,7 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
      "partition_graph: unexpected keyword argument 'graph_format'; DGL 2.1 passes extra keyword arguments to "
      "dgl_partition_to_graphbolt, which takes store_eids, store_inner_node, store_inner_edge"),
     ({"num_hops": -1}, "num_hops"),
+    ({"num_hops": 0}, "num_hops: expected at least 1 with more than one partition"),
     ({"seed": -1}, "seed: Input should be greater than or equal to 0"),
     ({"part_method": "metis", "seed": 2**32}, "seed: Input should be less than or equal to 2147483647"),
     ({"graph_formats": ["dense"]}, "graph_formats"),
@@ -227,12 +230,27 @@ def test_wide_unsigned_features_are_refused_in_the_same_words(tmp_path, rmat_sma
     assert in_file[1].endswith("found dtype uint32"), in_file
 
 
-def test_out_path_with_other_files_is_refused(tmp_path):
-    (tmp_path / "dataset.bin").write_text("keep me")
+@pytest.mark.parametrize("name, content", [
+    ("dataset.bin", "keep me"),
+    ("train_config.json", '{"lr": 0.01}'),  # a JSON file, but not a partition config
+    ("part0/notes.txt", "keep me"),  # beside DGL's files in a partition folder
+    ("part1/extra/notes.txt", "keep me"),
+    ("logs/", None),  # an empty folder
+])
+def test_out_path_with_other_files_is_refused(tmp_path, name, content):
+    """partition_graph replaces out_path as a whole, so anything an earlier partition set does not hold stops it."""
     g = hetero()
+    partition(g, tmp_path / "out", 2, part_method="random")  # an earlier set: replacing it is fine
+    partition(g, tmp_path / "out", 2, part_method="random")
+    path = tmp_path / "out" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_text(content)
     with pytest.raises(GraphshardError, match="not part of a partition set"):
-        partition(g, tmp_path, 2, part_method="random")
-    assert (tmp_path / "dataset.bin").read_text() == "keep me"
+        partition(g, tmp_path / "out", 2, part_method="random")
+    assert content is None or path.read_text() == content
 
 
 def test_import_graphshard_stays_cheap():
@@ -240,3 +258,37 @@ def test_import_graphshard_stays_cheap():
             "if m in sys.modules]; print(heavy); assert not heavy; assert callable(graphshard.partition_graph)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_failed_validation_names_a_report_that_exists_and_publishes_nothing(tmp_path, monkeypatch):
+    """The staged set is broken after the shuffle (its config counts one edge more); the error names the failed
+    report, which outlives the work folder, and out_path stays absent."""
+    from graphshard.inmemory import partition as api
+
+    def broken(config, name):
+        config = rename(config, name)
+        data = json.loads(config.read_text())
+        data["num_edges"] += 1
+        config.write_text(json.dumps(data))
+        return config
+
+    rename = api._rename
+    monkeypatch.setattr(api, "_rename", broken)
+    with pytest.raises(GraphshardError, match="validation failed") as err:
+        partition(hetero(), tmp_path / "out", 2, part_method="random", validate=True)
+    report = Path(re.search(r"\(report: (\S+)\)", str(err.value)).group(1))
+    assert report.is_file() and "num_edges" in report.with_name("report.json").read_text()
+    assert not (tmp_path / "out").exists() and list(tmp_path.iterdir()) == []
+    shutil.rmtree(report.parent)
+
+
+def test_a_graph_named_report_is_refused_only_with_validation(tmp_path):
+    """Validation's report.json would replace the partition config report.json."""
+    g = hetero()
+    with pytest.raises(GraphshardError, match="graph_name: expected a name other than 'report' while validation is on"):
+        graphshard.partition_graph(g["edges"], "report", 2, tmp_path / "v", num_nodes=g["num_nodes"],
+                                   part_method="random", validate=True)
+    assert list(tmp_path.iterdir()) == []
+    graphshard.partition_graph(g["edges"], "report", 2, tmp_path / "out", num_nodes=g["num_nodes"],
+                               part_method="random")
+    assert json.loads((tmp_path / "out" / "report.json").read_text())["num_parts"] == 2

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 from pathlib import Path
 
@@ -104,6 +106,14 @@ def _case_output_exists(tmp, meta):
     return write_config(tmp, meta), "output.dir"
 
 
+def _case_graph_named_report(tmp, meta):
+    """Validation's report.json would replace the partition config report.json."""
+    shutil.copytree(meta.parent, tmp / "g")
+    data = json.loads((tmp / "g" / "metadata.json").read_text())
+    (tmp / "g" / "metadata.json").write_text(json.dumps({**data, "graph_name": "report"}))
+    return write_config(tmp, tmp / "g" / "metadata.json"), "field 'graph_name': expected a name other than 'report'"
+
+
 def _case_output_is_a_file(tmp, meta):
     (tmp / "out").write_text("mine")
     return write_config(tmp, meta, output={"dir": "out", "overwrite": True}), "expected a folder (or a path that " \
@@ -157,6 +167,7 @@ BAD = [
     ("output is a file", _case_output_is_a_file, []),
     ("work_dir under a file", _case_work_dir_is_a_file, []),
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
+    ("graph named report", _case_graph_named_report, []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
     ("memory limit a bool", lambda t, m: (write_config(t, m, cluster={"memory_limit": True}), "memory_limit"), []),
@@ -175,6 +186,9 @@ BAD = [
      ["--set", "shuffle.halo_hop=2"]),
     ("negative halo via --set", lambda t, m: (write_config(t, m), "shuffle.halo_hops"),
      ["--set", "shuffle.halo_hops=-1"]),
+    ("no halo with several partitions", lambda t, m: (write_config(t, m), "field 'shuffle.halo_hops': expected at "
+                                                   "least 1 with more than one partition"),
+     ["--set", "shuffle.halo_hops=0"]),
 ]
 
 

@@ -55,7 +55,7 @@ def run_and_check(client, metadata, tmp_path, num_parts, halo_mode="full", seed=
     ("csv", 2, 2, 1),
     ("parquet", 4, 4, 2),
     ("mixed", 3, 7, 1),
-    ("numpy", 3, 4, 0),
+    ("numpy", 3, 1, 0),
     ("numpy", 1, 4, 3),
     ("numpy", 2, 13, 1),  # more partitions than MASK_PASSES_MAX: cut edges grouped by a sort
 ])
@@ -74,6 +74,17 @@ def test_heterogeneous_with_empty_types(shuffle_client, make_graph, tmp_path, fm
                               fixed={"institution": num_parts - 1}, **ALL_ORIG)
     node_map = json.loads(config.read_text())["node_map"]["institution"]
     assert [hi - lo for lo, hi in node_map[:-1]] == [0] * (num_parts - 1)
+
+
+@pytest.mark.parametrize("halo_mode", ["full", "in_edges"])
+def test_no_halo_with_several_partitions_is_refused_before_work(shuffle_client, make_graph, tmp_path, halo_mode):
+    """Without halo nodes a partition cannot hold its in-edges from other partitions, which its partition book
+    counts: DistDGL would train on a graph missing them, so the shuffle refuses to start."""
+    md = make_graph("rmat", nodes=400, edges=3000, chunks=2, seed=1)
+    asg = random_assignment(md, tmp_path / "asg", 3)
+    with pytest.raises(GraphshardError, match="halo_hops: expected at least 1 with more than one partition"):
+        shuffle(md, asg, tmp_path / "out", ShuffleOptions(halo_hops=0, halo_mode=halo_mode), shuffle_client)
+    assert not (tmp_path / "out").exists()
 
 
 def test_in_edges_mode_and_small_blocks(shuffle_client, make_graph, tmp_path):

@@ -108,8 +108,8 @@ def _part_ranges(config: dict) -> list[tuple[int, int]]:
 
 
 def test_dgl_cannot_do_hops_zero_with_cut_edges(make_graph, tmp_path):
-    """Why dispatch's num_hops=0 cannot be compared: DGL drops the cut edges and then fails its own edge count check
-    (dispatch keeps every edge in the ID space and its features; graph.dgl holds the edges between owned nodes)."""
+    """Why the shuffle refuses num_hops=0 with several partitions (ShuffleOptions.halo_problem): DGL drops the cut
+    edges and then fails its own edge count check, so there is no set DistDGL could train on to compare with."""
     md = make_graph("rmat", nodes=600, edges=5000, chunks=2, seed=21)
     proc = _run_dgl(md, tmp_path / "dgl", 3, 0)
     assert proc.returncode != 0 and "AssertionError" in proc.stderr

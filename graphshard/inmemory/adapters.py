@@ -57,8 +57,9 @@ def as_numpy(x: Any, what: str) -> np.ndarray:
         try:
             return x.numpy()
         except (TypeError, RuntimeError) as err:
-            raise GraphshardError(f"{what}: expected a tensor numpy can hold (int, float or bool), "
-                                  f"found {getattr(x, 'dtype', type(x).__name__)} ({err})") from None
+            raise GraphshardError(f"{what}: expected a tensor numpy can hold (int, float or bool; cast a bfloat16 "
+                                  f"one to float16 or float32), found {getattr(x, 'dtype', type(x).__name__)} "
+                                  f"({err})") from None
     try:
         return np.asarray(x)
     except Exception as err:  # noqa: BLE001 - re-raised naming the argument

@@ -10,6 +10,7 @@ the config last). DGL's arguments keep their meanings (see `_assign_options`); t
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import shutil
@@ -32,7 +33,7 @@ from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
-from graphshard.formats.set_digests import digests_name, unprefixed_set
+from graphshard.formats.set_digests import SUFFIX, digests_name, unprefixed_set
 from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
@@ -42,6 +43,7 @@ from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
 from graphshard.storage import Location, Storage, check_location, location
+from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES
 
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
@@ -49,7 +51,8 @@ TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
 RUN_HERE = frozenset({"random"})  # methods whose every step runs in the caller when no client is given
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
-PARTITION_SET_ENTRY = re.compile(r"^(part\d+|[^/]+\.json|report\.html)$")
+PART_DIR = re.compile(r"^part\d+$")
+PART_FILES = frozenset({"graph.dgl", "node_feat.dgl", "edge_feat.dgl", "fused_csc_sampling_graph.pt"})
 
 
 class Phases:
@@ -97,13 +100,14 @@ def _balance_classes(graph: InMemoryGraph, balance_ntypes: Any) -> dict[str, dic
     return out
 
 
-def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any, balance_edges: bool,
+def _assign_options(graph: InMemoryGraph, part_method: str, num_parts: int, balance_ntypes: Any, balance_edges: bool,
                     num_trainers_per_machine: int, objtype: str, seed: int) -> tuple[AssignOptions, dict]:
     """AssignOptions with DGL's meanings, and the balance classes to write as node features.
 
-    As in DGL: `random` ignores the balance and trainer arguments; a heterograph is balanced per node type by
-    default (for methods that take balance constraints), a dict of class arrays splits those types further; `metis`
-    refines once per level (DGL's METIS_OPTION_NITER).
+    As in DGL: `random` ignores the balance and trainer arguments, except with one partition and several trainers,
+    where DGL splits the graph among the trainers with METIS whatever the method; a heterograph is balanced per node
+    type by default (for methods that take balance constraints), a dict of class arrays splits those types further;
+    `metis` refines once per level (DGL's METIS_OPTION_NITER).
     """
     if part_method not in part_methods():
         raise GraphshardError(f"part_method: expected one of {', '.join(part_methods())}, found {part_method!r}")
@@ -112,6 +116,8 @@ def _assign_options(graph: InMemoryGraph, part_method: str, balance_ntypes: Any,
     if not isinstance(num_trainers_per_machine, (int, np.integer)) or num_trainers_per_machine < 1:
         raise GraphshardError(f"num_trainers_per_machine: expected an integer >= 1, found {num_trainers_per_machine!r}")
     num_trainers_per_machine = int(num_trainers_per_machine)
+    if part_method == "random" and num_parts == 1 and num_trainers_per_machine > 1:
+        part_method = "metis"
     if part_method == "random":
         if balance_ntypes is not None or balance_edges or num_trainers_per_machine > 1:
             warnings.warn("part_method='random' ignores balance_ntypes, balance_edges and num_trainers_per_machine "
@@ -152,19 +158,33 @@ def _check_out_path(out: Path | Location, storage: Storage) -> None:
     """`out_path` is replaced as a whole: refuse a folder that holds anything but an earlier partition set."""
     if isinstance(out, Location):
         check_location(out, write=True, storage=storage)
-        foreign = sorted({e.rel.split("/", 1)[0] for e in storage.listing(out)} - {RUNS})
-        foreign = [name for name in foreign if not PARTITION_SET_ENTRY.match(name)]
-        if foreign:
-            raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
-                                  "partition_graph replaces the whole set, so give it a new or empty prefix")
-        return
-    if out.exists() and not out.is_dir():
+    elif out.exists() and not out.is_dir():
         raise GraphshardError(f"out_path {out}: expected a folder, found a file")
-    if out.is_dir():
-        foreign = sorted(p.name for p in out.iterdir() if not PARTITION_SET_ENTRY.match(p.name))
-        if foreign:
-            raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
-                                  "partition_graph replaces the whole folder, so give it a new or empty one")
+    elif not out.is_dir():
+        return
+    loc = location(out) if isinstance(out, Path) else out
+    found = [e.rel for e in storage.listing(loc)]
+    if isinstance(out, Path):  # empty folders too, which a listing of files leaves out
+        found += [p.name + "/" for p in out.iterdir() if p.is_dir() and not any(p.iterdir())]
+    foreign = [rel for rel in found if not _in_partition_set(rel, lambda: storage.read_bytes(loc.join(rel)))]
+    if foreign:
+        raise GraphshardError(f"out_path {out}: holds {sorted(foreign)[:3]}, which are not part of a partition set; "
+                              "partition_graph replaces the whole folder, so give it a new or empty one")
+
+
+def _in_partition_set(rel: str, read: Callable[[], bytes]) -> bool:
+    """Whether the file `rel` of an existing out_path belongs to a partition set: DGL's files in `part<i>/`, the run
+    prefixes of a set on a store, validation's report, or a JSON file that is a partition config or its digests."""
+    top, _, rest = rel.partition("/")
+    if top == RUNS or (PART_DIR.match(top) and rest in PART_FILES):
+        return True
+    if rest or not top.endswith(".json"):
+        return top in REPORT_FILES and not rest
+    try:
+        data = json.loads(read())
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and ("node_map" in data or top.endswith(SUFFIX))
 
 
 def _trainer_features(graph: InMemoryGraph, assignment: Path, num_trainers: int) -> tuple[dict, dict]:
@@ -204,7 +224,7 @@ def _validate(config: Path, metadata: Path, assignment: Path, client, work: Path
     report = validation.validate(config, input_metadata=metadata, client=client,
                                  assignment_report=assignment / REPORT_FILE, scratch_dir=work)
     if not report["ok"]:
-        _, html = validation.write_report(work / "failed-report", report)
+        _, html = validation.write_report(tempfile.mkdtemp(prefix="graphshard-failed-report-"), report)
         raise GraphshardError(f"validation failed: {report['num_problems']} problem(s), first: "
                               f"{validation.problem_lines(report)[0]} (report: {html}); nothing was published")
     validation.write_report(config.parent, report)
@@ -261,8 +281,6 @@ def _publish(config: Path, out: Path | Location, validate: bool, storage: Storag
         retarget_report(config.parent, (out / config.name).url if isinstance(out, Location) else out / config.name)
     if isinstance(out, Location):
         run = xxhash.xxh3_128_hexdigest(config.with_name(digests_name(config.name)).read_bytes())[:16]
-        from graphshard.validate import REPORT_FILES
-
         publish_on_store([config.parent], out, config.name, run, storage,
                          replaces=unprefixed_set(out, config.name, storage, REPORT_FILES))
     else:
@@ -324,9 +342,13 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
         raise GraphshardError(f"num_parts: expected an integer >= 1, found {num_parts!r}")
     num_parts = int(num_parts)
     graph = from_input(g, num_nodes, node_feats, edge_feats)
-    options, classes = _assign_options(graph, part_method, balance_ntypes, balance_edges, num_trainers_per_machine,
-                                       objtype, seed)
+    options, classes = _assign_options(graph, part_method, num_parts, balance_ntypes, balance_edges,
+                                       num_trainers_per_machine, objtype, seed)
     shuffle_options = _shuffle_options(num_hops, graph_formats)
+    if (expected := shuffle_options.halo_problem(num_parts)) is not None:
+        raise GraphshardError(f"num_hops: expected {expected}, found {num_hops}")
+    if validate and f"{graph_name}.json" in REPORT_FILES:
+        raise GraphshardError(f"graph_name: expected {REPORT_CLASH}, found {graph_name!r}")
     out = _out_location(out_path)
     storage = Storage()
     _check_out_path(out, storage)

@@ -5,11 +5,12 @@ For `num_hops` h >= 1, DGL's partition p holds:
   * for k = 1 .. h-1, the in-edges of F(k-1) whose source is not owned, and their new sources form F(k)
     (a node already owned or in an earlier frontier is not added again);
   * every out-edge from an owned node to a node outside p; those destinations become halo nodes, never expanded.
-For h = 0 only owned nodes and the in-edges between them. halo_mode "in_edges" stops after the first item (DGL's
-distributed pipeline). The out-edges come from the out-edge buckets the exchange wrote for this partition; each
-further hop is one scan of the other partitions' (src, dst) bucket columns. Node sets are ascending arrays of new
-IDs (`local_ids.unique_ids`: marks over one window of IDs at a time); a frontier's in-edges are found owner by owner,
-with marks over that owner's node range only: nothing in the task is sized by the graph's node count.
+h = 0 is for one partition only, which has no halo (`ShuffleOptions.halo_problem`). halo_mode "in_edges" stops
+after the first item (DGL's distributed pipeline). The out-edges come from the out-edge buckets the exchange wrote
+for this partition; each further hop is one scan of the other partitions' (src, dst) bucket columns. Node sets are
+ascending arrays of new IDs (`local_ids.unique_ids`: marks over one window of IDs at a time); a frontier's in-edges
+are found owner by owner, with marks over that owner's node range only: nothing in the task is sized by the graph's
+node count.
 """
 
 from __future__ import annotations

@@ -129,11 +129,7 @@ def build_partition(plan: ShufflePlan, part: int, nodes: IdSpace, edges: IdSpace
     """The local graph, reserved fields, features and original IDs of partition `part`."""
     lo, hi = (int(x) for x in nodes.part_starts()[part:part + 2])
     owned, edge_feats, orig_eids = _owned_edges(plan, part, edges)
-    if plan.options.halo_hops == 0:  # DGL keeps only the edges between owned nodes
-        owned = owned.take(np.flatnonzero((owned.src >= lo) & (owned.src < hi)))
-        halo_edges, halo_nodes = Edges.concat([]), np.zeros(0, dtype=np.int64)
-    else:
-        halo_edges, halo_nodes = find_halo(plan, part, nodes, edges, owned.src)
+    halo_edges, halo_nodes = find_halo(plan, part, nodes, edges, owned.src)
     node_feats, orig_nids = _owned_node_rows(plan, part, nodes)
     n_inner, n_halo = hi - lo, len(halo_nodes)
     node_ids = np.concatenate([np.arange(lo, hi, dtype=np.int64), halo_nodes.astype(np.int64)])

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import RowIndex
 from graphshard.shuffle.ids import block_offsets
@@ -86,6 +86,8 @@ def make_plan(graph: ChunkedGraph, scratch: ShuffleScratch, num_parts: int, opti
               indexes: dict[tuple[str, str, str], RowIndex] | None) -> ShufflePlan:
     """Assemble the plan; `indexes` maps (kind, type name, feature) to the feature's row index (None: no features,
     enough for the steps that do not read them)."""
+    if (expected := options.halo_problem(num_parts)) is not None:
+        raise GraphshardError(f"halo_hops: expected {expected}, found {options.halo_hops}")
     def feats(kind: str, names: list[str], data: dict) -> tuple[tuple[FeatureSpec, ...], ...]:
         return tuple(tuple(FeatureSpec(t, f, spec, indexes[(kind, name, f)])
                            for f, spec in data.get(name, {}).items() if indexes is not None)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib
 
-_PUBLIC = {"CHECKS": "problems", "Problem": "problems", "problem_lines": "problems", "REPORT_FILES": "report_html",
-           "retarget_report": "report_html", "write_report": "report_html", "raise_on_problems": "step",
-           "validate": "step"}
+_PUBLIC = {"CHECKS": "problems", "Problem": "problems", "problem_lines": "problems", "REPORT_CLASH": "report_html",
+           "REPORT_FILES": "report_html", "retarget_report": "report_html", "write_report": "report_html",
+           "raise_on_problems": "step", "validate": "step"}
 
 
 def __getattr__(name: str):

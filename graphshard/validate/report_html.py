@@ -188,6 +188,8 @@ def render_html(report: dict) -> str:
 
 
 REPORT_FILES = ("report.json", "report.html")
+REPORT_CLASH = ("a name other than 'report' while validation is on (it writes report.json beside the partition "
+                "config <graph_name>.json)")
 
 
 def write_report(out_dir: str | Path | Location, report: dict, *, storage: Storage | None = None

@@ -229,6 +229,17 @@ def test_options_dgl_tests_lack(tmp_path: Path, client, kind: str, options: dict
             _check_trainer_ids(tmp_path / who / "g.json", trainers)
 
 
+@pytest.mark.parametrize("kind", ["homo", "hetero"])
+def test_one_partition_splits_among_trainers_whatever_the_method(tmp_path: Path, client, kind: str) -> None:
+    """With one partition DGL splits the graph among the trainers with METIS even for part_method='random'."""
+    theirs, ours, their_map, our_map = both(tmp_path, client, kind, 1, part_method="random",
+                                            num_trainers_per_machine=2)
+    assert ours == theirs
+    assert _mapping(our_map) == _mapping(their_map)
+    for who in ("dgl", "gs"):
+        _check_trainer_ids(tmp_path / who / "g.json", 2)
+
+
 def test_keyword_arguments_dgl_takes(tmp_path: Path, client) -> None:
     """DGL passes **kwargs to its GraphBolt converter: graphshard names one it does not take, in one line."""
     with pytest.raises(GraphshardError, match="unexpected keyword argument 'store_everything'"):
