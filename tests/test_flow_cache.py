@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -53,6 +54,24 @@ def test_hash_cache_reuses_unchanged_files(tmp_path, monkeypatch):
     assert calls == []
     f.write_bytes(b"y" * 100)
     os.utime(f, ns=(1, 1))
+    HashCache(tmp_path / "h.json").manifest({"a.bin": f})
+    assert calls == [f]
+
+
+def test_hash_cache_sees_a_copy_that_keeps_size_mtime_and_inode(tmp_path, monkeypatch):
+    """`cp -p` of other bytes over an input file keeps its size, mtime and inode; only its ctime tells (git's
+    index compares it too). The partitions of the old bytes must not be reused."""
+    f = tmp_path / "a.bin"
+    f.write_bytes(b"x" * 100)
+    HashCache(tmp_path / "h.json").manifest({"a.bin": f})
+    before = f.stat()
+    time.sleep(0.01)
+    f.write_bytes(b"y" * 100)
+    os.utime(f, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = f.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == (before.st_size, before.st_mtime_ns, before.st_ino)
+    calls = []
+    monkeypatch.setattr("graphshard.pipeline.manifest.hash_file", lambda p, algorithm: calls.append(p) or "h")
     HashCache(tmp_path / "h.json").manifest({"a.bin": f})
     assert calls == [f]
 

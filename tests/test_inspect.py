@@ -190,7 +190,8 @@ def test_three_d_feature(rmat_copy, capsys):
 def test_empty_data_list(rmat_copy, capsys):
     _edit_meta(rmat_copy, lambda d: d["edge_data"][ET]["weight"].update(data=[]))
     p = _only_problem(rmat_copy)
-    assert p.field == f"edge_data['{ET}']['weight'].data" and "at least 1 item" in str(p)
+    assert p.field == f"edge_data['{ET}']['weight'].data" and "at least 1 file (for a type with no rows, list one " \
+        "empty file" in str(p)
     _cli_fails(rmat_copy, capsys, str(rmat_copy), f"edge_data['{ET}']['weight'].data", "found 0")
 
 

@@ -9,6 +9,7 @@ from graphshard.formats.chunked import chunk_bounds, load_metadata
 from graphshard.formats.readers import RowIndex, chunk_row_counts, read_chunk, read_edge_chunk, read_rows, reader_for
 from graphshard.generate import mag, rmat
 from graphshard.generate.common import chunk_rng
+from graphshard.ingest.graph_summary import summary
 
 FORMATS = ["numpy", "parquet", "csv", "mixed"]
 LOSSLESS_DTYPES = ("numpy", "parquet")  # csv reads float32 back as float64, int16 as int64: values still equal
@@ -158,6 +159,68 @@ def test_parquet_edge_chunk_reads_its_first_two_columns_only(tmp_path):
     assert precheck(graph) == []
     src, dst = read_edge_chunk(graph, "n:r:n", 0)
     assert src.tolist() == [0, 1, 2] and dst.tolist() == [1, 2, 0]
+    assert summary(graph)["num_edges"] == 3  # ingest's summary reads the header of src and dst only too
+
+
+def _one_feature_graph(tmp_path, fmt: str, name: str, rows: int = 4):
+    from graphshard.formats.chunked import parse_metadata
+
+    np.save(tmp_path / "e.npy", np.array([[0, 1]], dtype=np.int64))
+    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[rows]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[1]], "edges": {"n:r:n": {"format": {"name": "numpy"}, "data": ["e.npy"]}},
+            "node_data": {"n": {"x": {"format": {"name": fmt, "delimiter": " "}, "data": [name]}}}}
+    return parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+
+
+def test_a_dataframes_index_stored_by_pandas_is_not_feature_data(tmp_path):
+    """`df.to_parquet()` of a DataFrame whose index is not a RangeIndex (after filtering rows) stores the index as a
+    column and names it in the file's pandas metadata; DGL's reader (through pandas) drops it, so must we."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphshard.precheck import precheck
+
+    table = pa.table({"0": pa.array([1.5, 2.5, 3.5, 4.5]), "__index_level_0__": pa.array([3, 4, 7, 9])})
+    pandas = {"index_columns": ["__index_level_0__"], "column_indexes": [], "columns": []}
+    pq.write_table(table.replace_schema_metadata({b"pandas": json.dumps(pandas).encode()}), tmp_path / "x.parquet")
+    graph = _one_feature_graph(tmp_path, "parquet", "x.parquet")
+    assert precheck(graph) == []
+    assert read_chunk(graph, graph.node_data["n"]["x"], 0).tolist() == [1.5, 2.5, 3.5, 4.5]
+
+
+def test_an_array_dgls_parquet_writer_flattened_is_refused_as_its_npy_is(tmp_path):
+    """DGL's parquet writer stores an (N, 2, 3) feature as 6 columns with the shape in the schema metadata (its
+    reader reshapes it back); read as (N, 6) it would be published flattened."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphshard.precheck import precheck
+
+    flat = np.arange(24, dtype=np.float32).reshape(4, 6)
+    table = pa.table({str(i): flat[:, i] for i in range(6)})
+    pq.write_table(table.replace_schema_metadata({"shape": "(4, 2, 3)"}), tmp_path / "x.parquet")
+    np.save(tmp_path / "x.npy", flat.reshape(4, 2, 3))
+    words = [str(p).split("expected ", 1)[1] for fmt, name in (("parquet", "x.parquet"), ("numpy", "x.npy"))
+             for p in precheck(_one_feature_graph(tmp_path, fmt, name))]
+    assert words == ["a 1-D or 2-D array, found a 3-D array, rows of shape (2, 3)"] * 2
+
+
+def test_a_csv_edge_file_names_its_first_non_integer_value_wherever_it_is(tmp_path):
+    """pyarrow reads a column as float64 from a value like 'NA' on, however deep in the file: the refusal names
+    that value and its line, not the dtype."""
+    from graphshard.formats.chunked import parse_metadata
+    from graphshard.precheck import precheck
+
+    lines = [f"{i % 50} {(i * 7) % 50}" for i in range(200_000)]
+    lines[-5] = "12 NA"
+    (tmp_path / "e.csv").write_text("\n".join(lines) + "\n")
+    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[50]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[200_000]],
+            "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "}, "data": ["e.csv"]}}}
+    (problem,) = precheck(parse_metadata(meta, tmp_path, tmp_path / "metadata.json"))
+    assert "expected integer node IDs, found 'NA' in column 2 of line 199996: '12 NA'" in str(problem)
 
 
 @pytest.mark.parametrize("type_", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

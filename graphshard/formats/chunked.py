@@ -323,6 +323,9 @@ def _pydantic_problem(err: ValidationError) -> tuple[str, str, object]:
     kind, value = first["type"], first.get("input")
     if kind == "missing":
         return loc, "a value (required field)", "nothing"
+    if kind == "too_short" and loc.endswith(".data"):
+        return loc, ("at least 1 file (for a type with no rows, list one empty file and count it 0 in "
+                     "num_nodes_per_chunk / num_edges_per_chunk)"), f"{ctx.get('actual_length')}"
     if kind == "too_short":
         return loc, f"at least {ctx.get('min_length')} item(s)", f"{ctx.get('actual_length')}"
     if kind == "literal_error":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -328,6 +329,19 @@ def _null_group(pf: pq.ParquetFile, names: list[str]) -> tuple[int, int] | None:
     return None
 
 
+def _dgl_row_shape(head: Header, metadata: dict[bytes, bytes] | None) -> Header:
+    """The header with the row shape DGL's parquet writer recorded when it flattened an array of more than 2
+    dimensions (schema metadata `shape`, e.g. b"(300, 2, 3)"; its reader reshapes the rows back), so that such a
+    file is refused as the same array in a .npy file is, not read as its flattened columns."""
+    found = re.fullmatch(rb"\((\d+)((?:, *\d+)+),?\)", (metadata or {}).get(b"shape", b""))
+    if found is None:
+        return head
+    row = tuple(int(x) for x in re.findall(rb"\d+", found.group(2)))
+    if len(row) < 2 or math.prod(row) != math.prod(head.row_shape):
+        return head
+    return Header(head.rows, row, head.dtype)
+
+
 class ParquetReader(ChunkReader):
     """Parquet files: the footer for counts, the row groups a row range needs (ranged reads on a store). With
     `first`, only a file's first that many columns are read (edge files: src and dst, as DGL reads them; other
@@ -337,7 +351,11 @@ class ParquetReader(ChunkReader):
         self.first = first
 
     def _columns(self, pf: pq.ParquetFile) -> list[str]:
-        names = pf.schema_arrow.names
+        """The columns read: a DataFrame's index, which pandas stores as columns, is not data (DGL's reader, through
+        pandas, drops it too)."""
+        pandas = pf.schema_arrow.pandas_metadata or {}
+        index = {c for c in pandas.get("index_columns", []) if isinstance(c, str)}  # a RangeIndex is no column
+        names = [n for n in pf.schema_arrow.names if n not in index]
         return names[:self.first] if self.first else names
 
     def table(self, path: Source, fmt: FileFormat) -> np.ndarray:
@@ -387,8 +405,10 @@ class ParquetReader(ChunkReader):
             raise problem
         typ = types.pop() if len(types) == 1 else None
         if typ is None or not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_boolean(typ)):
-            return super().header(f, fmt)
-        return Header(rows, (len(names),) if len(names) > 1 else (), np.dtype(typ.to_pandas_dtype()))
+            head = super().header(f, fmt)
+        else:
+            head = Header(rows, (len(names),) if len(names) > 1 else (), np.dtype(typ.to_pandas_dtype()))
+        return _dgl_row_shape(head, pf.schema_arrow.metadata)
 
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
@@ -560,6 +580,19 @@ def _csv_value_problem(f: StoredFile, fmt: FileFormat, table: pa.Table) -> Input
     return None
 
 
+def _first_non_integer(f: StoredFile, fmt: FileFormat, columns: int) -> str | None:
+    """The first value in a csv file's first `columns` columns that is not a whole number int64 holds (an empty
+    value, 'NA', a fraction, an exponent, too many digits), by its line and column as a message shows it; None if
+    there is none. A whole-file scan, on an error path only: pyarrow reads a column as float64 from such a value on,
+    wherever it is, and the dtype alone does not say where."""
+    for number, line in _csv_lines(f):
+        for column, token in enumerate(line.split(fmt.delimiter)[:columns]):
+            if not (re.fullmatch(r"[+-]?\d+", token.strip()) and -2**63 <= int(token) < 2**63):
+                return f"{repr(token) if token else 'an empty value'} in column {column + 1} of " \
+                       f"{_shown_line(number, line)}"
+    return None
+
+
 def _ragged_line(f: StoredFile, fmt: FileFormat) -> InputError | None:
     """The first line whose column count differs from the count most lines have (a value missing or extra); None
     when all lines agree. pyarrow names neither the line nor the usual count (it takes the first line's)."""
@@ -628,11 +661,14 @@ def edge_ids_problem(path: Source, field: str, fmt: FileFormat, row_shape: tuple
                      dtype: np.dtype) -> InputError | None:
     """An edge file must hold exactly two integer ID columns, src and dst (parquet: at least two, the first two used,
     as DGL reads them); None when it does."""
-    if dtype.kind not in "iu":
-        return not_numeric_problem(path, fmt, field, dtype) if dtype.kind not in VALID_KINDS \
-            else InputError(path, field, "integer node IDs", f"dtype {dtype}")
     columns = row_shape[0] if len(row_shape) == 1 else None
-    if columns == 2 or (fmt.name == "parquet" and columns and columns > 2):
+    if dtype.kind not in "iu" and dtype.kind not in VALID_KINDS:
+        return not_numeric_problem(path, fmt, field, dtype)
+    integer = dtype.kind in "iu"
+    if not integer and (fmt.name != "csv" or columns == 2):  # else the column count is the problem
+        found = _first_non_integer(_file(path), fmt, 2) if fmt.name == "csv" else None
+        return InputError(path, field, "integer node IDs", found or f"dtype {dtype}")
+    if integer and (columns == 2 or (fmt.name == "parquet" and columns and columns > 2)):
         return None
     expected = "at least 2 columns, the first two src and dst" if fmt.name == "parquet" \
         else "exactly 2 columns (src, dst IDs)"

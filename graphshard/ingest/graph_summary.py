@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, as_graph
-from graphshard.formats.readers import Header, common_dtype, reader_for
+from graphshard.formats.readers import Header, common_dtype, edge_reader, reader_for
 from graphshard.precheck import HEADER_READS
 from graphshard.storage import Location, Storage
 from graphshard.storage.overlap import each
@@ -42,11 +42,12 @@ def _headers(graph: ChunkedGraph, specs: list[ChunkFileSpec], first_only: list[C
     first file of `first_only` (edge structures: their IDs are read as int64 whatever the files hold). On a store all
     at once (a round trip each, ~50 ms on the local S3 server, where one after another they were most of the ingest
     step's bookkeeping)."""
-    jobs = [(spec, p) for spec in specs for p in spec.data] + [(spec, spec.data[0]) for spec in first_only]
-    headers = each(lambda job: reader_for(job[0].format).header(graph.file(job[1]), job[0].format), jobs,
-                   not graph.base.is_local, HEADER_READS)
+    jobs = [(spec, p, reader_for(spec.format)) for spec in specs for p in spec.data] + \
+        [(spec, spec.data[0], edge_reader(spec.format)) for spec in first_only]
+    headers = each(lambda job: job[2].header(graph.file(job[1]), job[0].format), jobs, not graph.base.is_local,
+                   HEADER_READS)
     out: dict[int, list] = {}
-    for (spec, _), header in zip(jobs, headers):
+    for (spec, _, _), header in zip(jobs, headers):
         out.setdefault(id(spec), []).append(header)
     return out
 

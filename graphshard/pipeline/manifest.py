@@ -93,7 +93,8 @@ def _key(p: Path | Location) -> str:
 
 class HashCache:
     """Remembered hashes of input files (the fingerprint's algorithm) keyed by absolute path or URL + its state
-    ((size, mtime_ns, inode) locally, (size, ETag) on a store: one HEAD per file); stored as JSON in the work
+    ((size, mtime_ns, inode, ctime_ns) locally, as git's index compares them: a copy that keeps size and mtime, `cp -p`
+    over the file, still changes its ctime; (size, ETag) on a store: one HEAD per file); stored as JSON in the work
     folder (which may itself be on a store)."""
 
     def __init__(self, path: Path | Location, storage: Storage | None = None):
@@ -106,14 +107,14 @@ class HashCache:
     def _state(self, p: Path | Location) -> list:
         if isinstance(p, Path):
             st = os.stat(p)
-            return [st.st_size, st.st_mtime_ns, st.st_ino]
+            return [st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns]
         _, tag, size, _, _ = StoredFile(p, self.storage).identity()  # one HEAD
-        return [size, tag, 0]
+        return [size, tag, 0, 0]
 
     def unknown(self, files: dict[str, Path | Location], states: dict[str, list] | None = None) -> list[str]:
         """The names among `files` with no remembered hash for their current state (new or changed files)."""
         states = states or {name: self._state(p) for name, p in files.items()}
-        return [name for name, p in files.items() if (self.entries.get(_key(p)) or [])[:3] != states[name]]
+        return [name for name, p in files.items() if (self.entries.get(_key(p)) or [])[:-1] != states[name]]
 
     def manifest(self, files: dict[str, Path | Location]) -> Manifest:
         """Hash the named files (reusing unchanged ones) and return their manifest; the cache is saved."""
@@ -127,7 +128,7 @@ class HashCache:
                 write_text_atomic(self.path, json.dumps(self.entries))
             else:
                 write_text(self.path, json.dumps(self.entries), self.storage)
-        return Manifest({name: {"size": states[name][0], INPUT: self.entries[_key(p)][3]}
+        return Manifest({name: {"size": states[name][0], INPUT: self.entries[_key(p)][-1]}
                          for name, p in sorted(files.items())})
 
     def _hash(self, paths: list[Path | Location], states: list[list]) -> list[str]:
