@@ -240,7 +240,7 @@ def test_wide_unsigned_features_are_refused_in_the_same_words(tmp_path, rmat_sma
 def test_out_path_with_other_files_is_refused(tmp_path, name, content):
     """partition_graph replaces out_path as a whole, so anything an earlier partition set does not hold stops it."""
     g = hetero()
-    partition(g, tmp_path / "out", 2, part_method="random")  # an earlier set: replacing it is fine
+    partition(g, tmp_path / "out", 2, part_method="random", validate=True)  # an earlier set: replacing it is fine
     partition(g, tmp_path / "out", 2, part_method="random")
     path = tmp_path / "out" / name
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -176,10 +176,10 @@ def _in_partition_set(rel: str, read: Callable[[], bytes]) -> bool:
     """Whether the file `rel` of an existing out_path belongs to a partition set: DGL's files in `part<i>/`, the run
     prefixes of a set on a store, validation's report, or a JSON file that is a partition config or its digests."""
     top, _, rest = rel.partition("/")
-    if top == RUNS or (PART_DIR.match(top) and rest in PART_FILES):
+    if top == RUNS or (PART_DIR.match(top) and rest in PART_FILES) or (top in REPORT_FILES and not rest):
         return True
     if rest or not top.endswith(".json"):
-        return top in REPORT_FILES and not rest
+        return False
     try:
         data = json.loads(read())
     except (OSError, ValueError):
