@@ -106,6 +106,16 @@ def _case_output_exists(tmp, meta):
     return write_config(tmp, meta), "output.dir"
 
 
+def _case_overwrite_over_other_files(tmp, meta):
+    """output.overwrite replaces the folder whole: one holding the config itself and notes is refused."""
+    (tmp / "out").mkdir()
+    (tmp / "out" / "part0").mkdir()
+    (tmp / "out" / "part0" / "graph.dgl").write_bytes(b"")  # an earlier set's file, which may go
+    (tmp / "out" / "notes.txt").write_text("mine")
+    return write_config(tmp, meta, output={"dir": "out", "overwrite": True}), \
+        "expected a folder holding only an earlier partition set, which is replaced whole"
+
+
 def _case_graph_named_report(tmp, meta):
     """Validation's report.json would replace the partition config report.json."""
     shutil.copytree(meta.parent, tmp / "g")
@@ -168,6 +178,10 @@ BAD = [
     ("work_dir under a file", _case_work_dir_is_a_file, []),
     ("work_dir inside output", lambda t, m: (write_config(t, m, work_dir="out/work"), "work_dir"), []),
     ("graph named report", _case_graph_named_report, []),
+    ("overwrite over other files", _case_overwrite_over_other_files, []),
+    ("output at the filesystem root", lambda t, m: (write_config(t, m, output={"dir": "/"}, work_dir=None),
+                                                    "field 'work_dir': expected a work_dir in the config when "
+                                                    "output.dir is /"), []),
     ("graph_name mismatch", lambda t, m: (write_config(t, m, graph_name="other"), "graph_name"), []),
     ("bad memory limit", lambda t, m: (write_config(t, m, cluster={"memory_limit": "lots"}), "memory_limit"), []),
     ("memory limit a bool", lambda t, m: (write_config(t, m, cluster={"memory_limit": True}), "memory_limit"), []),

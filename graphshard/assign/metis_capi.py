@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -45,6 +46,12 @@ def default_library() -> str:
             return str(candidate)
     raise GraphshardError("no METIS library found: install Debian's libmetis5 (apt-get install libmetis5) or "
                           "pip install cmeel-metis, or pass --metis-lib PATH")
+
+
+# One METIS call at a time per process: GKlib's random state is process-wide, so two calls from two threads of one
+# Dask worker (the coarsest level's partition beside the sampled METIS candidate) interleave their draws and the
+# partitions differ run to run (ctypes releases the GIL during the call).
+ONE_CALL = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -96,9 +103,10 @@ class MetisLibrary:
             options[self.layout["niter"]] = niter
         part = np.zeros(n, dtype=idx)
         scalars = np.array([n, ncon, nparts, 0], dtype=idx)  # nvtxs, ncon, nparts, objval (passed by pointer)
-        ret = self.lib.METIS_PartGraphKway(
-            pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None, pointer(ew),
-            pointer(scalars[2:]), None, None, pointer(options), pointer(scalars[3:]), pointer(part))
+        with ONE_CALL:
+            ret = self.lib.METIS_PartGraphKway(
+                pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None,
+                pointer(ew), pointer(scalars[2:]), None, None, pointer(options), pointer(scalars[3:]), pointer(part))
         if ret != METIS_OK:
             raise GraphshardError(f"{self.path}: METIS_PartGraphKway failed with {RETURN_CODES.get(ret, ret)} "
                                   f"(n={n}, ncon={ncon}, nparts={nparts})")

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from graphshard.digests import FAST, FileDigest, hash_file, identity
 from graphshard.errors import GraphshardError, InputError
@@ -24,6 +25,9 @@ from graphshard.storage import Location, Storage, location
 
 SUFFIX = ".digests.json"
 VERSION = 1
+PART_DIR = re.compile(r"^part\d+$")
+PART_FILES = frozenset({"graph.dgl", "node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl",
+                        "fused_csc_sampling_graph.pt"})
 
 
 @dataclass(frozen=True)
@@ -126,3 +130,27 @@ def unprefixed_set(out: Location, config_name: str, storage: Storage, beside: tu
     names |= {digests, *beside}
     return [out / rel for rel in sorted(names)
             if rel and not rel.startswith(("/", "../", f"{RUNS}/")) and "://" not in rel]
+
+
+def foreign_entries(folder: Path | Location, storage: Storage, beside: tuple[str, ...] = ()) -> list[str]:
+    """What an existing output folder holds that no partition set does (sorted relative paths; an empty folder ends
+    in '/'): replacing the folder whole would delete them. A set holds DGL's files in `part<i>/`, JSON files that are
+    a partition config or its digests, the run prefixes of a set on a store, and `beside` (e.g. its report)."""
+    loc = location(folder) if isinstance(folder, Path) else folder
+    found = [e.rel for e in storage.listing(loc)]
+    if loc.is_local and os.path.isdir(loc.path):  # empty folders too, which a listing of files leaves out
+        found += [f"{p.name}/" for p in Path(loc.path).iterdir() if p.is_dir() and not any(p.iterdir())]
+    return sorted(rel for rel in found if not _in_set(rel, beside, lambda rel=rel: storage.read_bytes(loc.join(rel))))
+
+
+def _in_set(rel: str, beside: tuple[str, ...], read: Callable[[], bytes]) -> bool:
+    top, _, rest = rel.partition("/")
+    if top == RUNS or (PART_DIR.match(top) and rest in PART_FILES) or (top in beside and not rest):
+        return True
+    if rest or not top.endswith(".json"):
+        return False
+    try:
+        data = json.loads(read())
+    except (OSError, ValueError, GraphshardError):
+        return False
+    return isinstance(data, dict) and ("node_map" in data or top.endswith(SUFFIX))

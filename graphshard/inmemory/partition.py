@@ -10,9 +10,7 @@ the config last). DGL's arguments keep their meanings (see `_assign_options`); t
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 import shutil
 import tempfile
 import time
@@ -33,12 +31,11 @@ from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import read_parts
 from graphshard.formats.partition_config import PartitionConfig
-from graphshard.formats.set_digests import SUFFIX, digests_name, unprefixed_set
+from graphshard.formats.set_digests import digests_name, foreign_entries, unprefixed_set
 from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
 from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
-from graphshard.runprefix import RUNS
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
@@ -51,8 +48,6 @@ TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
 RUN_HERE = frozenset({"random"})  # methods whose every step runs in the caller when no client is given
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
-PART_DIR = re.compile(r"^part\d+$")
-PART_FILES = frozenset({"graph.dgl", "node_feat.dgl", "edge_feat.dgl", "fused_csc_sampling_graph.pt"})
 
 
 class Phases:
@@ -162,29 +157,9 @@ def _check_out_path(out: Path | Location, storage: Storage) -> None:
         raise GraphshardError(f"out_path {out}: expected a folder, found a file")
     elif not out.is_dir():
         return
-    loc = location(out) if isinstance(out, Path) else out
-    found = [e.rel for e in storage.listing(loc)]
-    if isinstance(out, Path):  # empty folders too, which a listing of files leaves out
-        found += [p.name + "/" for p in out.iterdir() if p.is_dir() and not any(p.iterdir())]
-    foreign = [rel for rel in found if not _in_partition_set(rel, lambda: storage.read_bytes(loc.join(rel)))]
-    if foreign:
-        raise GraphshardError(f"out_path {out}: holds {sorted(foreign)[:3]}, which are not part of a partition set; "
+    if foreign := foreign_entries(out, storage, REPORT_FILES):
+        raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
                               "partition_graph replaces the whole folder, so give it a new or empty one")
-
-
-def _in_partition_set(rel: str, read: Callable[[], bytes]) -> bool:
-    """Whether the file `rel` of an existing out_path belongs to a partition set: DGL's files in `part<i>/`, the run
-    prefixes of a set on a store, validation's report, or a JSON file that is a partition config or its digests."""
-    top, _, rest = rel.partition("/")
-    if top == RUNS or (PART_DIR.match(top) and rest in PART_FILES) or (top in REPORT_FILES and not rest):
-        return True
-    if rest or not top.endswith(".json"):
-        return False
-    try:
-        data = json.loads(read())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data, dict) and ("node_map" in data or top.endswith(SUFFIX))
 
 
 def _trainer_features(graph: InMemoryGraph, assignment: Path, num_trainers: int) -> tuple[dict, dict]:

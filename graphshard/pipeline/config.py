@@ -109,6 +109,9 @@ class PipelineConfig(_Section):
         out = self.output.dir
         if isinstance(out, Location):
             return out.parent.join(out.name + ".work")
+        if not out.name:  # the filesystem's root has no sibling
+            raise InputError(self.source, "work_dir", f"a work_dir in the config when output.dir is {out} (the "
+                             "default, <output.dir>.work beside it, has no place there)", "none")
         return out.with_name(out.name + ".work")
 
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.set_digests import foreign_entries
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.runprefix import RUNS
 from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
@@ -200,6 +201,9 @@ def check_output_free(cfg: PipelineConfig, published_by_us: bool) -> None:
     if out.exists() and not (cfg.output.overwrite or published_by_us):
         raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
                          f"{out} exists")
+    if out.exists() and (foreign := foreign_entries(out, cfg.storage, REPORT_FILES)):
+        raise InputError(src, "output.dir", "a folder holding only an earlier partition set, which is replaced whole "
+                         "(give a new folder, or move the other files away)", f"{out} holds {foreign[:3]}")
 
 
 def _check_stored_output(cfg: PipelineConfig, published_by_us: bool) -> None:
