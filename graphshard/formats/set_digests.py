@@ -136,7 +136,7 @@ def foreign_entries(folder: Path | Location, storage: Storage, beside: tuple[str
     """What an existing output folder holds that no partition set does (sorted relative paths; an empty folder ends
     in '/'): replacing the folder whole would delete them. A set holds DGL's files in `part<i>/`, JSON files that are
     a partition config or its digests, the run prefixes of a set on a store, and `beside` (e.g. its report)."""
-    loc = location(folder) if isinstance(folder, Path) else folder
+    loc = location(folder)
     found = [e.rel for e in storage.listing(loc)]
     if loc.is_local and os.path.isdir(loc.path):  # empty folders too, which a listing of files leaves out
         found += [f"{p.name}/" for p in Path(loc.path).iterdir() if p.is_dir() and not any(p.iterdir())]

@@ -40,7 +40,7 @@ from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
 from graphshard.storage import Location, Storage, check_location, location
-from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES
+from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES, report_clash
 
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
@@ -322,7 +322,7 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     shuffle_options = _shuffle_options(num_hops, graph_formats)
     if (expected := shuffle_options.halo_problem(num_parts)) is not None:
         raise GraphshardError(f"num_hops: expected {expected}, found {num_hops}")
-    if validate and f"{graph_name}.json" in REPORT_FILES:
+    if validate and report_clash(graph_name):
         raise GraphshardError(f"graph_name: expected {REPORT_CLASH}, found {graph_name!r}")
     out = _out_location(out_path)
     storage = Storage()

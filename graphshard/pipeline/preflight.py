@@ -20,7 +20,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.runprefix import RUNS
 from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
 from graphshard.storage import Location, location
-from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES
+from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES, report_clash
 
 RECHECK_AFTER = 60.0  # seconds a passed location check answers for in this process (see `_located`)
 _PASSED: dict[tuple, float] = {}  # (URL, write, `check.client_key`) -> when its check passed (monotonic)
@@ -100,7 +100,7 @@ def check_config(cfg: PipelineConfig, published_by_us: bool = False,
     if cfg.graph_name is not None and cfg.graph_name != graph.graph_name:
         raise InputError(src, "graph_name", f"the input's graph_name '{graph.graph_name}' (or no graph_name)",
                          cfg.graph_name)
-    if cfg.validate_.enabled and f"{graph.graph_name}.json" in REPORT_FILES:
+    if cfg.validate_.enabled and report_clash(graph.graph_name):
         raise InputError(graph.metadata_path, "graph_name", REPORT_CLASH, graph.graph_name)
     if (expected := cfg.shuffle.halo_problem(cfg.num_parts)) is not None:
         raise InputError(src, "shuffle.halo_hops", expected, cfg.shuffle.halo_hops)

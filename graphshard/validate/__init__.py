@@ -17,8 +17,8 @@ from __future__ import annotations
 import importlib
 
 _PUBLIC = {"CHECKS": "problems", "Problem": "problems", "problem_lines": "problems", "REPORT_CLASH": "report_html",
-           "REPORT_FILES": "report_html", "retarget_report": "report_html", "write_report": "report_html",
-           "raise_on_problems": "step", "validate": "step"}
+           "REPORT_FILES": "report_html", "report_clash": "report_html", "retarget_report": "report_html",
+           "write_report": "report_html", "raise_on_problems": "step", "validate": "step"}
 
 
 def __getattr__(name: str):

@@ -192,6 +192,11 @@ REPORT_CLASH = ("a name other than 'report' while validation is on (it writes re
                 "config <graph_name>.json)")
 
 
+def report_clash(graph_name: str) -> bool:
+    """Whether a set of this name would lose its config `<graph_name>.json` to validation's report."""
+    return f"{graph_name}.json" in REPORT_FILES
+
+
 def write_report(out_dir: str | Path | Location, report: dict, *, storage: Storage | None = None
                  ) -> tuple[Path | Location, Path | Location]:
     """Write `report.json` and a self-contained `report.html` into `out_dir` (each atomically: a temporary name
