@@ -252,6 +252,14 @@ def orig_duplicate_across_partitions(config: Path) -> None:
     save_tensor_dict(path2, b)
 
 
+def flip_feature_byte(config: Path) -> None:
+    """One byte of a feature value changed after the set was written (same size, still a valid file)."""
+    path = config.parent / "part1/node_feat.dgl"
+    data = bytearray(path.read_bytes())
+    data[-9] ^= 0x40
+    path.write_bytes(bytes(data))
+
+
 CORPUS = [
     # (tampering, partition named, file named, check)
     (shift_node_map, 0, "part0/graph.dgl", "inner-nodes"),
@@ -266,6 +274,7 @@ CORPUS = [
     (drop_halo_in_edge, 1, "part1/graph.dgl", "halo-completeness"),
     (orig_not_permutation, 0, "part0/orig_nids.dgl", "orig-ids"),
     (orig_duplicate_across_partitions, None, "orig_nids.dgl", "orig-ids"),
+    (flip_feature_byte, 1, "part1/node_feat.dgl", "digests"),
 ]
 
 
@@ -284,6 +293,25 @@ def test_tampering_is_caught(mag_set, tmp_path, tamper, part, file, check):
     assert statuses(report)[check] == "failed"
     line = problem_lines(report)[report["problems"].index(hits[0])]
     assert check in line and file in line and (f"partition {part}" if part is not None else "all partitions") in line
+
+
+def test_digests_file_absent_skips_the_check_and_from_another_set_fails_it(mag_set, tmp_path):
+    config, md = mag_set
+    out = tmp_path / "out"
+    shutil.copytree(config.parent, out)
+    listing = out / "mag.digests.json"
+    doc = json.loads(listing.read_text())
+    listing.write_text(json.dumps({**doc, "num_parts": 5}))
+    report = validate(out / config.name)
+    assert statuses(report)["digests"] == "failed"
+    assert "lists 5 partitions, the config 3" in problem_lines(report)[0]
+    del doc["files"]["part2/graph.dgl"]
+    listing.write_text(json.dumps(doc))
+    report = validate(out / config.name)
+    assert [(p["partition"], p["file"]) for p in report["problems"]] == [(2, "part2/graph.dgl")]
+    listing.unlink()
+    report = validate(out / config.name)
+    assert report["ok"] and statuses(report)["digests"] == "skipped"
 
 
 def test_changed_feature_row_named_with_full(mag_set, tmp_path):

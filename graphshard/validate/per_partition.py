@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphshard.formats.dgl_columns import Column
+from graphshard.formats.set_digests import FileEntry
 from graphshard.storage.windowed import put
-from graphshard.validate import checks, edges, piecewise
+from graphshard.validate import checks, edges, file_digests, piecewise
 from graphshard.validate.layout import Layout, owners
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, PartData, load_part, orig_ids
 from graphshard.validate.piecewise import PIECE_ROWS, pieces
@@ -36,6 +37,7 @@ class ScanSetup:
     seed: int = 0
     sample_size: int = 1024
     piece_rows: int = PIECE_ROWS  # edges (or rows of as many bytes) held at a time, decided on the client
+    listed: dict[str, FileEntry] | None = None  # the set's digests file, when it has one (the `digests` check)
 
 
 def owner_dtype(num_parts: int) -> type:
@@ -165,6 +167,8 @@ def scan_partition(layout: Layout, part: int, setup: ScanSetup) -> dict:
                                         "nodes", part, graph_file))
                 summary.update(stats=None, halo_edge_count=0, halo_rule=None, cut=None)
                 sink = SumsAndSamples(part, setup.full, setup.seed, setup.sample_size) if sink else None
+    if setup.listed is not None:
+        problems += file_digests.part_problems(layout, part, setup.listed)
     if sink is not None:
         feature_rows(data, layout, sink)
         summary["sums"], summary["samples"] = sink.sums, sink.samples()

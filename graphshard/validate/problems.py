@@ -29,6 +29,7 @@ CHECKS: dict[str, str] = {
     "edge-identity": "every edge's original (src, dst) equals the input edge with its original ID (§5.5)",
     "feature-values": "every feature row equals the input row of its original ID (§5.6)",
     "trainer-ids": "trainer_id // trainers_per_machine == partition (§5.8)",
+    "digests": "every file the set's digests file lists has the size and xxh3_128 listed there",
 }
 
 

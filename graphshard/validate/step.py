@@ -19,7 +19,7 @@ from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import ChunkedGraph, load_metadata, metadata_location
 from graphshard.storage import Location, Storage
 from graphshard.storage.copies import CopyCache, drop_copies
-from graphshard.validate import against_input, checks, hashing, per_partition, piecewise
+from graphshard.validate import against_input, checks, file_digests, hashing, per_partition, piecewise
 from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
@@ -248,8 +248,11 @@ def _status(problems: list[Problem], skipped: dict[str, str]) -> list[dict]:
     return rows
 
 
-def _skips(layout: Layout, setup: ScanSetup, metadata: Location | None, summaries: list[dict]) -> dict[str, str]:
+def _skips(layout: Layout, setup: ScanSetup, metadata: Location | None, summaries: list[dict],
+           digest_problems: list[Problem]) -> dict[str, str]:
     skipped = {}
+    if setup.listed is None and not digest_problems:
+        skipped["digests"] = f"no {file_digests.digests_file(layout)} beside the config (graphshard writes one)"
     if not (setup.orig_nids or setup.orig_eids):
         skipped["orig-ids"] = "no orig_nids.dgl/orig_eids.dgl (shuffle --save-orig-nids --save-orig-eids)"
     if layout.halo_hops < 1:
@@ -382,6 +385,8 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
     layout = load_layout(config_path, storage)
     metadata = metadata_location(input_metadata) if input_metadata is not None else None
     problems = check_layout(layout)
+    listed, digest_problems = file_digests.read_listing(layout)
+    problems += digest_problems
     graph = load_metadata(metadata, layout.storage) if metadata is not None else None  # once for the whole step
     if graph is not None:
         problems += _input_checks(layout, graph)
@@ -392,13 +397,14 @@ def validate(config_path: str | Path | Location, input_metadata: str | Path | Lo
         with scratch_beside(layout.base_dir, scratch_dir, layout.storage, client) as scratch:
             setup = create_arrays(layout, scratch, has[ORIG_NIDS], has[ORIG_EIDS], metadata is not None, full, seed,
                                   sample_size)
+            setup = dataclasses.replace(setup, listed=listed)
             summaries, mode, crossed, input_sums, sampled = _run_tasks(client, layout, setup, graph, problems)
         for part, (claims, others) in enumerate(crossed):
             problems += claims + sampled.get(part, []) + others
         problems += _compare_sums(layout, [s["sums"] for s in summaries], input_sums)
         share = (None if problems or not remote_share
                  else remote_share_estimate(layout, assignment_report, seed, client))
-    skipped = _skips(layout, setup, metadata, summaries)
+    skipped = _skips(layout, setup, metadata, summaries, digest_problems)
     elapsed = time.perf_counter() - started
     times = dict(step_times or {})
     times.setdefault("validate", elapsed)
