@@ -241,7 +241,8 @@ def _broadcast(client: Client, value: Any) -> Future:
         else:
             held.append(got[key])
     if not held:
-        raise OSError(f"no worker took the constant {key}")
+        raise OSError(f"no running worker took the constant {key}: each was lost or restarting (a memory limit "
+                      "near a worker's start-up size does that: the log names the nanny's restarts)")
     return held[-1]
 
 

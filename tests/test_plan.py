@@ -130,6 +130,26 @@ def test_run_refuses_a_too_small_cluster_before_any_work(tmp_path, example_graph
     assert shown.returncode == 1 and "fits: NO" in shown.stdout and not (tmp_path / "work").exists()
 
 
+def test_a_limit_no_worker_starts_under_is_refused_even_when_forced(tmp_path, example_graph):
+    """Below an idle worker's size the nanny restarts workers for ever: run --force-plan and shuffle refuse it."""
+    config = tmp_path / "run.yaml"
+    config.write_text(yaml.safe_dump({"input": {"metadata": str(example_graph)}, "output": {"dir": str(tmp_path / "o")},
+                                      "num_parts": 2, "work_dir": str(tmp_path / "work"),
+                                      "cluster": {"memory_limit": "60MB"}}))
+    env = {**os.environ, "GRAPHSHARD_HOME": str(tmp_path / "home"), "GRAPHSHARD_LOG_DIR": str(tmp_path / "logs")}
+    env.pop("GRAPHSHARD_PREFECT", None)
+    commands = (["run", str(config), "--force-plan"],
+                ["shuffle", "--in", str(example_graph), "--partitions", str(tmp_path), "--out", str(tmp_path / "s"),
+                 "--memory-limit", "60MB"])
+    for command, key in zip(commands, ("cluster.memory_limit", "--memory-limit")):
+        proc = subprocess.run([sys.executable, "-m", "graphshard.cli", *command], capture_output=True, text=True,
+                              env=env, timeout=120)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert f"{key}: 60 MB per worker is below what an idle Dask worker" in proc.stderr
+        assert "give at least 0.1" in proc.stderr
+    assert not (tmp_path / "work").exists() and not (tmp_path / "s").exists()
+
+
 def test_advice_names_what_the_peak_grows_with():
     """A partition-sized peak gets a partition count that fits, a chunk-sized one a chunk size that fits."""
     g = GraphSizes.synthetic(5_000_000, 100_000_000, 5_000_000, 73, 4)

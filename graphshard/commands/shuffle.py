@@ -65,7 +65,8 @@ def _graphbolt_options(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from graphshard.cluster import ClusterSpec, dask_client
+    from graphshard.cluster import ClusterSpec, check_spec, dask_client
+    from graphshard.plan.fit import start_problem
     from graphshard.precheck import checked_graph, precheck_assignment, refuse
     from graphshard.shuffle import ShuffleOptions, shuffle
     from graphshard.shuffle.graphbolt import to_graphbolt
@@ -78,9 +79,13 @@ def run(args: argparse.Namespace) -> int:
         first = err.errors()[0]
         raise GraphshardError(f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}") from None
     graphbolt = _graphbolt_options(args)
-    refuse(precheck_assignment(checked_graph(args.metadata), args.partitions))  # before the cluster starts
     spec = ClusterSpec(address=args.scheduler, workers=args.workers, threads_per_worker=args.threads_per_worker,
                        memory_limit=args.memory_limit)
+    check_spec(spec)
+    if not spec.address and (line := start_problem("--memory-limit", spec.memory_limit, spec.workers,
+                                                   spec.threads_per_worker)):
+        raise GraphshardError(line)
+    refuse(precheck_assignment(checked_graph(args.metadata), args.partitions))  # before the cluster starts
     with dask_client(spec) as client:
         config = shuffle(args.metadata, args.partitions, args.out, options, client, overwrite=args.overwrite)
         if graphbolt is not None:

@@ -82,6 +82,20 @@ def worker_limit(memory_limit: int | str | None, workers: int, threads: int) -> 
     return min(int(parse_bytes(memory_limit)), host_memory())
 
 
+def start_problem(key: str, memory_limit: int | str | None, workers: int, threads: int) -> str | None:
+    """Why local workers with this memory limit cannot start at all, else None: an idle worker with graphshard
+    loaded holds `worker_base`, and its nanny restarts it above `kill_threshold()` of its limit, for ever (no
+    --force-plan helps)."""
+    limit = worker_limit(memory_limit, workers, threads)
+    base = coefficients.load()["worker_base"]
+    if limit is None or limit * kill_threshold() >= base:
+        return None
+    need = math.ceil(base / kill_threshold() / 1e7) / 100
+    return (f"{key}: {gb(limit)} per worker is below what an idle Dask worker with graphshard loaded holds "
+            f"({gb(base)}; its nanny restarts a worker above {kill_threshold():.0%} of its limit): give at least "
+            f"{need:g}GB, or 'auto'")
+
+
 def host_memory() -> int:
     """The flow host's physical memory."""
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

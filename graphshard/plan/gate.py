@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from graphshard import diskfull
 from graphshard.errors import GraphshardError
 from graphshard.plan.build import RunPlan, plan_run
+from graphshard.plan.fit import start_problem
 
 if TYPE_CHECKING:
     from graphshard.formats.chunked import ChunkedGraph
@@ -21,8 +22,12 @@ class PlanRefused(GraphshardError):
 
 
 def check(cfg: PipelineConfig, graph: ChunkedGraph, force: bool = False) -> RunPlan:
-    """Plan the run; refuse it with the first misfit's one line unless `force` (then log the misfits). Also tells
+    """Plan the run; refuse it with the first misfit's one line unless `force` (then log the misfits; a memory limit
+    no worker can start under is refused whatever `force`). Also tells
     the disk-full wording which locations this run writes to."""
+    if not cfg.cluster.address and (line := start_problem("cluster.memory_limit", cfg.cluster.memory_limit,
+                                                           cfg.cluster.workers, cfg.cluster.threads_per_worker)):
+        raise PlanRefused(f"plan: {line}")
     plan = plan_run(cfg, graph)
     diskfull.watch({loc.key: loc.path for loc in plan.limits.locations})
     for misfit in plan.misfits:  # the terminal shows warnings: only when the run goes on, else the one line below
