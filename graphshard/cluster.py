@@ -7,6 +7,7 @@ command, and a run whose steps are all cached never opens one (~0.3 s of import 
 from __future__ import annotations
 
 import logging
+import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
 # limit stays, and its task fails with graphshard's one line.
 WORKER_CONFIG = {"distributed.worker.memory.target": False, "distributed.worker.memory.spill": False,
                  "distributed.worker.memory.pause": False}
+# A local worker runs `dask_setup` below as it starts (Dask's preload: restarted workers too).
+PRELOAD = [__name__]
+
+
+def dask_setup(worker: object) -> None:
+    """Dask's preload hook, in each local worker process: ignore SIGINT. Ctrl-C reaches the terminal's whole process
+    group; the flow process then closes the cluster, and workers that took it too printed their tracebacks."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @dataclass(frozen=True)
@@ -78,6 +87,7 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         memory_limit=spec.memory_limit,
         dashboard_address=spec.dashboard_address,
         processes=True,
+        preload=PRELOAD,
         # workers' "Compute Failed" blocks and the nanny's restarts stay off the terminal: the failing task
         # reaches the user as graphshard's one line, its traceback in the log file (--debug shows them)
         silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL,
@@ -118,7 +128,8 @@ def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
     from distributed import Scheduler, SpecCluster
     from distributed.deploy.subprocess import SubprocessWorker
 
-    options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1"}
+    options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1",
+               "preload": PRELOAD}
     worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny",
                                                    "worker_kwargs": {**options, "config": WORKER_CONFIG}}}
     return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,

@@ -58,3 +58,30 @@ def test_sigkill_during_shuffle_resumes_to_identical_output(tmp_path, medium_gra
     got, want = tree_bytes(killed / "out", REPORT), tree_bytes(clean / "out", REPORT)
     assert sorted(got) == sorted(want)
     assert got == want
+
+
+def test_ctrl_c_during_shuffle_ends_in_one_line_and_leaves_no_process(tmp_path, medium_graph):
+    """Ctrl-C reaches the terminal's whole process group, the local Dask workers too: they ignore it (the flow
+    process closes them), so the terminal shows no worker traceback, and nothing is published."""
+    proc = _run(write_config(tmp_path, medium_graph), tmp_path / "run.log")
+    shuffle_root = tmp_path / "work" / "shuffle"
+    wait_for(lambda: shuffle_root.is_dir() and any(".tmp-" in p.name for p in shuffle_root.iterdir()),
+             300, "the shuffle step to start")
+    os.killpg(proc.pid, signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    out = (tmp_path / "run.log").read_text()
+    assert "Traceback" not in out and out.splitlines()[-1] == "graphshard run: interrupted", out
+    assert not (tmp_path / "out").exists()
+    wait_for(lambda: not _in_group(proc.pid), 30, "the run's processes to end")
+
+
+def _in_group(group: int) -> list[int]:
+    """The processes of a process group still running."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and os.getpgid(int(entry.name)) == group:
+                found.append(int(entry.name))
+        except ProcessLookupError:
+            pass
+    return found
