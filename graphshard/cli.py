@@ -1,8 +1,9 @@
 """The `graphshard` command: one subcommand per module in graphshard/commands/.
 
 Each command module defines `NAME`, `HELP`, `add_arguments(parser)` and `run(args) -> int`. User errors
-(GraphshardError) print one clear message to stderr and exit with status 2; any other failure prints one line and
-exits with status 1. Tracebacks go to the command's log file (graphshard.logs), or to the terminal with --debug.
+(GraphshardError) and a full disk print one clear message to stderr and exit with status 2; any other failure prints
+one line and exits with status 1. Tracebacks go to the command's log file (graphshard.logs), and to the terminal too
+with --debug (the same line and status follow).
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from pathlib import Path
 
-from graphshard import __version__, gcfreeze, logs
+from graphshard import __version__, diskfull, gcfreeze, logs
 from graphshard.errors import GraphshardError, first_line
 
 # command -> its module in graphshard/commands/ (a module may list ALIASES: other names of its command)
@@ -51,25 +53,33 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(argv).parse_args(argv)
     logs.setup(args.command, args.debug)
+    diskfull.watch(_written_by(args))
     try:
         return int(args._run(args) or 0)
     except GraphshardError as err:
-        if logs.debug_enabled():
-            raise
-        where = logs.record_failure(err)
-        details = f" (details: {where})" if err.__cause__ is not None and where else ""
+        log = logs.record_failure(err)  # with --debug, the traceback is on the terminal too; then the same line
+        details = f" (details: {log})" if err.__cause__ is not None and log else ""
         print(f"graphshard {args.command}: error: {err}{details}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"graphshard {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - a bug or an unforeseen failure: one line, the traceback in the log
-        if logs.debug_enabled():
-            raise
-        where = logs.record_failure(err)
+        log = logs.record_failure(err)
+        if diskfull.is_full(err):  # a write of this process (its log, generate's files): where, what to change
+            print(f"graphshard {args.command}: error: {diskfull.line('', err, run=args.command == 'run')}",
+                  file=sys.stderr)
+            return 2
         print(f"graphshard {args.command}: internal error: {type(err).__name__}: {first_line(err)} (traceback in "
-              f"{where}; --debug prints it)", file=sys.stderr)
+              f"{log}; --debug prints it)", file=sys.stderr)
         return 1
+
+
+def _written_by(args: argparse.Namespace) -> dict[str, Path]:
+    """The local folders a command's flags say it writes to, by flag: what a full disk's line names (`run` replaces
+    them with its config's, after its plan)."""
+    return {f"--{name.replace('_', '-')}": Path(value) for name in ("out", "scratch_dir")
+            if isinstance(value := getattr(args, name, None), (str, Path)) and "://" not in str(value)}
 
 
 def console() -> int:

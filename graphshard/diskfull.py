@@ -59,15 +59,18 @@ def room(path: Path) -> str:
     return f"{free / 1e6:,.1f} MB free of {total / 1e6:,.1f} MB"
 
 
-def line(where: str, err: OSError) -> str:
-    """'<step: task>: no space left on device in <key> (<folder>, X free of Y): <what to change>'."""
+def line(where: str, err: OSError, run: bool = True) -> str:
+    """'<step: task>: no space left on device in <key> (<folder>, X free of Y): <what to change>' (no `where`: the
+    line starts with 'no space'; `run`: a pipeline run's write, whose plan shows the needs and which publishes
+    nothing; else a command's own write)."""
     found = _where(err)
+    start = f"{where}: " if where else ""
+    tail = " (graphshard plan shows what each step needs); nothing was published" if run else ""
     if found is None:
-        return (f"{where}: no space left on device ({err}): free space where this step writes (work_dir, "
-                "shuffle.scratch_dir, output.dir) or point it at a larger filesystem; nothing was published")
+        folders = "where this step writes (work_dir, shuffle.scratch_dir, output.dir)" if run else \
+            "where this command writes"
+        return f"{start}no space left on device ({err}): free space {folders} or point it at a larger filesystem{tail}"
     key, path = found
-    room_left = room(path)
-    place = f"{key} ({path}: {room_left})" if key else f"{path} ({room_left})"
+    place = f"{key} ({path}: {room(path)})" if key else f"{path} ({room(path)})"
     change = f"set {key} to a larger filesystem" if key else "point this step's folder at a larger filesystem"
-    return (f"{where}: no space left on device in {place}: free space there or {change} (graphshard plan shows "
-            "what each step needs); nothing was published")
+    return f"{start}no space left on device in {place}: free space there or {change}{tail}"

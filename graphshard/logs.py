@@ -114,22 +114,33 @@ def setup(command: str, debug: bool = False) -> Path:
 
 
 def move_to(folder: Path, command: str) -> Path:
-    """Continue logging in a new file in `folder` (e.g. the run's work folder); returns its path."""
+    """Continue logging in a new file in `folder` (e.g. the run's work folder), with what was logged so far; returns
+    its path. A folder that cannot take it (a full disk) keeps the current file, which the failure lines then name
+    (the run's own writes there fail with their own line)."""
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    _prune(folder)
     path = folder / f"{command}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
-    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
-    handler.setLevel(logging.DEBUG)
-    handler.setFormatter(logging.Formatter(FORMAT))
-    root = logging.getLogger()
     old, old_file = _state["handler"], _state["file"]
+    carried = old_file is not None and old_file.exists() and old_file.parent != folder
+    root = logging.getLogger()
     if old is not None:
         root.removeHandler(old)
         old.close()
-        if old_file is not None and old_file.exists() and old_file.parent != folder:  # keep what was logged
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _prune(folder)
+        if carried:
             path.write_bytes(old_file.read_bytes())
-            old_file.unlink()
+    except OSError:
+        if old is None:
+            raise
+        path.unlink(missing_ok=True)
+        root.addHandler(old)  # reopens its file (append) on the next record
+        return old_file
+    if carried:
+        old_file.unlink()
+    handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.setLevel(logging.DEBUG)
+    handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(handler)
     _state.update(file=path, handler=handler)
     return path

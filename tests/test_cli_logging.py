@@ -56,8 +56,9 @@ def test_task_failure_is_one_line_with_the_traceback_in_the_log(make_graph, tmp_
 def test_debug_prints_the_traceback(make_graph, tmp_path):
     graph, asg = _graph_with_a_bad_id(make_graph, tmp_path)
     proc = _dispatch(graph, asg, tmp_path / "out", tmp_path / "logs", "--debug")
-    assert proc.returncode != 0
+    assert proc.returncode == 2  # as without --debug: the traceback is added, the status stays
     assert "Traceback" in proc.stderr and "InputError" in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].startswith("graphshard dispatch: error: ")
 
 
 def test_unexpected_error_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
@@ -72,8 +73,11 @@ def test_unexpected_error_is_one_line_exit_1(monkeypatch, tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("graphshard inspect: internal error: RuntimeError: something unforeseen")
     log = Path(re.search(r"traceback in (.+\.log);", err[0]).group(1))
     assert "Traceback" in log.read_text() and "a second line of it" in log.read_text()
-    with pytest.raises(RuntimeError):
-        cli.main(["inspect", "--debug", str(tmp_path / "metadata.json")])
+    # --debug: the traceback on the terminal too, then the same line and status
+    assert cli.main(["inspect", "--debug", str(tmp_path / "metadata.json")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "a second line of it" in err
+    assert err.strip().splitlines()[-1].startswith("graphshard inspect: internal error: RuntimeError: something")
 
 
 @pytest.mark.parametrize("debug", [False, True])

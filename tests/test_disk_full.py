@@ -6,6 +6,7 @@ write (no errno), in-process and on Dask workers (the exception crosses the wire
 from __future__ import annotations
 
 import errno
+import logging
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,35 @@ def test_graphshard_run_on_a_full_work_disk(tmp_path, rmat_small, tiny_tmpfs, ca
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("graphshard run: error: ") and "no space left on device in work_dir (" in err
     assert "set work_dir to a larger filesystem" in err and not (tmp_path / "out").exists()
+
+
+def _fill(folder: Path) -> None:
+    """Write into `folder` until its filesystem is full."""
+    with open(folder / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError as err:
+            assert err.errno == errno.ENOSPC
+
+
+def test_a_command_on_a_full_disk_names_its_folder_and_the_log_stays_where_it_was(tmp_path, tiny_tmpfs, capsys,
+                                                                                monkeypatch):
+    """A command's own write (generate's files) on a full disk: one line naming the flag's folder, exit 2; a log
+    that cannot move onto the full disk (a run moves it into work_dir) keeps its file and content."""
+    from graphshard import logs
+    from graphshard.cli import main
+
+    monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path / "logs"))
+    _fill(tiny_tmpfs)
+    assert main(["generate", "rmat", "--out", str(tiny_tmpfs / "g"), "--nodes", "2000", "--edges", "20000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"graphshard generate: error: no space left on device in --out "
+                                               f"({tiny_tmpfs / 'g'}: "), err
+    assert err[0].endswith("free space there or set --out to a larger filesystem")
+    first = logs.setup("run")
+    logging.getLogger("graphshard").warning("before the move")
+    assert logs.move_to(tiny_tmpfs / "logs", "run") == first
+    logging.getLogger("graphshard").warning("after the move")
+    assert "before the move" in first.read_text() and "after the move" in first.read_text()
