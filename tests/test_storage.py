@@ -250,6 +250,11 @@ def test_wrong_credentials(monkeypatch):
             storage.read_bytes("s3://bucket/x")
         line = str(err.value)  # read_bytes sends a GET, no HEAD first: its 403 says that the key is wrong
         assert "opt-secret-9876" not in line and line.startswith("s3://bucket/x: the store refused the credentials")
+        with pytest.raises(StorageError) as err:
+            Storage().size("s3://bucket/in/metadata.json")
+        line = str(err.value)  # a HEAD: the 403 carries no reason, so the line gives both and no false certainty
+        assert line.startswith("s3://bucket/in/metadata.json: the store answered 403 Forbidden to a read") and \
+            "the credentials are wrong or may not do this here; check AWS_ACCESS_KEY_ID" in line
 
 
 @pytest.mark.parametrize("case", ["none", "profile", "partial"])

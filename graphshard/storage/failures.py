@@ -66,7 +66,8 @@ def _chain(err: BaseException) -> Iterator[BaseException]:
 
 
 def classify(err: BaseException) -> str:
-    """endpoint | unreachable | options | nocredentials | credentials | bucket | missing | permission | other."""
+    """endpoint | unreachable | options | nocredentials | credentials | bucket | forbidden | permission | missing |
+    other."""
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(err))
     # botocore: an endpoint without its scheme (localhost:9000), or with one it cannot use (htp://, a typo):
     # EndpointResolutionError "Custom endpoint `htp://...` was not a valid URI"
@@ -84,7 +85,9 @@ def classify(err: BaseException) -> str:
         return "unreachable"
     if "NoSuchBucket" in text or "bucket does not exist" in text or "ContainerNotFound" in text:
         return "bucket"
-    if isinstance(err, PermissionError) or "AccessDenied" in text or "Forbidden" in text:
+    if "Forbidden" in text and "AccessDenied" not in text:
+        return "forbidden"  # a bare 403 (a HEAD request's answer has no body): wrong credentials or no permission
+    if isinstance(err, PermissionError) or "AccessDenied" in text:
         return "permission"
     if isinstance(err, FileNotFoundError) or getattr(err, "errno", None) == errno.ENOENT:
         return "missing"
@@ -117,6 +120,10 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
                 "storage_options key and secret for this prefix")
     elif kind == "bucket":
         what = f"bucket {bucket!r} does not exist{where}; create it or correct the URL"
+    elif kind == "forbidden":
+        what = (f"the store answered 403 Forbidden to a {action}{where}, without a reason: the credentials are wrong "
+                "or may not do this here; check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, the profile, or the "
+                f"storage_options key/secret for this prefix, and that they may {action} here")
     elif kind == "permission":
         what = (f"the store denied {action} access{where}; check the credentials (environment, profile or "
                 f"storage_options) and that they may {action} here, or choose another location")
