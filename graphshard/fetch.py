@@ -276,7 +276,7 @@ def _copy_all(storage: Storage, copies: list[tuple[Location, Path, FileEntry, Pa
     """Run `_take` on each (source, target, digest, local file that may hold it), `transfers` at once; the bytes
     downloaded and the number of files kept from the local ones."""
     stop = threading.Event()
-    with ThreadPoolExecutor(max(1, transfers)) as pool:
+    with ThreadPoolExecutor(transfers) as pool:
         jobs = [pool.submit(_take, storage, stop, *job) for job in copies]
         try:
             done = [job.result() for job in as_completed(jobs)]
@@ -296,6 +296,8 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
     out = location(out_dir)
     if not out.is_local:
         raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
+    if transfers < 1:
+        raise GraphshardError(f"--transfers: expected at least 1 file copied at a time, found {transfers}")
     check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not
     raw = storage.read_bytes(config)
     prefix, config_text = split_prefix(_config_text(raw, config))

@@ -108,6 +108,17 @@ def test_bad_cluster_flags_are_one_line_before_any_cluster(flags, words, rmat_sm
     assert len(err) == 1 and err[0].startswith("graphshard inspect: error: ") and words in err[0], err
 
 
+def test_counts_below_one_are_one_line(rmat_small, tmp_path, capsys):
+    """`assign --workers -1` ran in this process and `fetch --transfers 0` as with 1: both now say what they take."""
+    assert cli.main(["assign", "--in", str(rmat_small), "--out", str(tmp_path / "a"), "--num-parts", "2",
+                     "--workers", "-1"]) == 2
+    assert cli.main(["fetch", str(tmp_path / "set.json"), "--out", str(tmp_path / "f"), "--transfers", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["graphshard assign: error: cluster.workers (--workers): expected at least 1 worker, found -1",
+                   "graphshard fetch: error: --transfers: expected at least 1 file copied at a time, found 0"]
+    assert not (tmp_path / "a").exists() and not (tmp_path / "f").exists()
+
+
 def test_bad_memory_limit_flag_is_one_line(make_graph, tmp_path, capsys):
     """`shuffle --memory-limit lots` was an internal error (Dask's ValueError), exit 1."""
     graph = make_graph("rmat", nodes=300, edges=3000, chunks=2, seed=5)

@@ -26,6 +26,7 @@ from graphshard.atomic import staged_output
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import META_FILE, write_meta
 from graphshard.formats.chunked import ChunkedGraph, as_graph
+from graphshard.formats.overwrite import check_replaceable, in_assignment
 from graphshard.storage import Location, Storage, location
 from graphshard.storage.scratch import ScratchPath, scratch_space
 
@@ -120,6 +121,8 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
     partitioner = partitioner_for(options.method)
     partitioner.check(graph, num_parts * trainers, options)
     partitioner.scratch, partitioner.storage = (location(scratch) if scratch is not None else None), graph.storage
+    if overwrite and Path(target.path).is_dir():
+        check_replaceable(target, graph.storage, in_assignment(target, graph.storage), "an assignment")
     with staged_output(out_dir, overwrite) as stage:
         target = stage / TRAINER_DIR if trainers > 1 else stage
         target.mkdir(exist_ok=True)
@@ -167,6 +170,7 @@ def _assign_to_store(graph: ChunkedGraph, target: Location, num_parts: int, opti
     if storage.listing(target):
         if not overwrite:
             raise GraphshardError(f"{target}: output folder exists (pass --overwrite to replace it)")
+        check_replaceable(target, storage, in_assignment(target, storage), "an assignment")
         storage.delete_prefix(target)
     with tempfile.TemporaryDirectory(prefix="graphshard-assign-") as tmp:
         folder = assign(graph, Path(tmp) / "assignment", num_parts, options, client, edge_report=edge_report,

@@ -132,8 +132,8 @@ def run(args: argparse.Namespace) -> int:
     graph = checked_graph(args.metadata)  # headers of every input file, before any work starts
     if args.method == "file" and args.dir is not None:
         refuse(precheck_assignment(graph, args.dir))
-    use_cluster = args.workers > 0 or args.scheduler
-    cluster = dask_client(ClusterSpec(address=args.scheduler, workers=max(args.workers, 1))) if use_cluster \
+    use_cluster = args.workers or args.scheduler  # a negative count: check_spec's one line
+    cluster = dask_client(ClusterSpec(address=args.scheduler, workers=args.workers or 2)) if use_cluster \
         else nullcontext(None)
     with cluster as client:
         out = assign(graph, args.out, args.num_parts, options, client=client, overwrite=args.overwrite)

@@ -24,6 +24,7 @@ from graphshard.atomic import move_into_place, staging_dir
 from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
+from graphshard.formats.overwrite import check_replaceable, in_chunked_graph
 from graphshard.storage import Location, Storage, location
 
 WRITE_FORMATS = (*FORMAT_NAMES, "mixed")
@@ -63,6 +64,8 @@ class ChunkedGraphWriter:
         exists = self.out_dir.exists() if self.out.is_local else bool(self.storage.listing(self.out))
         if exists and not overwrite:
             raise GraphshardError(f"{self.out_dir}: output folder exists (pass --overwrite to replace it)")
+        if exists:
+            check_replaceable(self.out, self.storage, in_chunked_graph(self.out, self.storage), "a chunked graph")
         if exists and not self.out.is_local:
             self.storage.delete_prefix(self.out)  # no rename on a store: the earlier graph goes before the new one
         self.overwrite = overwrite

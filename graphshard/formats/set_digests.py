@@ -20,12 +20,14 @@ from typing import Callable, Iterable, Sequence
 
 from graphshard.digests import FAST, FileDigest, hash_file, identity
 from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.overwrite import Belongs, foreign
 from graphshard.runprefix import RUNS, part_paths, split_prefix
 from graphshard.storage import Location, Storage, location
 
 SUFFIX = ".digests.json"
 VERSION = 1
 PART_DIR = re.compile(r"^part\d+$")
+REPORT_FILES = ("report.json", "report.html")  # a set's validation report, beside its config
 PART_FILES = frozenset({"graph.dgl", "node_feat.dgl", "edge_feat.dgl", "orig_nids.dgl", "orig_eids.dgl",
                         "fused_csc_sampling_graph.pt"})
 
@@ -132,15 +134,17 @@ def unprefixed_set(out: Location, config_name: str, storage: Storage, beside: tu
             if rel and not rel.startswith(("/", "../", f"{RUNS}/")) and "://" not in rel]
 
 
-def foreign_entries(folder: Path | Location, storage: Storage, beside: tuple[str, ...] = ()) -> list[str]:
-    """What an existing output folder holds that no partition set does (sorted relative paths; an empty folder ends
-    in '/'): replacing the folder whole would delete them. A set holds DGL's files in `part<i>/`, JSON files that are
-    a partition config or its digests, the run prefixes of a set on a store, and `beside` (e.g. its report)."""
+def in_set(folder: Path | Location, storage: Storage, beside: tuple[str, ...] = REPORT_FILES) -> Belongs:
+    """Whether a path under `folder` is part of a partition set: DGL's files in `part<i>/`, JSON files that are a
+    partition config or its digests, the run prefixes of a set on a store, and `beside` (its report)."""
     loc = location(folder)
-    found = [e.rel for e in storage.listing(loc)]
-    if loc.is_local and os.path.isdir(loc.path):  # empty folders too, which a listing of files leaves out
-        found += [f"{p.name}/" for p in Path(loc.path).iterdir() if p.is_dir() and not any(p.iterdir())]
-    return sorted(rel for rel in found if not _in_set(rel, beside, lambda rel=rel: storage.read_bytes(loc.join(rel))))
+    return lambda rel: _in_set(rel, beside, lambda: storage.read_bytes(loc.join(rel)))
+
+
+def foreign_entries(folder: Path | Location, storage: Storage, beside: tuple[str, ...] = REPORT_FILES) -> list[str]:
+    """What an existing output folder holds that no partition set does (sorted relative paths; an empty folder ends
+    in '/'): replacing the folder whole would delete them."""
+    return foreign(folder, storage, in_set(folder, storage, beside))
 
 
 def _in_set(rel: str, beside: tuple[str, ...], read: Callable[[], bytes]) -> bool:

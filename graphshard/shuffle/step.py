@@ -16,7 +16,8 @@ from graphshard.digests import FileDigest
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.assignment import META_FILE, AssignmentMeta, read_meta
 from graphshard.formats.chunked import ChunkedGraph, load_metadata
-from graphshard.formats.set_digests import write_set_digests
+from graphshard.formats.overwrite import check_replaceable
+from graphshard.formats.set_digests import in_set, write_set_digests
 from graphshard.shuffle.exchange import count_assignment, route_edge_chunk, route_node_block
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.options import ShuffleOptions
@@ -93,6 +94,8 @@ def shuffle(metadata: str | Path | Location, assignment_dir: str | Path | Locati
     assignment = _assignment_folder(assignment_dir, graph.storage)
     meta = read_meta(assignment, graph.storage)
     out = location(out_dir)
+    if overwrite:
+        check_replaceable(out, graph.storage, in_set(out, graph.storage), "a partition set")
     if not out.is_local:
         if graph.storage.listing(out):
             if not overwrite:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, BinaryIO, Callable, ContextManager, Iterator, Mapping
 
+from graphshard import logs
 from graphshard.storage.failures import secrets_of, translated
 from graphshard.storage.locations import Location, location
 from graphshard.storage.options import StorageOptions
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
 
 READ_BLOCK = 8 << 20  # bytes per read request when streaming an object
+# A store client collected after its event loop was gone (aiobotocore's close of a client made in another thread's
+# loop): asyncio reports it at garbage collection, long after the request it served succeeded. The log keeps it.
+logs.quiet_message("asyncio", "Task exception was never retrieved")
 
 
 @dataclass(frozen=True, order=True)

@@ -8,6 +8,7 @@ import html
 import json
 from pathlib import Path
 
+from graphshard.formats.set_digests import REPORT_FILES
 from graphshard.storage import Location, Storage, location
 from graphshard.validate.problems import problem_lines
 from graphshard.validate.svgchart import Series, hbars, heatmap, stacked_bars
@@ -187,7 +188,6 @@ def render_html(report: dict) -> str:
 """
 
 
-REPORT_FILES = ("report.json", "report.html")
 REPORT_CLASH = ("a name other than 'report' while validation is on (it writes report.json beside the partition "
                 "config <graph_name>.json)")
 
