@@ -50,6 +50,20 @@ def test_explicit_api_url_wins_and_is_checked(clean_env):
     assert prefect_server.recorded() is None and not prefect_server.server_home().exists()
 
 
+def test_graphshard_home_naming_a_file_is_one_line(clean_env, tmp_path, capsys):
+    """`server start` with GRAPHSHARD_HOME naming a file was an internal error (NotADirectoryError)."""
+    from graphshard.cli import main
+
+    clean_env.setenv("GRAPHSHARD_HOME", str(tmp_path / "a-file"))
+    (tmp_path / "a-file").write_text("")
+    for action in ("start", "status", "stop"):
+        assert main(["server", action]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"graphshard server: error: GRAPHSHARD_HOME {tmp_path / 'a-file'}: a file, not a folder; point "
+                       "it at a folder (graphshard keeps the Prefect server's state and the logs there), or unset it "
+                       "for ~/.graphshard"]
+
+
 def test_api_url_of_the_active_profile_counts_as_explicit(clean_env, tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}/api"
     home = tmp_path / "prefect-home"

@@ -33,8 +33,12 @@ HOST = "127.0.0.1"
 
 
 def graphshard_home() -> Path:
-    """`$GRAPHSHARD_HOME`, else `~/.graphshard`."""
-    return Path(os.environ.get("GRAPHSHARD_HOME") or Path.home() / ".graphshard")
+    """`$GRAPHSHARD_HOME`, else `~/.graphshard`; one line when it names a file (the server's state goes in it)."""
+    home = Path(os.environ.get("GRAPHSHARD_HOME") or Path.home() / ".graphshard")
+    if home.exists() and not home.is_dir():
+        raise GraphshardError(f"GRAPHSHARD_HOME {home}: a file, not a folder; point it at a folder (graphshard keeps "
+                              "the Prefect server's state and the logs there), or unset it for ~/.graphshard")
+    return home
 
 
 def server_home() -> Path:
