@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from graphshard.cli import main
+from graphshard.errors import InputError
 from graphshard.pipeline.config import PipelineConfig, load_config
 from graphshard.plan.fit import host_memory, worker_limit
 from graphshard.shuffle.graphbolt import missing_modules
@@ -65,6 +66,20 @@ def test_overrides_are_yaml_typed(tmp_path, rmat_small):
     assert (cfg.assign.method, cfg.num_parts, cfg.shuffle.graph_formats) == ("metis", 3, ["coo", "csc"])
     assert cfg.validate_.full is True and cfg.cluster.memory_limit == "1GB"
     assert cfg.output.dir == tmp_path / "elsewhere"
+
+
+def test_a_bad_override_is_named_as_the_set_that_gave_it(tmp_path, rmat_small):
+    """`--set num_part=3` named the YAML file, although the key came from the command line."""
+    config = write_config(tmp_path, rmat_small)
+    for item, words in (("num_part=3", "field 'num_part': expected a known key (did you mean 'num_parts'?)"),
+                        ("cluster.workers=two", "field 'cluster.workers': expected a valid integer")):
+        with pytest.raises(InputError) as err:
+            load_config(config, ["seed=3", item])
+        key = item.partition("=")[0]
+        assert str(err.value).startswith(f"--set {key}=... (over {config}): {words}"), str(err.value)
+    with pytest.raises(InputError) as err:  # a problem of the file itself stays the file's
+        load_config(write_config(tmp_path, rmat_small, num_parts="4"), ["seed=3"])
+    assert str(err.value).startswith(f"{config}: field 'num_parts'")
 
 
 def test_memory_limit_in_bytes_as_local_cluster_takes_it(tmp_path, rmat_small):

@@ -346,4 +346,17 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
     if isinstance(data, dict):
         for item in overrides or []:
             apply_override(data, item)
-    return parse_config(data, source)
+    try:
+        return parse_config(data, source)
+    except InputError as err:
+        raise _from_override(err, overrides or []) from None
+
+
+def _from_override(err: InputError, overrides: list[str]) -> InputError:
+    """A problem with a key an override set is named as `--set key=...`, not as the YAML file's."""
+    keys = [item.partition("=")[0].strip() for item in overrides]
+    field = err.field or ""
+    given = next((k for k in reversed(keys) if field == k or field.startswith(f"{k}.")), None)
+    if given is None:
+        return err
+    return InputError(f"--set {given}=... (over {err.file})", err.field, err.expected, err.found)
