@@ -74,11 +74,11 @@ def test_a_bad_override_is_named_as_the_set_that_gave_it(tmp_path, rmat_small):
     for item, words in (("num_part=3", "field 'num_part': expected a known key (did you mean 'num_parts'?)"),
                         ("cluster.workers=two", "field 'cluster.workers': expected a valid integer")):
         with pytest.raises(InputError) as err:
-            load_config(config, ["seed=3", item])
+            load_config(config, ["assign.seed=3", item])
         key = item.partition("=")[0]
         assert str(err.value).startswith(f"--set {key}=... (over {config}): {words}"), str(err.value)
     with pytest.raises(InputError) as err:  # a problem of the file itself stays the file's
-        load_config(write_config(tmp_path, rmat_small, num_parts="4"), ["seed=3"])
+        load_config(write_config(tmp_path, rmat_small, num_parts="4"), ["assign.seed=3"])
     assert str(err.value).startswith(f"{config}: field 'num_parts'")
 
 
