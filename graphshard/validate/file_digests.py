@@ -27,8 +27,10 @@ def read_listing(layout: Layout) -> tuple[dict[str, FileEntry] | None, list[Prob
     where = layout.file(layout.under(name))
     if not where.exists():
         return None, []
+    with where.open() as fh:
+        data = fh.read()
     try:
-        num_parts, listed = parse_set_digests(where.open().read(), str(where))
+        num_parts, listed = parse_set_digests(data, str(where))
     except GraphshardError as err:
         return None, [Problem(CHECK, str(err), None, name)]
     if num_parts != layout.num_parts:
