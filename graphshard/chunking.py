@@ -110,8 +110,8 @@ def _edge_view(path: Path, etype: str) -> tuple[np.ndarray, bool]:
 def _rows(path: Path, expected: int, what: str) -> np.ndarray:
     """A memory-mapped feature file, checked for its row count, rank and dtype."""
     arr = _load(path, what)
-    if arr.ndim not in (1, 2) or arr.shape[0] != expected:
-        raise InputError(path, what, f"a 1-D or 2-D array of {expected} rows", f"shape {arr.shape}")
+    if arr.ndim == 0 or arr.shape[0] != expected:
+        raise InputError(path, what, f"an array of {expected} rows", f"shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
         raise InputError(path, what, "a numeric or bool dtype", f"dtype {arr.dtype}")
     return arr

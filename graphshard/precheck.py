@@ -59,12 +59,9 @@ def with_field(err: InputError, field: str) -> InputError:
 
 def file_stat(path: StoredFile, fmt: FileFormat, field: str, rows: int | None, row_shape: tuple[int, ...],
               dtype: np.dtype) -> FileStat:
-    """A feature file's stat with its problems: 1-D or 2-D, numeric or bool, no uint16/32/64 nor float128
-    (`unloadable_dtype`)."""
+    """A feature file's stat with its problems: numeric or bool, no uint16/32/64 nor float128 (`unloadable_dtype`);
+    rows of any shape (a 3-D array's rows are matrices, as DGL partitions them)."""
     problems = []
-    if len(row_shape) > 1:
-        problems.append(InputError(path, field, "a 1-D or 2-D array",
-                                   f"a {len(row_shape) + 1}-D array, rows of shape {row_shape}"))
     if dtype.kind not in VALID_KINDS:
         problems.append(not_numeric_problem(path, fmt, field, dtype))
     elif (wide := unloadable_dtype(dtype)) is not None:

@@ -179,8 +179,8 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
     ({"num_nodes": {"user": 300}}, "num_nodes: expected a count for every node type the edges use, missing ['item']"),
     ({"balance_ntypes": np.zeros(500, dtype=np.int64)}, "balance_ntypes: expected a dict {ntype: class array}"),
     ({"balance_ntypes": {"user": np.zeros(5)}}, "balance_ntypes['user']: expected 300 integer or bool class labels"),
-    ({"node_feats": {"item": {"label": np.zeros(7)}}}, "node feature 'label' of 'item': expected a 1-D or 2-D array "
-                                                       "of 200 rows"),
+    ({"node_feats": {"item": {"label": np.zeros(7)}}}, "node feature 'label' of 'item': expected an array of 200 "
+                                                       "rows"),
     ({"node_feats": {"item": {"count": np.zeros(200, dtype=np.uint32)}}},
      "node feature 'count' of 'item': expected a dtype DGL loads into torch"),
     ({"node_feats": {"item": {"score": np.zeros(200, dtype=np.longdouble)}}},

@@ -99,6 +99,12 @@ def _set(key: str, value) -> Callable[[Path, dict], None]:
     return lambda folder, meta: meta.update({key: value})
 
 
+def _matrices(path: Path) -> None:
+    """A feature file's rows made matrices (a 3-D array): fine alone, not beside files of vector rows."""
+    arr = np.load(path)
+    np.save(path, arr.reshape(len(arr), 4, -1))
+
+
 CASES = {
     "bad-json": Case("numpy", lambda f, m: (f / "metadata.json").write_text('{"graph_name": "x",'),
                      "metadata.json", None, "valid JSON"),
@@ -127,8 +133,8 @@ CASES = {
     "float128-feature-numpy": Case("numpy", lambda f, m: np.save(_feat(f, m),
                                                                   np.load(_feat(f, m)).astype(np.longdouble)),
                                    "_N-feat-0.npy", "node_data['_N']['feat'].data[0]", "cast the feature to float64"),
-    "feature-3d": Case("numpy", lambda f, m: np.save(_feat(f, m), np.load(_feat(f, m)).reshape(150, 4, -1)),
-                       "_N-feat-0.npy", "node_data['_N']['feat'].data[0]", "3-D"),
+    "feature-rows-disagree": Case("numpy", lambda f, m: _matrices(_feat(f, m, "feat", 1)),
+                                  "_N-feat-1.npy", "node_data['_N']['feat'].data[1]", "as in file 0, found shape (4, "),
     "wrong-delimiter": Case("csv", lambda f, m: _edge(f, m).write_text(_edge(f, m).read_text().replace(" ", ",")),
                             "_N___E___N-0.csv", f"edges['{ET}'].data[0]", "separated by format.delimiter ' '"),
     "truncated-npy": Case("numpy", lambda f, m: _truncate(_edge(f, m)), "_N___E___N-0.npy",

@@ -190,21 +190,28 @@ def test_a_dataframes_index_stored_by_pandas_is_not_feature_data(tmp_path):
     assert read_chunk(graph, graph.node_data["n"]["x"], 0).tolist() == [1.5, 2.5, 3.5, 4.5]
 
 
-def test_an_array_dgls_parquet_writer_flattened_is_refused_as_its_npy_is(tmp_path):
-    """DGL's parquet writer stores an (N, 2, 3) feature as 6 columns with the shape in the schema metadata (its
-    reader reshapes it back); read as (N, 6) it would be published flattened."""
+def test_an_array_dgls_parquet_writer_flattened_is_read_back_in_its_shape_as_its_npy(tmp_path):
+    """DGL's parquet writer stores an (N, 2, 3) feature as 6 columns with the shape in the schema metadata and its
+    reader reshapes it back; read as (N, 6) it would be published flattened. Ours writes it the same way."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from graphshard.formats.chunked_writer import WRITERS
+    from graphshard.formats.readers import RowIndex, read_rows
     from graphshard.precheck import precheck
 
-    flat = np.arange(24, dtype=np.float32).reshape(4, 6)
-    table = pa.table({str(i): flat[:, i] for i in range(6)})
+    cube = np.arange(24, dtype=np.float32).reshape(4, 2, 3)
+    table = pa.table({str(i): cube.reshape(4, 6)[:, i] for i in range(6)})
     pq.write_table(table.replace_schema_metadata({"shape": "(4, 2, 3)"}), tmp_path / "x.parquet")
-    np.save(tmp_path / "x.npy", flat.reshape(4, 2, 3))
-    words = [str(p).split("expected ", 1)[1] for fmt, name in (("parquet", "x.parquet"), ("numpy", "x.npy"))
-             for p in precheck(_one_feature_graph(tmp_path, fmt, name))]
-    assert words == ["a 1-D or 2-D array, found a 3-D array, rows of shape (2, 3)"] * 2
+    np.save(tmp_path / "x.npy", cube)
+    with open(tmp_path / "ours.parquet", "wb") as fh:
+        WRITERS["parquet"][0](fh, cube, " ")
+    for fmt, name in (("parquet", "x.parquet"), ("numpy", "x.npy"), ("parquet", "ours.parquet")):
+        graph = _one_feature_graph(tmp_path, fmt, name)
+        spec = graph.node_data["n"]["x"]
+        assert precheck(graph) == []
+        np.testing.assert_array_equal(read_chunk(graph, spec, 0), cube)
+        np.testing.assert_array_equal(read_rows(graph, spec, 1, 3, RowIndex.of(graph, spec)), cube[1:3])
 
 
 def test_a_csv_edge_file_names_its_first_non_integer_value_wherever_it_is(tmp_path):

@@ -117,6 +117,34 @@ def test_parquet_edges_with_more_columns_validate(client, make_graph, tmp_path, 
     assert statuses(report)["edge-identity"] == "passed"
 
 
+def test_features_whose_rows_are_matrices_partition_as_in_dgl(client, make_graph, tmp_path):
+    """A node feature of (N, 2, 3) in .npy files and an edge feature DGL's parquet writer flattened (its `shape` in the
+    schema metadata) are published with their rows' shape, each row at its node or edge: compared with the input."""
+    from graphshard.formats.chunked_writer import WRITERS
+
+    src = make_graph("rmat", nodes=400, edges=3000, chunks=2, seed=6)
+    shutil.copytree(src.parent, tmp_path / "g")
+    md = tmp_path / "g" / "metadata.json"
+    meta = json.loads(md.read_text())
+    rng, et = np.random.default_rng(1), meta["edge_type"][0]
+    meta["node_data"]["_N"]["img"] = {"format": {"name": "numpy"}, "data": []}
+    meta["edge_data"][et]["m"] = {"format": {"name": "parquet"}, "data": []}
+    for kind, counts, key, fmt in (("node_data", meta["num_nodes_per_chunk"][0], ("_N", "img"), "npy"),
+                                   ("edge_data", meta["num_edges_per_chunk"][0], (et, "m"), "parquet")):
+        for i, n in enumerate(counts):
+            rel = f"{kind}/{key[1]}-{i}.{fmt}"
+            with open(tmp_path / "g" / rel, "wb") as fh:
+                WRITERS["numpy" if fmt == "npy" else "parquet"][0](fh, rng.random((n, 2, 3), dtype=np.float32), " ")
+            meta[kind][key[0]][key[1]]["data"].append(rel)
+    md.write_text(json.dumps(meta))
+    config = partition(client, md, tmp_path / "out", num_parts=3, halo_hops=1, **ORIG)
+    report = validate(config, md, full=True)
+    assert report["ok"] and statuses(report)["feature-values"] == "passed", problem_lines(report)
+    feats = load_tensor_dict(config.parent / "part1" / "node_feat.dgl")
+    edge_feats = load_tensor_dict(config.parent / "part1" / "edge_feat.dgl")
+    assert feats["_N/img"].shape[1:] == (2, 3) and edge_feats[f"{et}/m"].shape[1:] == (2, 3)
+
+
 def test_dask_and_local_runs_agree(client, mag_set):
     config, md = mag_set
     local, dist = validate(config, md), validate(config, md, client=client)

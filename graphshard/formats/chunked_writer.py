@@ -37,13 +37,22 @@ def _write_numpy(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
 
 
 def _write_parquet(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
-    cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
+    """One column per value of a row; rows of more than one dimension flattened, their shape recorded in the schema
+    metadata as DGL's parquet writer does (`shape`, which its reader and ours reshape by)."""
+    flat = arr.reshape(len(arr), -1) if arr.ndim > 2 else arr
+    cols = [flat] if flat.ndim == 1 else [flat[:, i] for i in range(flat.shape[1])]
+    table = numpy_table(cols, [f"c{i}" for i in range(len(cols))])
+    if arr.ndim > 2:
+        table = table.replace_schema_metadata({"shape": str(arr.shape)})
     buf = pa.BufferOutputStream()
-    pq.write_table(numpy_table(cols, [f"c{i}" for i in range(len(cols))]), buf)
+    pq.write_table(table, buf)
     fh.write(buf.getvalue())
 
 
 def _write_csv(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
+    if arr.ndim > 2:
+        raise GraphshardError(f"csv: expected rows of one dimension, found rows of shape {arr.shape[1:]}; write "
+                              "this feature as numpy or parquet")
     cols = [arr] if arr.ndim == 1 else [arr[:, i] for i in range(arr.shape[1])]
     table = numpy_table(cols, [f"c{i}" for i in range(len(cols))])
     buf = pa.BufferOutputStream()

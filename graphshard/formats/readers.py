@@ -329,17 +329,21 @@ def _null_group(pf: pq.ParquetFile, names: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _dgl_row_shape(head: Header, metadata: dict[bytes, bytes] | None) -> Header:
-    """The header with the row shape DGL's parquet writer recorded when it flattened an array of more than 2
-    dimensions (schema metadata `shape`, e.g. b"(300, 2, 3)"; its reader reshapes the rows back), so that such a
-    file is refused as the same array in a .npy file is, not read as its flattened columns."""
+def _recorded_row(metadata: dict[bytes, bytes] | None, flat: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The row shape DGL's parquet writer recorded when it flattened an array of more than 2 dimensions (schema
+    metadata `shape`, e.g. b"(300, 2, 3)"; DGL's reader reshapes the rows back), when it fits the flat rows; else
+    None."""
     found = re.fullmatch(rb"\((\d+)((?:, *\d+)+),?\)", (metadata or {}).get(b"shape", b""))
     if found is None:
-        return head
+        return None
     row = tuple(int(x) for x in re.findall(rb"\d+", found.group(2)))
-    if len(row) < 2 or math.prod(row) != math.prod(head.row_shape):
-        return head
-    return Header(head.rows, row, head.dtype)
+    return row if len(row) >= 2 and math.prod(row) == math.prod(flat) else None
+
+
+def _shaped(arr: np.ndarray, pf: pq.ParquetFile) -> np.ndarray:
+    """Rows as DGL reads them: reshaped to the row shape its parquet writer recorded (`_recorded_row`)."""
+    row = _recorded_row(pf.schema_arrow.metadata, arr.shape[1:])
+    return arr if row is None else arr.reshape(len(arr), *row)
 
 
 class ParquetReader(ChunkReader):
@@ -362,7 +366,7 @@ class ParquetReader(ChunkReader):
         f = _file(path)
         try:
             with _parquet(f) as pf:  # not pq.read_table: it imports pandas (~0.6 s per process)
-                return _arrow_to_numpy(pf.read(columns=self._columns(pf)), f.shown)
+                return _shaped(_arrow_to_numpy(pf.read(columns=self._columns(pf)), f.shown), pf)
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -384,7 +388,7 @@ class ParquetReader(ChunkReader):
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         first = int(ends[groups[0]])
-        return _arrow_to_numpy(table, f.shown, first)[start - first:stop - first]
+        return _shaped(_arrow_to_numpy(table, f.shown, first)[start - first:stop - first], pf)
 
     def header(self, path: Source, fmt: FileFormat) -> Header:
         """From the footer alone when every column read is one numeric or bool type (N columns: rows of N values; a
@@ -408,7 +412,8 @@ class ParquetReader(ChunkReader):
             head = super().header(f, fmt)
         else:
             head = Header(rows, (len(names),) if len(names) > 1 else (), np.dtype(typ.to_pandas_dtype()))
-        return _dgl_row_shape(head, pf.schema_arrow.metadata)
+        row = _recorded_row(pf.schema_arrow.metadata, head.row_shape)
+        return head if row is None else Header(head.rows, row, head.dtype)
 
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
         f = _file(path)
@@ -417,7 +422,8 @@ class ParquetReader(ChunkReader):
                 batch = next(pf.iter_batches(batch_size=1, columns=self._columns(pf)), None)
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
-        return self.table(f, fmt) if batch is None else _arrow_to_numpy(pa.Table.from_batches([batch]), f.shown)
+        return self.table(f, fmt) if batch is None else _shaped(_arrow_to_numpy(pa.Table.from_batches([batch]),
+                                                                                f.shown), pf)
 
     def num_rows(self, path: Source, fmt: FileFormat) -> int:
         f = _file(path)

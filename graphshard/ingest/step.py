@@ -33,7 +33,7 @@ def check_edge_chunk(graph: ChunkedGraph, etype: str, chunk: int) -> list[Graphs
 
 
 def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, field: str) -> FileStat:
-    """One feature file: readable, 1-D or 2-D, numeric or bool."""
+    """One feature file: readable, at least 1-D, numeric or bool."""
     path = graph.file(spec.data[chunk])
     field = f"{field}.data[{chunk}]"
     try:
@@ -41,7 +41,8 @@ def check_feature_file(graph: ChunkedGraph, spec: ChunkFileSpec, chunk: int, fie
     except InputError as err:
         return FileStat(0, (), "", (with_field(err, field),))
     if arr.ndim == 0:
-        return FileStat(0, (), str(arr.dtype), (InputError(path.shown, field, "a 1-D or 2-D array", "a 0-D array"),))
+        return FileStat(0, (), str(arr.dtype), (InputError(path.shown, field, "an array of rows (1-D or more)",
+                                                           "a 0-D array"),))
     return file_stat(path, spec.format, field, int(arr.shape[0]), tuple(int(x) for x in arr.shape[1:]), arr.dtype)
 
 

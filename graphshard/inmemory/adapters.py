@@ -235,9 +235,9 @@ def check(graph: InMemoryGraph) -> None:
                                 ("edge", graph.edge_feats, {c: len(e[0]) for c, e in graph.edges.items()})):
         for t, named in feats.items():
             for name, arr in named.items():
-                if arr.ndim not in (1, 2) or arr.shape[0] != counts[t]:
-                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a 1-D or 2-D array of "
-                                          f"{counts[t]} rows, found shape {arr.shape}")
+                if arr.ndim == 0 or arr.shape[0] != counts[t]:
+                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected an array of {counts[t]} "
+                                          f"rows, found shape {arr.shape}")
                 if arr.dtype.kind not in VALID_KINDS:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")

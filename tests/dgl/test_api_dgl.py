@@ -117,6 +117,7 @@ def _heterograph(seed: int = 0):
     g.nodes["paper"].data["feat"] = t(rng.random((600, 6), dtype=np.float32))
     g.nodes["paper"].data["train_mask"] = t(rng.random(600) < 0.3)
     g.nodes["author"].data["h"] = t(rng.integers(0, 50, (300, 2)))
+    g.nodes["author"].data["img"] = t(rng.random((300, 2, 3), dtype=np.float32))  # rows that are matrices
     g.edges["cites"].data["year"] = t(rng.integers(1990, 2024, 3000))
     g.edges["writes"].data["order"] = t(rng.integers(0, 5, 2000).astype(np.int32))
     return g
