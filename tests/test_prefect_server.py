@@ -50,6 +50,41 @@ def test_explicit_api_url_wins_and_is_checked(clean_env):
     assert prefect_server.recorded() is None and not prefect_server.server_home().exists()
 
 
+def test_api_url_with_a_password_is_checked_with_it_and_never_shown(clean_env):
+    """A PREFECT_API_URL with user:password (a server behind a proxy): the health check sends them as Prefect's
+    client does (urllib dropped them: 'Name or service not known'), and no line shows the password. A URL without
+    /api gets a line saying where the API is."""
+    import base64
+    import http.server
+    import threading
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            good = self.headers.get("Authorization") == "Basic " + base64.b64encode(b"alice:s3cr3tpw").decode()
+            code = 200 if self.path == "/api/health" and good else 401 if self.path == "/api/health" else 404
+            self.send_response(code)
+            self.end_headers()
+            self.wfile.write(b"true" if code == 200 else b"")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        clean_env.setenv("PREFECT_API_URL", f"http://alice:s3cr3tpw@127.0.0.1:{port}/api")
+        prefect_env.check_api()
+        for url, words in ((f"http://alice:wrong-pw@127.0.0.1:{port}/api", "no Prefect server answers"),
+                           (f"http://alice:s3cr3tpw@127.0.0.1:{port}", "a Prefect server's API is at its /api path")):
+            clean_env.setenv("PREFECT_API_URL", url)
+            with pytest.raises(GraphshardError) as err:
+                prefect_env.check_api()
+            assert words in str(err.value) and "pw@" not in str(err.value) and "***@127.0.0.1" in str(err.value)
+    finally:
+        server.shutdown()
+
+
 def test_graphshard_home_naming_a_file_is_one_line(clean_env, tmp_path, capsys):
     """`server start` with GRAPHSHARD_HOME naming a file was an internal error (NotADirectoryError)."""
     from graphshard.cli import main

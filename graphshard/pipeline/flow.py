@@ -42,7 +42,7 @@ from graphshard.pipeline.steps.validate import validate_task
 from graphshard.pipeline.summary import markdown, summarize, summary_line
 from graphshard.plan import gate
 from graphshard.runprefix import RUNS
-from graphshard.storage import Location, Storage, lease
+from graphshard.storage import Location, Storage, lease, redact
 
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
@@ -180,7 +180,7 @@ def _heartbeats_as_configured():
 
 def ui_link(flow_run_id: str | None) -> str | None:
     """The page of a flow run in the Prefect UI of the API this process talks to (None in ephemeral mode)."""
-    return url_for("flow-run", obj_id=flow_run_id) if flow_run_id else None
+    return redact(url_for("flow-run", obj_id=flow_run_id)) if flow_run_id else None
 
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,

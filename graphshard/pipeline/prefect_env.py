@@ -12,14 +12,17 @@ Prefect 3.8.8 allows ephemeral mode only through its default `ephemeral` profile
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tomllib
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 from graphshard.errors import GraphshardError
 from graphshard.pipeline import prefect_server
+from graphshard.storage.locations import redact
 
 MODE_ENV = "GRAPHSHARD_PREFECT"
 MODES = ("server", "ephemeral")
@@ -84,16 +87,33 @@ def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> prefect_
 
 
 def check_api(timeout: float = 5.0) -> None:
-    """With `PREFECT_API_URL` set, a server must answer its health check, else one line before any work starts."""
+    """With `PREFECT_API_URL` set, a server must answer its health check, else one line before any work starts (the
+    URL shown without its password; a user and password in it are sent as Prefect's client sends them)."""
     url = os.environ.get("PREFECT_API_URL")
     if not url:
         return
+    shown = redact(url)
     try:
-        with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=timeout) as resp:
+        with urllib.request.urlopen(_health_request(url), timeout=timeout) as resp:
             healthy = json.loads(resp.read() or b"null") is True
     except (OSError, ValueError) as err:
-        raise GraphshardError(f"PREFECT_API_URL={url}: no Prefect server answers within {timeout:g} s "
-                              f"({getattr(err, 'reason', err)}); start one (`prefect server start`) or unset "
-                              "PREFECT_API_URL to use graphshard's background server") from None
+        if getattr(err, "code", None) == 404 and not url.rstrip("/").endswith("/api"):
+            raise GraphshardError(f"PREFECT_API_URL={shown}: no Prefect API there (its health check is Not Found); "
+                                  "a Prefect server's API is at its /api path, e.g. http://host:4200/api") from None
+        raise GraphshardError(f"PREFECT_API_URL={shown}: no Prefect server answers within {timeout:g} s "
+                              f"({redact(str(getattr(err, 'reason', err)))}); start one (`prefect server start`) or "
+                              "unset PREFECT_API_URL to use graphshard's background server") from None
     if not healthy:
-        raise GraphshardError(f"PREFECT_API_URL={url}: the server's health check did not answer true")
+        raise GraphshardError(f"PREFECT_API_URL={shown}: the server's health check did not answer true")
+
+
+def _health_request(url: str) -> urllib.request.Request:
+    """GET <url>/health, a user and password in the URL sent as basic authentication (urllib does not)."""
+    parts = urllib.parse.urlsplit(url.rstrip("/") + "/health")
+    bare = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")) if parts.username \
+        else parts
+    request = urllib.request.Request(urllib.parse.urlunsplit(bare))
+    if parts.username:
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        request.add_header("Authorization", "Basic " + base64.b64encode(pair.encode()).decode())
+    return request
