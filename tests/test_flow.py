@@ -87,6 +87,18 @@ def test_num_parts_change_reruns_assign_and_later_not_ingest(tmp_path, rmat_smal
     assert _ran(run(config, ["num_parts=3"])) == set()
 
 
+def test_a_work_folder_may_replace_every_output_it_published(tmp_path, rmat_small, dask_address):
+    """It remembered its last output only: a config whose output.dir went elsewhere and back (or two configs sharing
+    a work folder) was refused its own earlier output ('expected a folder that does not exist yet')."""
+    config = write_config(tmp_path, rmat_small, dask_address)
+    run(config)
+    run(config, [f"output.dir={tmp_path / 'elsewhere'}", "num_parts=3"])
+    summary = run(config, ["num_parts=2"])  # back to the first output, changed: replaced, not refused
+    assert summary["steps"]["publish"] == "Completed"
+    assert json.loads((tmp_path / "out" / "rmat.json").read_text())["num_parts"] == 2
+    assert json.loads((tmp_path / "elsewhere" / "rmat.json").read_text())["num_parts"] == 3
+
+
 def test_editing_one_input_chunk_reruns_everything_downstream(tmp_path, rmat_small, dask_address):
     metadata = copy_graph(rmat_small, tmp_path / "graph")
     config = write_config(tmp_path, metadata, dask_address)

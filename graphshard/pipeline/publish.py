@@ -6,9 +6,10 @@ has no rename (`publish_on_store`): the files go under a run-unique prefix `<out
 of the artifacts' digests, so the same input, config and seed give the same objects), copied by the store itself
 when the work folder is on the same store, then the partition config, naming that prefix's files, in one PUT, last:
 a reader sees the earlier set or the whole new one. Prefixes the config no longer names (the earlier set's, a
-crashed publish's) are deleted after it is in place. `<work>/published.json` records what was published where, so
-that a second identical run leaves the output untouched and a changed run may replace an output this work folder
-published before.
+crashed publish's) are deleted after it is in place. `<work>/published/<output's digest>.json` records what was
+published there (one record per output, so configs sharing a work folder, or one config moved between outputs, each
+keep theirs), so that a second identical run leaves the output untouched and a changed run may replace an output
+this work folder published before.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from graphshard.runprefix import RUNS
 from graphshard.storage import Location, Storage, location
 from graphshard.validate.report_html import REPORT_FILES
 
-RECORD = "published.json"
+RECORDS = "published"  # <work>/published/<digest of the output's key>.json: what was published there
+LEGACY_RECORD = "published.json"  # before: the last output only (still read)
 
 
 def link_tree(src: Path | Location, dst: Path, storage: Storage | None = None) -> int:
@@ -64,12 +66,32 @@ def _sizes(src: Path | Location, storage: Storage) -> dict[str, int]:
     return {p.relative_to(src).as_posix(): p.stat().st_size for p in src.rglob("*") if p.is_file()}
 
 
-def read_record(work_dir: Path | Location, storage: Storage | None = None) -> dict:
-    """What this work folder published last ({} if nothing)."""
-    try:
-        return json.loads((storage or Storage()).read_bytes(location(work_dir) / RECORD))
-    except (GraphshardError, ValueError):
-        return {}
+def _record(work_dir: Path | Location, out_dir: Path | Location) -> Location:
+    return location(work_dir) / RECORDS / f"{digest_of(output_key(out_dir))[:16]}.json"
+
+
+def read_record(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> dict:
+    """What this work folder published at `out_dir` ({} if nothing)."""
+    storage = storage or Storage()
+    for where in (_record(work_dir, out_dir), location(work_dir) / LEGACY_RECORD):
+        try:
+            record = json.loads(storage.read_bytes(where))
+        except (GraphshardError, ValueError):
+            continue
+        if isinstance(record, dict) and record.get("output") == output_key(out_dir):
+            return record
+    return {}
+
+
+def write_record(work_dir: Path | Location, out_dir: Path | Location, digests: dict, storage: Storage) -> None:
+    """Record what this work folder published at `out_dir` (atomically)."""
+    record = json.dumps({"output": output_key(out_dir), "digests": digests}, indent=1)
+    where = _record(work_dir, out_dir)
+    if where.is_local:
+        Path(where.path).parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(Path(where.path), record)
+    else:
+        storage.write_bytes(where, record.encode())
 
 
 def output_key(out_dir: Path | Location) -> str:
@@ -78,13 +100,13 @@ def output_key(out_dir: Path | Location) -> str:
 
 
 def published_by(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> bool:
-    """True when this work folder published `out_dir` last (so a run of the same config may replace it)."""
-    return read_record(work_dir, storage).get("output") == output_key(out_dir)
+    """True when this work folder published `out_dir` (so a run of a config writing there may replace it)."""
+    return bool(read_record(work_dir, out_dir, storage))
 
 
 def published_record(cfg: PipelineConfig) -> bool:
-    """The run's work folder has published a set before (its record exists)."""
-    return cfg.storage.exists(location(cfg.work) / RECORD)
+    """The run's work folder has published a set at the run's output before."""
+    return published_by(cfg.work, cfg.output.dir, cfg.storage)
 
 
 def run_id(digests: dict[str, str | None]) -> str:
@@ -122,8 +144,7 @@ def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dic
     files named in `rewritten`, rewritten when published, need only be present). On a store: the config there names
     this run's prefix (`run`, default `run_id(digests)`)."""
     storage = storage or Storage()
-    record = read_record(work_dir, storage)
-    if record.get("output") != output_key(out_dir) or record.get("digests") != digests:
+    if read_record(work_dir, out_dir, storage).get("digests") != digests:
         return False
     if isinstance(out_dir, Location):
         try:
@@ -151,11 +172,7 @@ def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path 
             link_tree(src, stage, storage)
         if finish is not None:
             finish(stage)
-    record = json.dumps({"output": str(out_dir), "digests": digests}, indent=1)
-    if isinstance(work_dir, Location):
-        (storage or Storage()).write_bytes(work_dir / RECORD, record.encode())
-    else:
-        write_text_atomic(Path(work_dir) / RECORD, record)
+    write_record(work_dir, out_dir, digests, storage or Storage())
     return out_dir
 
 
@@ -172,6 +189,5 @@ def publish_to_store(work_dir: Path | Location, out: Location, sources: list[Pat
     replaces = unprefixed_set(out, config_name, storage, REPORT_FILES) if overwrite else []
     publish_on_store(sources, out, config_name, run, storage, skip=REPORT_FILES if report is not None else (),
                      exclusive=not overwrite, replaces=replaces, holder=holder)
-    record = json.dumps({"output": out.url, "digests": digests}, indent=1).encode()
-    storage.write_bytes(location(work_dir) / RECORD, record)
+    write_record(work_dir, out, digests, storage)
     return out
