@@ -85,3 +85,25 @@ def _in_group(group: int) -> list[int]:
         except ProcessLookupError:
             pass
     return found
+
+
+def test_a_cancel_from_prefect_stops_the_run_before_its_next_step(tmp_path, medium_graph):
+    """A cancel from the UI (the flow run set Cancelling) could stop nothing: the run published, then ended in
+    'internal error: UnfinishedRun'. It now stops before the next step, publishes nothing, and ends Cancelled."""
+    from flow_helpers import flow_run_states, http_json
+
+    from graphshard.pipeline import prefect_server
+
+    proc = _run(write_config(tmp_path, medium_graph), tmp_path / "run.log")
+    shuffle_root = tmp_path / "work" / "shuffle"
+    wait_for(lambda: shuffle_root.is_dir() and any(".tmp-" in p.name for p in shuffle_root.iterdir()),
+             300, "the shuffle step to start")
+    api = prefect_server.recorded().api_url
+    flow_run, _ = flow_run_states(api)
+    http_json(f"{api}/flow_runs/{flow_run['id']}/set_state", {"state": {"type": "CANCELLING"}, "force": True})
+    assert proc.wait(timeout=300) == 2
+    out = (tmp_path / "run.log").read_text()
+    assert "Traceback" not in out and out.splitlines()[-1].startswith(
+        "graphshard run: error: flow run cancelled from Prefect (its state was Cancelling): stopped before the "), out
+    assert not (tmp_path / "out").exists()
+    assert flow_run_states(api, flow_run["id"])[0]["state"]["type"] == "CANCELLED"

@@ -21,14 +21,16 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.exceptions import UnfinishedRun
 from prefect.runtime import flow_run
 from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, load_current_profile, temporary_settings
-from prefect.states import State
+from prefect.states import Cancelled, State
 from prefect.utilities.urls import url_for
 
 from graphshard import diskfull, logs
 from graphshard.errors import GraphshardError
 from graphshard.pipeline.cache import StepStore
+from graphshard.pipeline.cancel import RunCancelled, stop_if_cancelled
 from graphshard.pipeline.config import STEPS, PipelineConfig, load_config
 from graphshard.pipeline.ondemand import ClusterOnDemand, wait_closed
 from graphshard.pipeline.preflight import check_config
@@ -116,6 +118,9 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
     outcome = one_line_failure(_partition)(config, overrides, from_step, force, force_plan)
+    if isinstance(outcome, State) and isinstance(outcome.data, RunCancelled):
+        get_run_logger().warning("%s", outcome.message)
+        return Cancelled(message=outcome.message)
     if isinstance(outcome, State):
         get_run_logger().error("%s", outcome.message)
     return outcome
@@ -135,6 +140,7 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
     states: dict[str, State] = {}
 
     def step(name: str, task, *args):
+        stop_if_cancelled(name)
         state = task(*args, force=name in forced, return_state=True)
         states[name] = state
         return state.result()
@@ -150,6 +156,7 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
                          if cfg.validate_.enabled else None)
         finally:
             cluster.close_in_background()  # overlaps publishing, the report and Prefect's end; run_pipeline waits
+        stop_if_cancelled("publish")
         states["publish"] = publish_task(cfg, store, shuffled, validated, holder, return_state=True)
         states["publish"].result()  # a publish that failed fails the run (it was reported as published)
     out = cfg.output.dir
@@ -210,9 +217,14 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
         with _heartbeats_as_configured():
             state = partition(str(config), [o for o in overrides if not _is_private(o)], from_step, force or [],
                               force_plan, return_state=True)
+    except UnfinishedRun as err:  # cancelled after the last check: the run's work is done, its state is not
+        raise GraphshardError(f"flow run cancelled from Prefect as it finished ({err}): what the summary would name "
+                              "may be published; run it again to see") from err
     finally:
         _PRIVATE_OVERRIDES.clear()
         wait_closed()
+    if state.is_cancelled() or state.is_cancelling():
+        raise GraphshardError(state.message or "flow run cancelled from Prefect")
     if state.is_completed():
         run_id = str(state.state_details.flow_run_id)
         return {**state.result(), "flow_run_id": run_id, "prefect_url": ui_link(run_id)}
@@ -221,4 +233,6 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
         raise err
     if diskfull.is_full(err):  # a write of the flow process itself (an artifact, a manifest, publishing)
         raise GraphshardError(diskfull.line(f"flow run {state.name.lower()}", err)) from err
-    raise GraphshardError(f"flow run {state.name.lower()}: {type(err).__name__}: {err}")
+    if isinstance(err, BaseException):
+        raise err  # a bug: the command's "internal error" line, its traceback in the log file
+    raise GraphshardError(f"flow run {state.name.lower()}: {state.message}")
