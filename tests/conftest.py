@@ -41,7 +41,7 @@ def _stop_background_server():
     # whatever Prefect's log worker still sends at interpreter exit goes to a stopped server: its "Error logging to
     # API" line would land after pytest's summary (the stdlib's switch for handler errors silences it)
     logging.raiseExceptions = False
-    prefect_server.stop()
+    prefect_server.stop(force=True)
     if "prefect.server.api.server" in sys.modules:
         from prefect.server.api.server import SubprocessASGIServer
 

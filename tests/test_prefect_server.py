@@ -129,6 +129,34 @@ def test_status_when_no_server_runs(clean_env, capsys):
     assert "no Prefect server was running" in capsys.readouterr().out
 
 
+def test_stop_is_refused_while_a_graphshard_process_uses_the_server(clean_env, capsys):
+    """`server stop` during a run left the run retrying for ~2.5 minutes, then failing with an internal error."""
+    import json
+
+    import psutil
+
+    server = subprocess.Popen(["sleep", "60"], start_new_session=True)  # stands for the server's process
+    user = subprocess.Popen(["sleep", "60"])  # stands for a `graphshard run` using it
+    try:
+        home = prefect_server.server_home()
+        (home / "users").mkdir(parents=True)
+        (home / "server.json").write_text(json.dumps({"pid": server.pid, "port": 1,
+                                                      "create_time": psutil.Process(server.pid).create_time()}))
+        (home / "users" / f"{user.pid}.json").write_text(json.dumps({
+            "pid": user.pid, "create_time": psutil.Process(user.pid).create_time(), "command": "graphshard run x"}))
+        (home / "users" / "1.json").write_text(json.dumps({"pid": 1, "create_time": 0.0, "command": "gone"}))
+        assert main(["server", "stop"]) == 2
+        err = capsys.readouterr().err
+        assert f"in use by 1 graphshard process(es) (pid {user.pid}: graphshard run x)" in err and "--force" in err
+        assert server.poll() is None and not (home / "users" / "1.json").exists()  # a dead user's record goes
+        assert main(["server", "stop", "--force"]) == 0
+        assert server.wait(timeout=30) is not None
+    finally:
+        for proc in (server, user):
+            proc.kill()
+            proc.wait()
+
+
 def _cli(args: list[str], env: dict, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([*GRAPHSHARD, *args], env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -139,7 +167,7 @@ def own_home(tmp_path, monkeypatch):
     home = tmp_path / "gs-home"
     monkeypatch.setenv("GRAPHSHARD_HOME", str(home))
     yield subprocess_env(GRAPHSHARD_HOME=str(home))
-    prefect_server.stop()
+    prefect_server.stop(force=True)
 
 
 FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}

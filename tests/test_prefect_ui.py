@@ -25,7 +25,7 @@ def own_home(tmp_path, monkeypatch):
     home = tmp_path / "gs-home"
     monkeypatch.setenv("GRAPHSHARD_HOME", str(home))
     yield subprocess_env(GRAPHSHARD_HOME=str(home))
-    prefect_server.stop()
+    prefect_server.stop(force=True)
 
 
 def _rendered(browser: Browser, url: str, needles: list[str], timeout: float = 120) -> str:

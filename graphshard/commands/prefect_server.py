@@ -14,7 +14,8 @@ NOT_RUNNING = 3  # `status` exit code when no server runs (as `systemctl status`
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=ACTIONS, nargs="?", default="status",
                         help=f"status (default; exit {NOT_RUNNING} when not running), start (and wait until it "
-                             "answers), stop")
+                             "answers), stop (refused while a graphshard run or serve uses it, unless --force)")
+    parser.add_argument("--force", action="store_true", help="stop: even while graphshard processes use it")
 
 
 def _describe(srv, state: str) -> str:
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         print(_describe(prefect_server.ensure(srv), "started" if started else "already running"))
         return 0
     if args.action == "stop":
-        srv = prefect_server.stop()
+        srv = prefect_server.stop(force=args.force)
         print(f"Prefect server stopped (pid {srv.pid}, {srv.url})" if srv else "no Prefect server was running")
         return 0
     srv = prefect_server.recorded()

@@ -78,6 +78,7 @@ def connect(work_dir: Path | None = None, ephemeral_ok: bool = True) -> prefect_
         prefect_environment(work_dir)
         return None
     pending, _ = prefect_server.start()
+    prefect_server.register_user()  # `graphshard server stop` refuses while this process runs
     os.environ["PREFECT_API_URL"] = pending.api_url
     # that server never enables CSRF protection (it gets no PREFECT_* settings of ours): without this, every API
     # client Prefect makes (one per artifact update) first asks it for a CSRF token and is refused

@@ -9,6 +9,7 @@ This module does not import Prefect (the server is a `python -m prefect server s
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -172,10 +173,46 @@ def ensure(pending: Server | None = None, timeout: float = START_TIMEOUT) -> Ser
         return wait(start()[0], timeout)
 
 
-def stop(timeout: float = STOP_TIMEOUT) -> Server | None:
-    """Stop the background server (SIGTERM to its process group, SIGKILL after `timeout`); the one stopped, if any."""
+def _users_dir() -> Path:
+    return server_home() / "users"
+
+
+def register_user() -> None:
+    """Record this process as one that uses the background server until it exits (`stop` waits for none of them:
+    it refuses while one lives, since a run whose server went away retried for minutes, then failed)."""
+    _users_dir().mkdir(parents=True, exist_ok=True)
+    me = psutil.Process()
+    path = _users_dir() / f"{me.pid}.json"
+    path.write_text(json.dumps({"pid": me.pid, "create_time": me.create_time(), "command": " ".join(sys.argv)}))
+    atexit.register(path.unlink, missing_ok=True)
+
+
+def users() -> list[dict]:
+    """The live processes that use the background server (records of dead ones are removed)."""
+    found = []
+    for path in sorted(_users_dir().glob("*.json")) if _users_dir().is_dir() else []:
+        try:
+            user = json.loads(path.read_text())
+            alive = abs(psutil.Process(user["pid"]).create_time() - user["create_time"]) < 1.0
+        except (OSError, ValueError, KeyError, psutil.Error):
+            alive = False
+        if alive:
+            found.append(user)
+        else:
+            path.unlink(missing_ok=True)
+    return found
+
+
+def stop(timeout: float = STOP_TIMEOUT, force: bool = False) -> Server | None:
+    """Stop the background server (SIGTERM to its process group, SIGKILL after `timeout`); the one stopped, if any.
+    While a graphshard process uses it, one line instead, unless `force`."""
     with _locked():
         server = recorded()
+        if server is not None and not force and (live := [u for u in users() if u["pid"] != os.getpid()]):
+            shown = "; ".join(f"pid {u['pid']}: {u['command'][:80]}" for u in live[:3])
+            raise GraphshardError(f"the background Prefect server is in use by {len(live)} graphshard process(es) "
+                                  f"({shown}): stopping it now leaves them retrying for minutes before they fail; "
+                                  "wait for them to end, or `graphshard server stop --force`")
         if server is not None:
             _terminate(server.pid, timeout)
         _state_file().unlink(missing_ok=True)
