@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -64,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"graphshard {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `graphshard run ... | head -1`: the reader is gone, and nothing more to say to it
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a process that SIGPIPE ended
     except Exception as err:  # noqa: BLE001 - a bug or an unforeseen failure: one line, the traceback in the log
         log = logs.record_failure(err)
         if diskfull.is_full(err):  # a write of this process (its log, generate's files): where, what to change

@@ -108,6 +108,18 @@ def test_bad_cluster_flags_are_one_line_before_any_cluster(flags, words, rmat_sm
     assert len(err) == 1 and err[0].startswith("graphshard inspect: error: ") and words in err[0], err
 
 
+def test_a_reader_that_stops_early_gets_no_traceback(tmp_path):
+    """`graphshard run ... | head -1` ended in 'internal error: BrokenPipeError' after a successful run."""
+    script = ("import sys; from graphshard import cli; from graphshard.commands import inspect; "
+              "inspect.run = lambda args: [print('x' * 100) for _ in range(100_000)] and 0; "
+              "sys.exit(cli.main(['inspect', 'metadata.json']))")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=dict(os.environ, GRAPHSHARD_LOG_DIR=str(tmp_path)))
+    assert proc.stdout.readline() == b"x" * 100 + b"\n"
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 141 and proc.stderr.read() == b""
+
+
 def test_counts_below_one_are_one_line(rmat_small, tmp_path, capsys):
     """`assign --workers -1` ran in this process and `fetch --transfers 0` as with 1: both now say what they take."""
     assert cli.main(["assign", "--in", str(rmat_small), "--out", str(tmp_path / "a"), "--num-parts", "2",
