@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from graphshard.pipeline.config import PipelineConfig
 
 log = logging.getLogger(__name__)
+_LOGGED: set[str] = set()  # the misfit lines this process logged
 
 
 class PlanRefused(GraphshardError):
@@ -31,8 +32,10 @@ def check(cfg: PipelineConfig, graph: ChunkedGraph, force: bool = False) -> RunP
     plan = plan_run(cfg, graph)
     diskfull.watch({loc.key: loc.path for loc in plan.limits.locations})
     for misfit in plan.misfits:  # the terminal shows warnings: only when the run goes on, else the one line below
-        log.log(logging.WARNING if force else logging.INFO, "%s%s", misfit.line(),
-                " (--force-plan: running anyway)" if force else "")
+        line = f"{misfit.line()}{' (--force-plan: running anyway)' if force else ''}"
+        if line not in _LOGGED:  # `graphshard run` checks, then its flow again (as a deployment's run): once
+            _LOGGED.add(line)
+            log.log(logging.WARNING if force else logging.INFO, "%s", line)
     if plan.misfits and not force:
         more = f" (and {len(plan.misfits) - 1} more: graphshard plan {cfg.source})" if len(plan.misfits) > 1 else ""
         worst = max(plan.misfits, key=lambda m: m.predicted / max(m.limit, 1))
