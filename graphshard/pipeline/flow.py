@@ -90,7 +90,15 @@ def _is_private(override: str) -> bool:
     return override.strip().startswith("storage_options")
 
 
-@flow(name=FLOW_NAME, persist_result=False, log_prints=False)
+def _run_name() -> str:
+    """A flow run's name in Prefect's UI: its config's name and the start time (Prefect's default is two random
+    words), e.g. `example-1130-0412`."""
+    config = str(flow_run.parameters.get("config", "run"))
+    stem = config.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0] or "run"
+    return f"{stem}-{time.strftime('%m%d-%H%M%S')}"
+
+
+@flow(name=FLOW_NAME, persist_result=False, log_prints=False, flow_run_name=_run_name)
 def partition(config: str, overrides: list[str] | None = None, from_step: str | None = None,
               force: list[str] | None = None, force_plan: bool = False) -> dict | State:
     """The `graphshard` flow: partition the graph a YAML config describes (ingest, assign, shuffle, validate, publish).
