@@ -229,8 +229,10 @@ def _corrupt_chunk(tmp_path, rmat_small):
     return metadata
 
 
+@pytest.mark.parametrize("via", ["call", "engine"])
 @pytest.mark.parametrize("where", ["config check", "step"])
-def test_a_deployment_run_failing_with_graphshards_line_logs_no_traceback(where, tmp_path, rmat_small, dask_address):
+def test_a_deployment_run_failing_with_graphshards_line_logs_no_traceback(where, via, tmp_path, rmat_small,
+                                                                        dask_address):
     """A run Prefect starts (a deployment's; no `graphshard run` around it) failing with graphshard's one line: the run
     is Failed with that line as its message, and Prefect's log (the UI's, `graphshard serve`'s terminal) has it with
     no traceback (was Prefect's 'Encountered exception during execution' with the whole traceback, per task too)."""
@@ -245,7 +247,15 @@ def test_a_deployment_run_failing_with_graphshards_line_logs_no_traceback(where,
     handler.emit = records.append
     logging.getLogger("prefect").addHandler(handler)
     try:
-        state = partition(str(config), return_state=True)
+        if via == "call":
+            state = partition(str(config), return_state=True)
+        else:  # as a Prefect worker's flow-run process runs it: its engine logged what the run raised, traceback too
+            from prefect.flow_engine import run_flow
+
+            with pytest.raises(GraphshardError, match=line) as err:
+                run_flow(partition, parameters={"config": str(config)},
+                         error_logger=logging.getLogger("prefect.flow_runs"))
+            state = type("Ended", (), {"is_failed": lambda self: True, "message": str(err.value)})()
     finally:
         logging.getLogger("prefect").removeHandler(handler)
     assert state.is_failed() and line in state.message and "Traceback" not in state.message

@@ -67,6 +67,19 @@ class _NoEmptyTraceback(logging.Filter):
 logging.getLogger("prefect.task_runs").addFilter(_NoEmptyTraceback())
 
 
+class _LineLogged(logging.Filter):
+    """Under a Prefect worker, the engine logs a flow run that ended Failed with graphshard's line again, as 'Engine
+    execution exited with unexpected exception' and its traceback (the UI's log, the worker's terminal): dropped,
+    the flow logged the line and its state message holds it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], GraphshardError)
+                    and record.getMessage().startswith("Engine execution"))
+
+
+logging.getLogger("prefect.flow_runs").addFilter(_LineLogged())
+
+
 def step_task(name: str) -> Callable[[Callable[..., T]], Task]:
     """The Prefect task of a step: no Prefect cache or result store (see the module doc), a GraphshardError as its
     one line (`one_line_failure`)."""
