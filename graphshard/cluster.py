@@ -74,6 +74,7 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
                 f"({type(err).__name__})"
             ) from None
         with client:
+            _wait_for_a_worker(client, spec)
             yield client
         return
     if spec.subprocess:
@@ -94,6 +95,16 @@ def dask_client(spec: ClusterSpec | None = None) -> Iterator[Client]:
         config=WORKER_CONFIG,
     ) as cluster, Client(cluster) as client:
         yield client
+
+
+def _wait_for_a_worker(client: Client, spec: ClusterSpec) -> None:
+    """A scheduler without workers would take every task and run none: one line after `connect_timeout` seconds."""
+    try:
+        client.wait_for_workers(1, timeout=spec.connect_timeout)
+    except TimeoutError:
+        raise GraphshardError(f"cluster.address: the Dask scheduler {spec.address} has no workers (waited "
+                              f"{spec.connect_timeout:g} s); start `dask worker {spec.address}` on the worker hosts, "
+                              "or raise cluster.connect_timeout while they join") from None
 
 
 def check_spec(spec: ClusterSpec) -> None:

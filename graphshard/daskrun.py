@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import shutil
 import time
 import uuid
 from collections import Counter
@@ -241,8 +242,9 @@ def _broadcast(client: Client, value: Any) -> Future:
         else:
             held.append(got[key])
     if not held:
-        raise OSError(f"no running worker took the constant {key}: each was lost or restarting (a memory limit "
-                      "near a worker's start-up size does that: the log names the nanny's restarts)")
+        raise OSError(f"no worker took the constant {key}: none of the cluster's {len(addresses)} running worker(s) "
+                      "answered (lost, or restarting: see the workers' logs; the nanny restarts a worker above its "
+                      "memory limit)")
     return held[-1]
 
 
@@ -272,10 +274,11 @@ def gather_tasks(client: Client | None, *groups: TaskGroup) -> list[list]:
         results = _collect(client, groups)
     except BaseException as err:
         failed = _failed(groups, err)
+        worker = _worker_of(client, failed[0].futures[failed[1]]) if failed and _of_a_worker(err) else None
         cancel_tasks(client, *groups)
         if failed is None or not isinstance(err, Exception):  # Ctrl-C, Prefect's TerminationSignal (SIGTERM), exit
             raise
-        raise _one_line(failed[0], failed[1], err) from err
+        raise _one_line(failed[0], failed[1], err, client, worker) from err
     _release(client, groups)
     for g in groups:
         log.info("%s %s: %d tasks in %.2f s", g.step, g.what, len(g.futures), time.perf_counter() - g.started)
@@ -371,12 +374,20 @@ def _failed(groups: Sequence[TaskGroup], err: BaseException) -> tuple[TaskGroup,
     return (groups[0], 0) if groups and groups[0].futures else None
 
 
-def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
-    """A task's failure as the one line a user reads; the traceback is logged (the log file keeps it)."""
+def _one_line(group: TaskGroup, i: int, err: BaseException, client: Client | None = None,
+              worker: str | None = None) -> GraphshardError:
+    """A task's failure as the one line a user reads; the traceback is logged (the log file keeps it). `worker`: the
+    one the task failed on, named when the failure is of its own environment (`_of_a_worker`)."""
     from distributed.scheduler import KilledWorker
 
     where = f"{group.step}: {group.describe(i)}"
     log.debug("%s failed", where, exc_info=err)
+    from graphshard.storage.failures import CREDENTIAL_KINDS, StorageError
+
+    if isinstance(err, StorageError) and err.kind in CREDENTIAL_KINDS:  # the worker's environment, not this host's
+        on = f" on worker {worker}" if worker else ""
+        return GraphshardError(f"{where}{on}: {err} (Dask workers reach the store with their own credentials: set "
+                               "them in the environment of every worker host, or in the config's storage_options)")
     if isinstance(err, GraphshardError):  # already names the file and the field
         return err
     if isinstance(err, (KilledWorker, MemoryError)):
@@ -391,8 +402,45 @@ def _one_line(group: TaskGroup, i: int, err: BaseException) -> GraphshardError:
     from graphshard import diskfull
 
     if diskfull.is_full(err):
-        return GraphshardError(diskfull.line(where, err))
+        return GraphshardError(diskfull.line(where, err) + _worker_disk(client, worker))
     return GraphshardError(f"{where} failed: {type(err).__name__}: {first_line(err)}")
+
+
+def _of_a_worker(err: BaseException) -> bool:
+    """A failure of the worker's own environment: the store refusing its credentials, its disk full."""
+    from graphshard import diskfull
+    from graphshard.storage.failures import CREDENTIAL_KINDS, StorageError
+
+    return (isinstance(err, StorageError) and err.kind in CREDENTIAL_KINDS) or diskfull.is_full(err)
+
+
+def _worker_of(client: Client, future: Future) -> str | None:
+    """The address of the worker a failed task ran on (the scheduler's record of it, before the task is released)."""
+    try:
+        return client.run_on_scheduler(_erred_on, key=future.key)
+    except Exception:  # noqa: BLE001 - informational only: the scheduler may be gone with the cluster
+        return None
+
+
+def _erred_on(key: Any, dask_scheduler=None) -> str | None:
+    task = dask_scheduler.tasks.get(key)
+    return min(task.erred_on) if task is not None and task.erred_on else None
+
+
+def _worker_disk(client: Client | None, worker: str | None) -> str:
+    """Where a full disk may be on the worker that ran the task: its local directory, with its free space."""
+    if client is None or worker is None:
+        return ""
+    try:
+        folder, free = client.run(_local_room, workers=[worker])[worker]
+    except Exception:  # noqa: BLE001 - that worker is gone
+        return f" (the task ran on worker {worker})"
+    return (f" (the task ran on worker {worker}, whose local directory {folder} has {free / 1e6:,.1f} MB free: "
+            "give that worker more disk there, or start it with `dask worker --local-directory` elsewhere)")
+
+
+def _local_room(dask_worker=None) -> tuple[str, int]:
+    return dask_worker.local_directory, shutil.disk_usage(dask_worker.local_directory).free
 
 
 def _memory_limit(client: Client) -> int | None:

@@ -82,3 +82,20 @@ def test_cluster_config_on_scheduler_workers_and_prefect_server(tmp_path, rmat_s
                 "graphshard-shuffle-progress"} <= artifacts
     finally:
         procs.stop()
+
+
+def test_a_scheduler_without_workers_is_one_line():
+    """Every task would wait on a scheduler no worker joined: the run ended in 'no worker took the constant ...'
+    after four scatter warnings. Now one line once `cluster.connect_timeout` has passed."""
+    from distributed import LocalCluster
+
+    from graphshard.cluster import ClusterSpec, dask_client
+    from graphshard.errors import GraphshardError
+
+    with LocalCluster(n_workers=0, dashboard_address=":0") as cluster:
+        with pytest.raises(GraphshardError) as err:
+            with dask_client(ClusterSpec(address=cluster.scheduler_address, connect_timeout=1)):
+                pass
+    assert str(err.value) == (f"cluster.address: the Dask scheduler {cluster.scheduler_address} has no workers "
+                              f"(waited 1 s); start `dask worker {cluster.scheduler_address}` on the worker hosts, "
+                              "or raise cluster.connect_timeout while they join")

@@ -413,3 +413,29 @@ def test_labels_that_read_alike_are_still_separate_tasks(dask_cluster_client):
 
 def _square_first(item: tuple) -> int:
     return item[0] ** 2
+
+
+def _store_refuses(i: int) -> int:
+    from graphshard.storage.failures import StorageError
+
+    raise StorageError("s3://bucket/g/edges-0.npy: the store refused the credentials", "credentials")
+
+
+def _disk_full(i: int) -> int:
+    raise OSError(28, "No space left on device")
+
+
+def test_a_workers_own_environment_is_named_with_the_worker(dask_cluster_client):
+    """A store refusing a worker's credentials (the flow host's passed the pre-flight) or a full disk on a worker
+    named no step nor worker, sending the user to check the wrong host."""
+    workers = set(dask_cluster_client.scheduler_info()["workers"])
+    with pytest.raises(GraphshardError) as err:
+        run_tasks(dask_cluster_client, "ingest", "read", _store_refuses, [0], label=lambda i: f"chunk{i}")
+    line = str(err.value)
+    assert line.startswith("ingest: read chunk0 on worker tcp://") and line.split()[5].rstrip(":") in workers, line
+    assert "the store refused the credentials" in line and "their own credentials" in line
+    with pytest.raises(GraphshardError) as err:
+        run_tasks(dask_cluster_client, "assign", "draw", _disk_full, [0], label=lambda i: f"block{i}")
+    line = str(err.value)
+    assert line.startswith("assign: draw block0: no space left on device") and "the task ran on worker tcp://" in line
+    assert "whose local directory " in line and "MB free" in line and "--local-directory" in line

@@ -31,7 +31,18 @@ _UNREACHABLE = ("EndpointConnectionError", "ConnectTimeout", "ConnectionError", 
 
 
 class StorageError(GraphshardError):
-    """A location that cannot be used as asked; the message is one line and holds no secret."""
+    """A location that cannot be used as asked; the message is one line and holds no secret. `kind`: what `classify`
+    found (e.g. "credentials"), so that a caller can add where it happened (a Dask worker's own credentials)."""
+
+    def __init__(self, message: str, kind: str = "other"):
+        super().__init__(message)
+        self.kind = kind
+
+    def __reduce__(self):
+        return (type(self), (str(self), self.kind))
+
+
+CREDENTIAL_KINDS = frozenset({"nocredentials", "credentials", "forbidden", "permission"})
 
 
 def secrets_of(options: Mapping[str, Any] | None) -> list[str]:
@@ -131,7 +142,7 @@ def describe(loc: Location, action: str, err: BaseException, endpoint: str | Non
         what = "no such file or object; correct the location"
     else:
         what = f"cannot {action}: {type(err).__name__}: {err}"
-    return StorageError(scrub(f"{loc}: {what}", secrets))
+    return StorageError(scrub(f"{loc}: {what}", secrets), kind)
 
 
 @contextmanager
