@@ -66,3 +66,16 @@ def test_pt_scotch_refuses_several_constraints(mag_small, tmp_path):
         run(mag_small, tmp_path / "a", 4, mpi_ranks=2, balance_ntypes=["ntype"])
     assert not (tmp_path / "a").exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_parmetis_reads_a_graph_on_a_store(rmat_small, s3_env, tmp_path):
+    """The ranks took the metadata URL as a path (`s3:/...` under the working folder) after the whole ingest; they
+    read it from the store, with the environment's credentials, and give the local graph's assignment."""
+    from graphshard.storage import Storage, location
+
+    bucket = s3_env.new_bucket()
+    for path in sorted(p for p in rmat_small.parent.rglob("*") if p.is_file()):
+        Storage().upload(path, location(f"{bucket}/g").join(path.relative_to(rmat_small.parent).as_posix()))
+    run(f"{bucket}/g/metadata.json", tmp_path / "remote", 4, mpi_ranks=2, seed=1)
+    run(rmat_small, tmp_path / "local", 4, mpi_ranks=2, seed=1)
+    assert (tmp_path / "remote" / "_N.txt").read_bytes() == (tmp_path / "local" / "_N.txt").read_bytes()

@@ -234,7 +234,7 @@ def rank_constraints(graph: ChunkedGraph, comm, options: AssignOptions, lo: int,
     return weight_columns(codes, classes, in_deg)
 
 
-def run_rank(metadata: Path, out: Path, nparts: int, lib_path: str, options: AssignOptions) -> None:
+def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: AssignOptions) -> None:
     """The body of one MPI rank."""
     from mpi4py import MPI
 
@@ -290,7 +290,7 @@ def run_rank(metadata: Path, out: Path, nparts: int, lib_path: str, options: Ass
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `python -m graphshard.assign.parmetis` (run under mpirun by the assignment step)."""
     parser = argparse.ArgumentParser(prog="python -m graphshard.assign.parmetis", description=__doc__.splitlines()[0])
-    parser.add_argument("--metadata", type=Path, required=True)
+    parser.add_argument("--metadata", required=True, help="metadata.json: a path or a URL")
     parser.add_argument("--out", type=Path, required=True, help="folder for rank-<r>.npy and info.json")
     parser.add_argument("--nparts", type=int, required=True)
     parser.add_argument("--lib", default=DEFAULT_LIB)
