@@ -441,7 +441,9 @@ def test_overwrite_keeps_the_files_already_there(part_set: Path, tmp_path: Path,
     damaged = got / part0[0]
     damaged.write_bytes(b"x" * damaged.stat().st_size)  # same size, other bytes
     code, out, err = _run(capsys, str(part_set), "--out", str(got), "--parts", "0,1", "--overwrite")
-    assert code == 0 and err == "" and f", {len(part0) - 1} already there, digests checked" in out, out
+    files = len(part0) + sum(1 for p in (part_set.parent / "part1").iterdir() if p.is_file())
+    assert code == 0 and err == "" and f"({files} files: {files - len(part0) + 1} downloaded, " in out, out
+    assert f" bytes, {len(part0) - 1} already there; digests checked)" in out, out
     assert {rel: (got / rel).stat().st_ino for rel in part0[1:]} == {rel: inodes[rel] for rel in part0[1:]}
     assert (got / part0[0]).read_bytes() == (part_set.parent / part0[0]).read_bytes()  # downloaded again
     assert sorted(os.listdir(got)) == [f"{NAME}.digests.json", f"{NAME}.json", "part0", "part1"]

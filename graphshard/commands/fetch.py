@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     config = partition_config(args.config)  # a folder: the one partition config in it, as validate --partitions
     done = fetch(str(config), args.out, parts=args.parts, overwrite=args.overwrite, transfers=args.transfers)
     kept = f", {done.kept} already there" if done.kept else ""
-    print(f"graphshard: fetched part(s) {','.join(map(str, done.parts))} ({done.files} files, {done.bytes:,} bytes "
-          f"downloaded{kept}, digests checked) into {done.config.parent}; config {done.config}")
+    print(f"graphshard: fetched part(s) {','.join(map(str, done.parts))} ({done.files} files: "
+          f"{done.files - done.kept} downloaded, {done.bytes:,} bytes{kept}; digests checked) into "
+          f"{done.config.parent}; config {done.config}")
     return 0
