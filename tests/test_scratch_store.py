@@ -65,3 +65,24 @@ def test_a_removed_array_leaves_the_local_disk(s3_bucket):
     after = sorted(sc.local_dir().rglob("*.npy"))
     assert len(copies) == 1 and copies[0] not in after and len(after) == 1
     sc.drop_local(root.root)
+
+
+def test_a_failed_steps_error_is_not_replaced_by_its_cleanups(s3_bucket, monkeypatch, caplog):
+    """With the store gone mid-step, the scratch's deletion failed too and its line (naming an internal scratch
+    prefix) replaced the step's own; the lease's deletion warned on the terminal as well."""
+    import logging
+
+    import pytest
+
+    from graphshard.storage import Storage, StorageError
+
+    def unreachable(*args, **kwargs):
+        raise StorageError(f"{s3_bucket}/scratch/...: cannot reach the store", "unreachable")
+
+    with pytest.raises(ValueError, match="the step's own failure"):
+        with sc.scratch_space(f"{s3_bucket}/scratch") as root:
+            sc.create_array(root / "a.npy", (4,), np.int64)
+            monkeypatch.setattr(sc, "remove", unreachable)
+            monkeypatch.setattr(Storage, "delete_prefix", unreachable)  # the lease's record too
+            raise ValueError("the step's own failure")
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], [r.getMessage() for r in caplog.records]

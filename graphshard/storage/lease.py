@@ -162,8 +162,12 @@ def _renewed(storage: Storage, record: Location, body: bytes) -> Iterator[None]:
     renewer = threading.Thread(target=_renew, args=(storage, record, body, stop), daemon=True,
                                name=f"graphshard-lease-{record.path.rsplit('/', 1)[-1]}")
     renewer.start()
+    failed = False
     try:
         yield
+    except BaseException:
+        failed = True
+        raise
     finally:
         stop.set()
         renewer.join()
@@ -171,7 +175,8 @@ def _renewed(storage: Storage, record: Location, body: bytes) -> Iterator[None]:
             if not _taken(storage, record, body):
                 storage.delete_prefix(record)
         except StorageError as e:  # the block's own outcome stands; the record lapses and a later run sweeps
-            log.warning("could not delete the lease %s: %s", record, e)
+            # after a failure (the store gone, say) the failure's own line says it: this goes to the log file
+            log.log(logging.INFO if failed else logging.WARNING, "could not delete the lease %s: %s", record, e)
 
 
 def _taken(storage: Storage, record: Location, body: bytes) -> bool:
@@ -183,6 +188,7 @@ def _taken(storage: Storage, record: Location, body: bytes) -> bool:
 
 
 def _renew(storage: Storage, record: Location, body: bytes, stop: threading.Event) -> None:
+    level = logging.WARNING  # the first failed renewal on the terminal, the ones after it in the log file
     while not stop.wait(max(0.1, lease_seconds() / 4)):
         try:
             if _taken(storage, record, body):
@@ -191,7 +197,8 @@ def _renew(storage: Storage, record: Location, body: bytes, stop: threading.Even
                 return
             storage.write_bytes(record, body)
         except StorageError as e:  # the next renewal tries again; a lease lost for good fails the run elsewhere
-            log.warning("could not renew the lease %s: %s", record, e)
+            log.log(level, "could not renew the lease %s: %s", record, e)
+            level = logging.INFO
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -28,9 +29,12 @@ from typing import Iterator, Union
 import numpy as np
 
 from graphshard import npyheader  # noqa: F401 - numpy's header parser under one lock (threads)
+from graphshard.errors import GraphshardError
 from graphshard.storage import lease
 from graphshard.storage.locations import Location, location
 from graphshard.storage.store import Storage
+
+log = logging.getLogger(__name__)
 
 HEADER = "_header.json"
 COPY_BLOCK = 8 << 20  # bytes per read when a range piece is copied into a local array
@@ -316,7 +320,6 @@ def scratch_space(where: str | os.PathLike | Location, storage: Storage | None =
     root below `where` (a run never meets another's objects or local copies) held under a lease (`storage.lease`:
     a killed run's root is deleted by a later run's in `where`), deleted afterwards with every process's local
     copies (`client`'s workers included)."""
-    from graphshard.daskrun import everywhere
 
     base = scratch_path(where, storage)
     if not (fresh or is_store(base)):
@@ -333,10 +336,25 @@ def scratch_space(where: str | os.PathLike | Location, storage: Storage | None =
             root.mkdir()
         try:
             yield root
-        finally:
-            if is_store(root):
-                everywhere(client, drop_local, root.root)
-            remove(root)
+        except BaseException:
+            _removed(root, client, quiet=True)  # the step's own failure is what the user reads
+            raise
+        _removed(root, client)
+
+
+def _removed(root: ScratchPath, client, quiet: bool = False) -> None:
+    """Delete a scratch root with every process's local copies; `quiet`: after a failure, a cleanup that fails too
+    (the store gone) is logged, not raised over it (the lease lapses and a later run sweeps the root)."""
+    from graphshard.daskrun import everywhere
+
+    try:
+        if is_store(root):
+            everywhere(client, drop_local, root.root)
+        remove(root)
+    except (GraphshardError, OSError) as err:
+        if not quiet:
+            raise
+        log.info("could not delete the scratch %s after the step failed: %s", root, err)
 
 
 def publish_file(local: Path, path: ScratchPath) -> None:
