@@ -350,6 +350,7 @@ def test_progress_shows_the_label_as_given(dask_cluster_client):
     doing = {d for done, submitted, d in seen if d and done < submitted}  # what the sinks show
     assert doing and doing <= {f"check-file {lb}" for lb in labels}, seen
     assert any("dask tasks: check-file s3://my-bucket/feat chunk-" in line for line in lines), lines
+    assert not [line for line in lines if "] 0/0 dask tasks" in line], lines  # no empty bar before the tasks
     assert not set(keys) & set(daskrun._SHOWN)  # forgotten once gathered
 
 

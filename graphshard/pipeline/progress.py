@@ -137,7 +137,7 @@ class TerminalBar:
         self._width = 0  # of the line drawn last, blanked when a shorter one replaces it
 
     def __call__(self, done: int, submitted: int, doing: str = "") -> None:
-        if (done, submitted) == self._last:
+        if (done, submitted) == self._last or not submitted:  # no bar of "0/0": a step with no Dask work yet
             return
         self._last = (done, submitted)
         frac = done / submitted if submitted else 0.0
