@@ -107,6 +107,31 @@ def _wait_for_a_worker(client: Client, spec: ClusterSpec) -> None:
                               "or raise cluster.connect_timeout while they join") from None
 
 
+@dataclass(frozen=True)
+class Workers:
+    """What a running scheduler's workers are: how many, threads each (the most), memory limit each (the least;
+    None when any has none)."""
+
+    count: int
+    threads: int
+    memory_limit: int | None
+
+
+def workers_of(address: str, timeout: float) -> Workers | None:
+    """The workers a scheduler has now (None when it cannot be reached or has none yet): what a plan checks."""
+    from distributed import Client
+
+    try:
+        with Client(address, timeout=timeout) as client:
+            found = list(client.scheduler_info(n_workers=-1)["workers"].values())
+    except (OSError, TimeoutError, ValueError):
+        return None
+    if not found:
+        return None
+    limits = [w.get("memory_limit") or 0 for w in found]
+    return Workers(len(found), max(w.get("nthreads", 1) for w in found), min(limits) if all(limits) else None)
+
+
 def check_spec(spec: ClusterSpec) -> None:
     """One GraphshardError line for a spec no cluster can be reached or started with (a local cluster of no workers
     waits for ever; a malformed address or memory limit was Dask's ValueError), before anything starts."""

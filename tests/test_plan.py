@@ -130,6 +130,24 @@ def test_run_refuses_a_too_small_cluster_before_any_work(tmp_path, example_graph
     assert shown.returncode == 1 and "fits: NO" in shown.stdout and not (tmp_path / "work").exists()
 
 
+def test_a_scheduler_address_is_planned_with_the_workers_it_has(capsys, example_graph, tmp_path):
+    """With `cluster.address` the plan described the local default (2 workers, memory not checked) whatever the
+    scheduler had: now its workers as they are, and their memory limit checked."""
+    from distributed import LocalCluster
+
+    config = REPO / "configs" / "example.yaml"
+    with LocalCluster(n_workers=3, threads_per_worker=1, memory_limit="1GB", dashboard_address=":0") as cluster:
+        code, plan = plan_json(capsys, config, [*shipped("example", example_graph, tmp_path),
+                                                f"cluster.address={cluster.scheduler_address}"])
+        assert code == 0 and plan["settings"]["workers"] == 3 and plan["settings"]["threads"] == 1
+        assert plan["limits"]["worker_memory"] == 1_000_000_000 and not plan["limits"]["external"]
+    with LocalCluster(n_workers=0, dashboard_address=":0") as empty:  # no workers yet: not checked, said so
+        assert main(["plan", str(config), *[x for o in [*shipped("example", example_graph, tmp_path),
+                                                         f"cluster.address={empty.scheduler_address}"]
+                                             for x in ("--set", o)]]) == 0
+        assert "the scheduler has no workers yet: their memory is not checked" in capsys.readouterr().out
+
+
 def test_a_limit_no_worker_starts_under_is_refused_even_when_forced(tmp_path, example_graph):
     """Below an idle worker's size the nanny restarts workers for ever: run --force-plan and shuffle refuse it."""
     config = tmp_path / "run.yaml"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from graphshard.cluster import workers_of
 from graphshard.plan.fit import Limits, Misfit, host_memory, locations, misfits, tight, worker_limit
 from graphshard.plan.model import Settings, StepPlan, plan_steps
 from graphshard.plan.sizes import GraphSizes
@@ -112,11 +113,18 @@ def _device(path: Path) -> int:
 
 
 def plan_run(cfg: PipelineConfig, graph: ChunkedGraph) -> RunPlan:
-    """The plan of a checked config (`check_config` returned `graph`)."""
+    """The plan of a checked config (`check_config` returned `graph`). With `cluster.address`, the scheduler's
+    workers as they are now (count, threads, memory limit); unknown when it has none yet."""
     sizes = GraphSizes.of(graph)
     settings = settings_of(cfg)
-    steps = plan_steps(sizes, settings)
     cl = cfg.cluster
-    memory = None if cl.address else worker_limit(cl.memory_limit, cl.workers, cl.threads_per_worker)
-    limits = Limits(memory, host_memory(), locations(disk_needs(cfg, steps)), external=cl.address is not None)
+    if cl.address:
+        found = workers_of(cl.address, cl.connect_timeout)
+        if found is not None:
+            settings = replace(settings, workers=found.count, threads=found.threads, cores=found.count * found.threads)
+        memory, external = (found.memory_limit, False) if found is not None else (None, True)
+    else:
+        memory, external = worker_limit(cl.memory_limit, cl.workers, cl.threads_per_worker), False
+    steps = plan_steps(sizes, settings)
+    limits = Limits(memory, host_memory(), locations(disk_needs(cfg, steps)), external=external)
     return RunPlan(sizes, settings, steps, limits, misfits(sizes, settings, steps, limits))

@@ -4,7 +4,8 @@ Limits: each worker's memory limit as Dask will set it (`cluster.memory_limit`, 
 does) up to the nanny's kill threshold; the flow host's memory for what runs in the flow process (metis, kaminpar,
 parmetis's ranks); the free space of each local filesystem the run writes to (work_dir: artifacts, scratch and the
 staged partition set; `shuffle.scratch_dir`; output.dir when it is another filesystem, where publishing copies).
-An external scheduler's workers are not known before connecting: their memory is not checked.
+An external scheduler's workers are the ones it has when the plan is made (`cluster.workers_of`); none yet: their
+memory is not checked.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Limits:
     worker_memory: int | None
     host_memory: int
     locations: tuple[Location, ...] = ()
-    external: bool = False  # workers of an existing scheduler: their limit is not known before connecting
+    external: bool = False  # an existing scheduler with no workers yet: their limit is not known
 
 
 @dataclass(frozen=True)
