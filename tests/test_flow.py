@@ -125,6 +125,23 @@ def test_from_and_force(tmp_path, rmat_small, dask_address):
     assert tree_bytes(tmp_path / "out", skip=("report.json", "report.html")) == reference
 
 
+def test_a_forced_step_replaces_a_published_file_changed_in_place(tmp_path, rmat_small, dask_address):
+    """A published file damaged in place (same size), then `--force shuffle`: the shuffle came out the same, so
+    validate and publish stayed cached and the damaged set stayed published (exit 0)."""
+    config = write_config(tmp_path, rmat_small, dask_address)
+    run(config)
+    reference = tree_bytes(tmp_path / "out", skip=("report.json", "report.html"))
+    damaged = tmp_path / "out" / "part0" / "node_feat.dgl"
+    data = bytearray(damaged.read_bytes())
+    data[-9] ^= 0x40
+    with open(damaged, "r+b") as fh:  # in place: the cache's hard-linked copy changes with it
+        fh.write(bytes(data))
+    summary = run(config, force=["shuffle"])
+    assert summary["steps"]["publish"] == "Completed", summary
+    assert tree_bytes(tmp_path / "out", skip=("report.json", "report.html")) == reference
+    assert _ran(run(config)) == set()  # and then cached again
+
+
 def test_failed_validation_publishes_nothing(tmp_path, rmat_small, dask_address):
     """A partition artifact tampered with in the work folder fails validation: no output, report kept aside."""
     config = write_config(tmp_path, rmat_small, dask_address)

@@ -140,9 +140,10 @@ def published_folder(out: Path | Location, run: str) -> Path | Location:
 def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dict[str, str], sources: list[Path],
                rewritten: tuple[str, ...] = (), storage: Storage | None = None, config_name: str = "",
                run: str | None = None) -> bool:
-    """The output already holds exactly these sources' files (recorded digests match, every file present, same size;
-    files named in `rewritten`, rewritten when published, need only be present). On a store: the config there names
-    this run's prefix (`run`, default `run_id(digests)`)."""
+    """The output already holds exactly these sources' files (recorded digests match, every file present, same size,
+    and where publishing linked it, the source's own file: a step re-run since made new files, and the output's,
+    changed in place meanwhile, are replaced; files named in `rewritten`, rewritten when published, need only be
+    present). On a store: the config there names this run's prefix (`run`, default `run_id(digests)`)."""
     storage = storage or Storage()
     if read_record(work_dir, out_dir, storage).get("digests") != digests:
         return False
@@ -155,9 +156,18 @@ def is_current(work_dir: Path | Location, out_dir: Path | Location, digests: dic
     for src in sources:
         for rel, size in _sizes(src, storage).items():
             target = out_dir / rel
-            if not target.is_file() or (target.name not in rewritten and target.stat().st_size != size):
+            if not target.is_file() or (target.name not in rewritten and not _same(src, rel, target, size)):
                 return False
     return True
+
+
+def _same(src: Path | Location, rel: str, target: Path, size: int) -> bool:
+    """A published file is its source's: the same file where it could be linked (same filesystem), else its size."""
+    have = target.stat()
+    if isinstance(src, Location):
+        return have.st_size == size
+    own = (Path(src) / rel).stat()
+    return (have.st_dev, have.st_ino) == (own.st_dev, own.st_ino) if have.st_dev == own.st_dev else have.st_size == size
 
 
 def publish_output(work_dir: Path | Location, out_dir: Path, sources: list[Path | Location],
