@@ -397,8 +397,8 @@ def _one_line(group: TaskGroup, i: int, err: BaseException, client: Client | Non
 
     if isinstance(err, FutureCancelledError):
         return GraphshardError(f"{where}: cancelled by the cluster ({err.reason}) after {LOST_TRIES} tries: workers "
-                               "keep being lost, with the data the task needs; see the workers' logs. Nothing was "
-                               "published")
+                               f"keep being lost, with the data the task needs{_memory_hint(group.memory_limit)}; "
+                               "see the workers' logs. Nothing was published")
     from graphshard import diskfull
 
     if diskfull.is_full(err):
