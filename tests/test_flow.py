@@ -279,3 +279,14 @@ def test_a_deployment_run_failing_with_graphshards_line_logs_no_traceback(where,
     assert [r for r in records if r.levelno >= logging.ERROR and line in r.getMessage()]
     assert not [r for r in records if r.exc_info], [r.getMessage() for r in records if r.exc_info]
     assert not (tmp_path / "out").exists()
+
+
+def test_the_ui_link_hides_a_password_and_is_none_without_a_ui(monkeypatch):
+    """Ephemeral mode has no UI (`prefect: None` was printed once the link was redacted); a URL with a password in it
+    is shown without it."""
+    from graphshard.pipeline import flow
+
+    monkeypatch.setattr(flow, "url_for", lambda *a, **k: None)
+    assert flow.ui_link("0b1c") is None and flow.ui_link(None) is None
+    monkeypatch.setattr(flow, "url_for", lambda kind, obj_id: f"http://alice:pw@127.0.0.1:1/runs/{kind}/{obj_id}")
+    assert flow.ui_link("0b1c") == "http://***@127.0.0.1:1/runs/flow-run/0b1c"

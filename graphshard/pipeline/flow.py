@@ -195,7 +195,8 @@ def _heartbeats_as_configured():
 
 def ui_link(flow_run_id: str | None) -> str | None:
     """The page of a flow run in the Prefect UI of the API this process talks to (None in ephemeral mode)."""
-    return redact(url_for("flow-run", obj_id=flow_run_id)) if flow_run_id else None
+    link = url_for("flow-run", obj_id=flow_run_id) if flow_run_id else None
+    return redact(link) if link else None
 
 
 def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_step: str | None = None,
