@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     logs.setup(args.command, args.debug)
     diskfull.watch(_written_by(args))
+    # a run ended by SIGTERM leaves its cluster's semaphores to multiprocessing's tracker, which warned about them on
+    # the terminal at its own exit (it reads this when it starts, with the first local cluster)
+    os.environ.setdefault("PYTHONWARNINGS", "ignore:resource_tracker:UserWarning")
     try:
         return int(args._run(args) or 0)
     except GraphshardError as err:

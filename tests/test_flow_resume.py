@@ -109,3 +109,18 @@ def test_a_cancel_from_prefect_stops_the_run_before_its_next_step(tmp_path, medi
         "graphshard run: error: flow run cancelled from Prefect (its state was Cancelling): stopped before the "), out
     assert not (tmp_path / "out").exists()
     assert flow_run_states(api, flow_run["id"])[0]["state"]["type"] == "CANCELLED"
+
+
+def test_sigterm_during_shuffle_prints_no_warning_of_the_cluster_left_behind(tmp_path, medium_graph):
+    """A run ended by SIGTERM (a scheduler's stop, `kill`): multiprocessing's tracker warned about the cluster's
+    'leaked semaphore objects' on the terminal; nothing is published either way."""
+    proc = _run(write_config(tmp_path, medium_graph), tmp_path / "run.log")
+    shuffle_root = tmp_path / "work" / "shuffle"
+    wait_for(lambda: shuffle_root.is_dir() and any(".tmp-" in p.name for p in shuffle_root.iterdir()),
+             300, "the shuffle step to start")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) != 0
+    wait_for(lambda: not _in_group(proc.pid), 30, "the run's processes to end")
+    out = (tmp_path / "run.log").read_text()
+    assert "resource_tracker" not in out and "Traceback" not in out, out
+    assert not (tmp_path / "out").exists()
