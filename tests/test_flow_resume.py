@@ -54,11 +54,27 @@ def test_sigkill_during_shuffle_resumes_to_identical_output(tmp_path, medium_gra
     assert reference.wait(timeout=600) == 0, (clean / "run.log").read_text()
     log = (killed / "run2.log").read_text()
     assert "cached: ingest, assign;" in log or "cached: ingest, assign\n" in log, log
+    _assert_marked_crashed(proc.pid)
     hidden = [p for p in shuffle_root.iterdir() if p.name.startswith(".") and p.name != ".leases"]
     assert not hidden and not list(shuffle_root.glob(".leases/*")), "stale staging folder or claim left"
     got, want = tree_bytes(killed / "out", REPORT), tree_bytes(clean / "out", REPORT)
     assert sorted(got) == sorted(want)
     assert got == want
+
+
+def _assert_marked_crashed(pid: int) -> None:
+    """The killed process's flow run (Running in Prefect for good: nothing reported its end) was set Crashed by the
+    next run on this host."""
+    from flow_helpers import http_json
+
+    from graphshard.pipeline import prefect_server
+    from graphshard.pipeline.orphans import TAG
+
+    runs = http_json(f"{prefect_server.recorded().api_url}/flow_runs/filter",
+                     {"flow_runs": {"tags": {"all_": [TAG]}}})
+    mine = [r for r in runs if any(t.startswith(f"{TAG}:") and t.split(":")[2] == str(pid) for t in r["tags"])]
+    assert len(mine) == 1 and mine[0]["state"]["type"] == "CRASHED", mine
+    assert f"graphshard run process ({pid} on " in mine[0]["state"]["message"]
 
 
 def test_ctrl_c_during_shuffle_ends_in_one_line_and_leaves_no_process(tmp_path, medium_graph):

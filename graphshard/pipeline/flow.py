@@ -19,7 +19,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, tags
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.exceptions import UnfinishedRun
 from prefect.runtime import flow_run
@@ -29,6 +29,7 @@ from prefect.utilities.urls import url_for
 
 from graphshard import diskfull, logs
 from graphshard.errors import GraphshardError
+from graphshard.pipeline import orphans
 from graphshard.pipeline.cache import StepStore
 from graphshard.pipeline.cancel import RunCancelled, stop_if_cancelled
 from graphshard.pipeline.config import STEPS, PipelineConfig, load_config
@@ -222,8 +223,9 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     """
     overrides = overrides or []
     _PRIVATE_OVERRIDES[:] = [o for o in overrides if _is_private(o)]
+    orphans.mark_crashed()  # runs of this host's killed processes, left Running in Prefect
     try:
-        with _heartbeats_as_configured():
+        with _heartbeats_as_configured(), tags(orphans.TAG, orphans.process_tag()):
             state = partition(str(config), [o for o in overrides if not _is_private(o)], from_step, force or [],
                               force_plan, return_state=True)
     except UnfinishedRun as err:  # cancelled after the last check: the run's work is done, its state is not
