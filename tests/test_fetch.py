@@ -472,3 +472,15 @@ def test_a_failed_file_stops_the_other_transfers_at_their_next_block(tmp_path: P
     with pytest.raises(GraphshardError, match="bad.bin: damaged"):
         fetch_module._copy_all(Storage(), jobs, transfers=2)
     assert time.perf_counter() - start < 5 and threading.active_count() <= threads  # the pool's threads ended too
+
+
+def test_a_fetch_into_the_sets_own_folder_is_refused(part_set: Path, tmp_path: Path, capsys):
+    """`fetch SET/x.json --out SET --parts 0 --overwrite` replaced the set's own folder with part 0: its other parts
+    were deleted (exit 0)."""
+    own = tmp_path / "set"
+    shutil.copytree(part_set.parent, own)
+    before = sorted(p.relative_to(own) for p in own.rglob("*"))
+    for out in (own, own / "sub", tmp_path):
+        code, _, err = _run(capsys, str(own / part_set.name), "--out", str(out), "--parts", "0", "--overwrite")
+        assert code == 2 and "the set's own folder" in err and err.count("\n") == 1, err
+    assert sorted(p.relative_to(own) for p in own.rglob("*")) == before

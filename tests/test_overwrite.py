@@ -41,7 +41,11 @@ def test_no_writer_replaces_a_folder_of_other_files(top, tmp_path, dask_cluster_
              "a partition set")
     _refused(lambda: generate_rmat(top, nodes=100, edges=500, overwrite=True), "a chunked graph")
     assert (top / "notes.txt").read_text() == "mine" and graph.is_file()
-    # an earlier output of the same kind (with a set's report beside it) is replaced
+    # an earlier output of the same kind (with a set's report beside it) is replaced, not a text file of the user's
+    (asg / "README.txt").write_text("mine")
+    assert "holds README.txt, not part of an assignment" in _refused(
+        lambda: assign(graph, asg, 3, AssignOptions(), overwrite=True), "an assignment")
+    (asg / "README.txt").unlink()
     assign(graph, asg, 3, AssignOptions(), overwrite=True)
     out = shuffle(graph, asg, tmp_path / "set", ShuffleOptions(), dask_cluster_client)
     (out.parent / "report.json").write_text("{}")

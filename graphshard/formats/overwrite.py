@@ -5,6 +5,7 @@ kind of output says which paths belong to it."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -40,9 +41,17 @@ def check_replaceable(folder: str | Path | Location, storage: Storage, belongs: 
 
 def in_assignment(folder: str | Path | Location, storage: Storage) -> Belongs:
     """An assignment folder's files: partition_meta.json, assignment_report.json and, when partition_meta.json is
-    there, the `<ntype>.txt` files (and the trainers' under trainer_ids/)."""
-    parts = storage.exists(location(folder).join("partition_meta.json"))
-    return lambda rel: bool(_ASSIGNMENT.match(rel) or (parts and _PARTS.match(rel)))
+    there, the `<ntype>.txt` files (and the trainers' under trainer_ids/): of the node types its report names, else
+    (an assignment DGL's tools wrote: no report) any."""
+    base = location(folder)
+    if not storage.exists(base.join("partition_meta.json")):
+        return lambda rel: bool(_ASSIGNMENT.match(rel))
+    try:
+        ntypes = set(json.loads(storage.read_bytes(base.join("assignment_report.json")))["nodes_per_part"])
+    except (GraphshardError, ValueError, KeyError, TypeError):
+        ntypes = None
+    return lambda rel: bool(_ASSIGNMENT.match(rel) or (_PARTS.match(rel) and (
+        ntypes is None or rel.rsplit("/", 1)[-1].removesuffix(".txt") in ntypes)))
 
 
 def in_chunked_graph(folder: str | Path | Location, storage: Storage) -> Belongs:
