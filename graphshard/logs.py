@@ -84,6 +84,19 @@ def untraced(logger: str, start: str) -> None:
     logging.getLogger(logger).addFilter(_Untraced(start))
 
 
+def _redacted(record: logging.LogRecord) -> bool:
+    """Any library's record without a URL's user and password or a signed URL's secret (httpx logs each request's
+    URL: a PREFECT_API_URL with `user:password@` put the password in the log file)."""
+    from graphshard.storage.locations import redact
+
+    text = record.getMessage()
+    if "@" in text or "=" in text:
+        shown = redact(text)
+        if shown != text:
+            record.msg, record.args = shown, None
+    return True
+
+
 def _for_terminal(record: logging.LogRecord) -> bool:
     """graphshard's messages; other libraries' errors, except those of quieted libraries (all of them with --debug)."""
     if record.name.startswith("graphshard"):
@@ -106,6 +119,7 @@ def setup(command: str, debug: bool = False) -> Path:
     terminal = logging.StreamHandler(sys.stderr)
     terminal.setLevel(logging.DEBUG if _state["debug"] else logging.WARNING)
     terminal.setFormatter(logging.Formatter(FORMAT) if _state["debug"] else _NoTraceback())
+    terminal.addFilter(_redacted)
     terminal.addFilter(_for_terminal)
     root.addHandler(terminal)
     _state["terminal"] = terminal
@@ -139,6 +153,7 @@ def move_to(folder: Path, command: str) -> Path:
     if carried:
         old_file.unlink()
     handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+    handler.addFilter(_redacted)
     handler.setLevel(logging.DEBUG)
     handler.setFormatter(logging.Formatter(FORMAT))
     root.addHandler(handler)

@@ -182,3 +182,17 @@ def test_a_closing_clusters_comm_message_has_no_traceback_wherever_it_is_shown()
     text = stream.getvalue()
     assert "Batched Comm Closed <TCP (closed)>" in text and text.count("Traceback") == 1, text
     assert text.index("Traceback") > text.index("Something else"), text
+
+
+def test_no_password_of_a_url_reaches_the_log_file(tmp_path, monkeypatch):
+    """httpx logs every request's URL at INFO: a PREFECT_API_URL with `user:password@` wrote the password 36 times
+    into the run's log file."""
+    from graphshard import logs
+
+    monkeypatch.setenv("GRAPHSHARD_LOG_DIR", str(tmp_path))
+    path = logs.setup("test")
+    logging.getLogger("httpx").info('HTTP Request: %s %s "%s"', "GET", "http://alice:s3cr3tpw@127.0.0.1:1/api/health",
+                                    "HTTP/1.1 200 OK")
+    logging.getLogger().handlers[-1].flush()
+    text = path.read_text()
+    assert "http://***@127.0.0.1:1/api/health" in text and "s3cr3tpw" not in text and "alice" not in text
