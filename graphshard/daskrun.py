@@ -406,6 +406,9 @@ def _one_line(group: TaskGroup, i: int, err: BaseException, client: Client | Non
     return GraphshardError(f"{where} failed: {type(err).__name__}: {first_line(err)}")
 
 
+WORKER_DISK_LOW = 1 << 30  # a worker's local directory with less free is named beside a full disk's line
+
+
 def _of_a_worker(err: BaseException) -> bool:
     """A failure of the worker's own environment: the store refusing its credentials, its disk full."""
     from graphshard import diskfull
@@ -428,13 +431,15 @@ def _erred_on(key: Any, dask_scheduler=None) -> str | None:
 
 
 def _worker_disk(client: Client | None, worker: str | None) -> str:
-    """Where a full disk may be on the worker that ran the task: its local directory, with its free space."""
+    """Where a full disk may be on the worker that ran the task: its local directory, when that is nearly full."""
     if client is None or worker is None:
         return ""
     try:
         folder, free = client.run(_local_room, workers=[worker])[worker]
     except Exception:  # noqa: BLE001 - that worker is gone
         return f" (the task ran on worker {worker})"
+    if free >= WORKER_DISK_LOW:  # not what filled up: the line's location is
+        return ""
     return (f" (the task ran on worker {worker}, whose local directory {folder} has {free / 1e6:,.1f} MB free: "
             "give that worker more disk there, or start it with `dask worker --local-directory` elsewhere)")
 

@@ -435,8 +435,18 @@ def test_a_workers_own_environment_is_named_with_the_worker(dask_cluster_client)
     line = str(err.value)
     assert line.startswith("ingest: read chunk0 on worker tcp://") and line.split()[5].rstrip(":") in workers, line
     assert "the store refused the credentials" in line and "their own credentials" in line
-    with pytest.raises(GraphshardError) as err:
+    with pytest.raises(GraphshardError) as err:  # the worker's own disk has room: not named
         run_tasks(dask_cluster_client, "assign", "draw", _disk_full, [0], label=lambda i: f"block{i}")
+    assert str(err.value).startswith("assign: draw block0: no space left on device") and "worker" not in str(err.value)
+
+
+def test_a_worker_whose_local_directory_is_full_is_named(tiny_tmpfs):
+    """A full disk on a worker host (its Dask local directory): the line named work_dir and the like, which were on
+    a store; it now names the worker and its folder, with the free space there."""
+    with LocalCluster(n_workers=1, threads_per_worker=1, local_directory=str(tiny_tmpfs), dashboard_address=":0",
+                      processes=True) as cluster, Client(cluster) as client:
+        with pytest.raises(GraphshardError) as err:
+            run_tasks(client, "assign", "draw", _disk_full, [0], label=lambda i: f"block{i}")
     line = str(err.value)
     assert line.startswith("assign: draw block0: no space left on device") and "the task ran on worker tcp://" in line
-    assert "whose local directory " in line and "MB free" in line and "--local-directory" in line
+    assert f"whose local directory {tiny_tmpfs}" in line and "MB free" in line and "--local-directory" in line
