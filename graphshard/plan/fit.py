@@ -80,7 +80,8 @@ def worker_limit(memory_limit: int | str | None, workers: int, threads: int) -> 
         return int(host_memory() * min(1.0, threads / (workers * threads)))
     from dask.utils import parse_bytes
 
-    return min(int(parse_bytes(memory_limit)), host_memory())
+    limit = int(parse_bytes(memory_limit))
+    return min(limit, host_memory()) if limit else None  # 0: no limit, as Dask takes it
 
 
 def start_problem(key: str, memory_limit: int | str | None, workers: int, threads: int) -> str | None:

@@ -96,6 +96,8 @@ class Shape:
 
 def gb(n: float) -> str:
     """Bytes for a person: kB below 1 MB, MB below 1 GB, else GB (decimal units, as Dask's memory_limit strings)."""
+    if n < 1e3:
+        return f"{n:,.0f} B"
     if n < 1e6:
         return f"{n / 1e3:,.0f} kB"
     return f"{n / 1e6:,.0f} MB" if n < 1e9 else f"{n / 1e9:,.2f} GB"
