@@ -102,9 +102,9 @@ def _wait_for_a_worker(client: Client, spec: ClusterSpec) -> None:
     try:
         client.wait_for_workers(1, timeout=spec.connect_timeout)
     except TimeoutError:
-        raise GraphshardError(f"cluster.address: the Dask scheduler {spec.address} has no workers (waited "
-                              f"{spec.connect_timeout:g} s); start `dask worker {spec.address}` on the worker hosts, "
-                              "or raise cluster.connect_timeout while they join") from None
+        raise GraphshardError(f"cluster.address (--scheduler): the Dask scheduler {spec.address} has no workers "
+                              f"(waited {spec.connect_timeout:g} s); start `dask worker {spec.address}` on the worker "
+                              "hosts first (a run may wait longer for them: cluster.connect_timeout)") from None
 
 
 @dataclass(frozen=True)

@@ -96,6 +96,6 @@ def test_a_scheduler_without_workers_is_one_line():
         with pytest.raises(GraphshardError) as err:
             with dask_client(ClusterSpec(address=cluster.scheduler_address, connect_timeout=1)):
                 pass
-    assert str(err.value) == (f"cluster.address: the Dask scheduler {cluster.scheduler_address} has no workers "
-                              f"(waited 1 s); start `dask worker {cluster.scheduler_address}` on the worker hosts, "
-                              "or raise cluster.connect_timeout while they join")
+    assert str(err.value) == (f"cluster.address (--scheduler): the Dask scheduler {cluster.scheduler_address} has no "
+                              f"workers (waited 1 s); start `dask worker {cluster.scheduler_address}` on the worker "
+                              "hosts first (a run may wait longer for them: cluster.connect_timeout)")

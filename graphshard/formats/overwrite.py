@@ -24,6 +24,8 @@ def foreign(folder: str | Path | Location, storage: Storage, belongs: Belongs) -
     """The entries of an existing folder that are not part of its output kind (sorted relative paths; an empty
     sub-folder ends in '/')."""
     loc = location(folder)
+    if loc.is_local and os.path.lexists(loc.path) and not os.path.isdir(loc.path):
+        return []  # a file where the folder goes: the writer's own check says so (`atomic.output_folder`)
     found = [e.rel for e in storage.listing(loc)]
     if loc.is_local and os.path.isdir(loc.path):  # empty folders too, which a listing of files leaves out
         found += [f"{p.name}/" for p in Path(loc.path).iterdir() if p.is_dir() and not any(p.iterdir())]
@@ -33,10 +35,21 @@ def foreign(folder: str | Path | Location, storage: Storage, belongs: Belongs) -
 def check_replaceable(folder: str | Path | Location, storage: Storage, belongs: Belongs, what: str) -> None:
     """One line when replacing `folder` would delete something that is not part of `what` (e.g. "an assignment")."""
     if found := foreign(folder, storage, belongs):
-        tops = sorted({rel.split("/", 1)[0] + ("/" if "/" in rel else "") for rel in found})
-        shown = ", ".join(tops[:3]) + (f", ... ({len(tops)} in all)" if len(tops) > 3 else "")
+        shown_ = _grouped(found)
+        shown = ", ".join(shown_[:3]) + (f", ... ({len(shown_)} in all)" if len(shown_) > 3 else "")
         raise GraphshardError(f"{location(folder)}: --overwrite replaces the whole folder, and it holds {shown}, "
                               f"not part of {what}; give a new or empty folder, or move them first")
+
+
+def _grouped(found: list[str]) -> list[str]:
+    """The entries to name: a sub-folder holding more than 3 of them as `name/` (an input graph), else each one."""
+    under: dict[str, list[str]] = {}
+    for rel in found:
+        under.setdefault(rel.split("/", 1)[0] if "/" in rel.rstrip("/") else rel, []).append(rel)
+    shown: list[str] = []
+    for top, rels in under.items():
+        shown += [f"{top}/"] if len(rels) > 3 else rels
+    return sorted(shown)
 
 
 def in_assignment(folder: str | Path | Location, storage: Storage) -> Belongs:
