@@ -77,8 +77,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"graphshard {args.command}: error: {diskfull.line('', err, run=args.command == 'run')}",
                   file=sys.stderr)
             return 2
-        print(f"graphshard {args.command}: internal error: {type(err).__name__}: {first_line(err)} (traceback in "
-              f"{log}; --debug prints it)", file=sys.stderr)
+        shown = "above, and in" if logs.debug_enabled() else "in"
+        print(f"graphshard {args.command}: internal error: {type(err).__name__}: {first_line(err)} (traceback "
+              f"{shown} {log}{'' if logs.debug_enabled() else '; --debug prints it'})", file=sys.stderr)
         return 1
 
 

@@ -97,6 +97,10 @@ def test_graphshard_home_naming_a_file_is_one_line(clean_env, tmp_path, capsys):
         assert err == [f"graphshard server: error: GRAPHSHARD_HOME {tmp_path / 'a-file'}: a file, not a folder; point "
                        "it at a folder (graphshard keeps the Prefect server's state and the logs there), or unset it "
                        "for ~/.graphshard"]
+    clean_env.setenv("GRAPHSHARD_HOME", str(tmp_path / "a-file" / "below"))  # cannot be made: one line too
+    assert main(["server", "start"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"GRAPHSHARD_HOME {tmp_path / 'a-file' / 'below'}: cannot create " in err[0], err
 
 
 def test_api_url_of_the_active_profile_counts_as_explicit(clean_env, tmp_path):

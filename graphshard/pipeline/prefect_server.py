@@ -97,8 +97,14 @@ def recorded() -> Server | None:
 @contextmanager
 def _locked() -> Iterator[None]:
     """Hold `server.lock` (one process at a time looks for, starts or stops the server)."""
-    server_home().mkdir(parents=True, exist_ok=True)
-    with open(server_home() / "server.lock", "a") as lock:
+    try:
+        server_home().mkdir(parents=True, exist_ok=True)
+        lock = open(server_home() / "server.lock", "a")
+    except OSError as err:
+        raise GraphshardError(f"GRAPHSHARD_HOME {graphshard_home()}: cannot create {server_home()} ({err.strerror}); "
+                              "point GRAPHSHARD_HOME at a folder you can write (graphshard keeps the Prefect "
+                              "server's state there)") from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
