@@ -75,7 +75,7 @@ def test_api_url_with_a_password_is_checked_with_it_and_never_shown(clean_env):
     try:
         clean_env.setenv("PREFECT_API_URL", f"http://alice:s3cr3tpw@127.0.0.1:{port}/api")
         prefect_env.check_api()
-        for url, words in ((f"http://alice:wrong-pw@127.0.0.1:{port}/api", "no Prefect server answers"),
+        for url, words in ((f"http://alice:wrong-pw@127.0.0.1:{port}/api", "the server refused the request (HTTP 401)"),
                            (f"http://alice:s3cr3tpw@127.0.0.1:{port}", "a Prefect server's API is at its /api path")):
             clean_env.setenv("PREFECT_API_URL", url)
             with pytest.raises(GraphshardError) as err:

@@ -94,10 +94,17 @@ def check_api(timeout: float = 5.0) -> None:
     if not url:
         return
     shown = redact(url)
+    if not url.startswith(("http://", "https://")):
+        raise GraphshardError(f"PREFECT_API_URL={shown}: expected an http(s):// URL of a Prefect server's API, e.g. "
+                              "http://host:4200/api")
     try:
         with urllib.request.urlopen(_health_request(url), timeout=timeout) as resp:
             healthy = json.loads(resp.read() or b"null") is True
     except (OSError, ValueError) as err:
+        if getattr(err, "code", None) in (401, 403):
+            raise GraphshardError(f"PREFECT_API_URL={shown}: the server refused the request (HTTP {err.code}); check "
+                                  "the user and password in the URL, or PREFECT_API_KEY / PREFECT_API_AUTH_STRING") \
+                from None
         if getattr(err, "code", None) == 404 and not url.rstrip("/").endswith("/api"):
             raise GraphshardError(f"PREFECT_API_URL={shown}: no Prefect API there (its health check is Not Found); "
                                   "a Prefect server's API is at its /api path, e.g. http://host:4200/api") from None
