@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphshard.errors import InputError
+from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import chunk_bounds
 from graphshard.formats.chunked_writer import (
     ChunkedGraphWriter,
@@ -147,6 +147,10 @@ def chunk_ogb(src: str | Path, out_dir: str | Path, chunks: int, fmt: str = "num
     """
     check_format(fmt)
     chunks = positive("chunks", chunks)
+    inside, around = Path(out_dir).resolve(), Path(src).resolve()
+    if inside == around or around in inside.parents:
+        raise GraphshardError(f"--out {out_dir}: inside the OGB folder {src}, where every later `chunk` of it would "
+                              "read the chunked graph as one more node type; give a folder outside it")
     layout = scan(src)
     etypes = list(layout.edge_index)
     spec_names = etypes + [f"{et}/{f}" for et in etypes for f in layout.edge_feats[et]]

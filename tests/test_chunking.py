@@ -76,6 +76,9 @@ def test_chunk_cli(mag_small, tmp_path, capsys):
     assert capsys.readouterr().out.strip() == str(tmp_path / "out" / "metadata.json")
     assert main(["chunk", "--in", str(ogb), "--out", str(tmp_path / "out"), "--chunks", "3"]) == 2
     assert "exists" in capsys.readouterr().err
+    # inside the OGB folder, every later chunk of it read the chunked graph as a node type
+    assert main(["chunk", "--in", str(ogb), "--out", str(ogb / "sub"), "--chunks", "3"]) == 2
+    assert "inside the OGB folder" in capsys.readouterr().err and not (ogb / "sub").exists()
 
 
 def _small_ogb(tmp_path: Path) -> Path:
