@@ -7,6 +7,7 @@ command, and a run whose steps are all cached never opens one (~0.3 s of import 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -168,8 +169,23 @@ def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
                "preload": PRELOAD}
     worker = {"cls": SubprocessWorker, "options": {"worker_class": "distributed.Nanny",
                                                    "worker_kwargs": {**options, "config": WORKER_CONFIG}}}
-    return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
-                                                                  "dashboard": spec.dashboard_address is not None,
-                                                                  "host": "127.0.0.1"}},
-                       workers={i: worker for i in range(spec.workers)}, worker=worker,
-                       silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL)
+    with _quiet_subprocesses():
+        return SpecCluster(scheduler={"cls": Scheduler, "options": {"dashboard_address": spec.dashboard_address,
+                                                                      "dashboard": spec.dashboard_address is not None,
+                                                                      "host": "127.0.0.1"}},
+                           workers={i: worker for i in range(spec.workers)}, worker=worker,
+                           silence_logs=logging.WARNING if logs.debug_enabled() else logging.CRITICAL)
+
+
+@contextmanager
+def _quiet_subprocesses() -> Iterator[None]:
+    """Worker subprocesses started meanwhile log Dask's warnings only (unless --debug): each wrote ~17 INFO lines
+    (nanny, preload, worker banner) on the caller's stderr, a `partition_graph` call's terminal."""
+    if logs.debug_enabled() or "DASK_LOGGING__DISTRIBUTED" in os.environ:
+        yield
+        return
+    os.environ["DASK_LOGGING__DISTRIBUTED"] = "warning"
+    try:
+        yield
+    finally:
+        os.environ.pop("DASK_LOGGING__DISTRIBUTED", None)

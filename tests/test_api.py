@@ -292,3 +292,13 @@ def test_a_graph_named_report_is_refused_only_with_validation(tmp_path):
     graphshard.partition_graph(g["edges"], "report", 2, tmp_path / "out", num_nodes=g["num_nodes"],
                                part_method="random")
     assert json.loads((tmp_path / "out" / "report.json").read_text())["num_parts"] == 2
+
+
+def test_a_script_calling_partition_graph_gets_no_log_lines_on_its_terminal(tmp_path):
+    """Each call printed ~34 lines of Dask INFO logs (nanny, preload, worker banners) from its worker
+    subprocesses on the caller's stderr."""
+    script = ("import numpy as np; from graphshard import partition_graph; rng = np.random.default_rng(0); "
+              "g = {('a', 'r', 'a'): (rng.integers(0, 500, 3000), rng.integers(0, 500, 3000))}; "
+              f"partition_graph(g, 'n', 2, {str(tmp_path / 'out')!r}, num_nodes={{'a': 500}}); print('done')")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == "", proc.stderr[-2000:]
