@@ -117,7 +117,7 @@ def test_a_cancel_from_prefect_stops_the_run_before_its_next_step(tmp_path, medi
              300, "the shuffle step to start")
     api = prefect_server.recorded().api_url
     flow_run, _ = flow_run_states(api)
-    assert re.fullmatch(r"run-\d{4}-\d{6}", flow_run["name"])  # named after its config (run.yaml), not at random
+    assert re.fullmatch(r"run-\d{4}-\d{6}-[0-9a-f]{4}", flow_run["name"])  # after its config (run.yaml)
     http_json(f"{api}/flow_runs/{flow_run['id']}/set_state", {"state": {"type": "CANCELLING"}, "force": True})
     assert proc.wait(timeout=300) == 2
     out = (tmp_path / "run.log").read_text()

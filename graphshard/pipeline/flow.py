@@ -92,11 +92,11 @@ def _is_private(override: str) -> bool:
 
 
 def _run_name() -> str:
-    """A flow run's name in Prefect's UI: its config's name and the start time (Prefect's default is two random
-    words), e.g. `example-1130-0412`."""
+    """A flow run's name in Prefect's UI: its config's name, the start time and 4 random hex digits (two runs in one
+    second; Prefect's default is two random words), e.g. `example-1130-041209-3f2a`."""
     config = str(flow_run.parameters.get("config", "run"))
     stem = config.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[0] or "run"
-    return f"{stem}-{time.strftime('%m%d-%H%M%S')}"
+    return f"{stem}-{time.strftime('%m%d-%H%M%S')}-{os.urandom(2).hex()}"
 
 
 @flow(name=FLOW_NAME, persist_result=False, log_prints=False, flow_run_name=_run_name)
