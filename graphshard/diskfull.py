@@ -40,12 +40,23 @@ def _free(path: Path) -> tuple[int, int]:
     return usage.free, usage.total
 
 
+def _in_or_staged(name: Path, folder: Path) -> bool:
+    """`name` lies in `folder`, or in its staging sibling (`.<folder name>...`, where outputs are built)."""
+    if folder in name.parents:
+        return True
+    if folder.parent not in name.parents:
+        return False
+    return name.relative_to(folder.parent).parts[0].startswith(f".{folder.name}")
+
+
 def _where(err: OSError) -> tuple[str, Path] | None:
-    """The watched location the failed write was in (by its file name), else the one with the least free space."""
-    name = Path(err.filename) if isinstance(err.filename, str) else None
+    """The watched location the failed write was in (by its file name), else the one with the least free space. A
+    copy's error names its source first and the destination it wrote second (`filename2`, shutil's sendfile)."""
+    written = err.filename2 if isinstance(getattr(err, "filename2", None), str) else err.filename
+    name = Path(written) if isinstance(written, str) else None
     if name is not None:
         for key, path in _WATCHED.items():
-            if path.resolve() in name.resolve().parents:
+            if _in_or_staged(name.resolve(), path.resolve()):
                 return key, path
         return "", name.parent
     if not _WATCHED:

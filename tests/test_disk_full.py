@@ -126,3 +126,15 @@ def test_a_command_on_a_full_disk_names_its_folder_and_the_log_stays_where_it_wa
     assert logs.move_to(tiny_tmpfs / "logs", "run") == first
     logging.getLogger("graphshard").warning("after the move")
     assert "before the move" in first.read_text() and "after the move" in first.read_text()
+
+
+def test_a_copys_full_destination_is_named_not_its_source(tmp_path):
+    """Publishing copies from work_dir into output.dir's staging sibling: the copy's error names the source first
+    (shutil's sendfile), and the line blamed work_dir, which had room."""
+    out = tmp_path / "full" / "out"
+    diskfull.watch({"work_dir": tmp_path / "work", "output.dir": out})
+    err = OSError(errno.ENOSPC, "No space left on device")
+    err.filename = str(tmp_path / "work" / "shuffle" / "k" / "part0" / "graph.dgl")
+    err.filename2 = str(tmp_path / "full" / ".out.tmp-1234" / "part0" / "graph.dgl")
+    line = diskfull.line("publish", err)
+    assert f"no space left on device in output.dir ({out}: " in line and "set output.dir to a larger" in line
