@@ -145,7 +145,8 @@ def test_a_scheduler_address_is_planned_with_the_workers_it_has(capsys, example_
         assert main(["plan", str(config), *[x for o in [*shipped("example", example_graph, tmp_path),
                                                          f"cluster.address={empty.scheduler_address}"]
                                              for x in ("--set", o)]]) == 0
-        assert "the scheduler has no workers yet: their memory is not checked" in capsys.readouterr().out
+        shown = capsys.readouterr().out
+        assert "the scheduler has no workers yet: their memory is not checked, and `graphshard run` stops" in shown
 
 
 def test_a_limit_no_worker_starts_under_is_refused_even_when_forced(tmp_path, example_graph):

@@ -25,7 +25,8 @@ def text(plan: RunPlan) -> str:
     lines = [f"graph: {g.nodes:,} nodes, {g.edges:,} edges in {g.edge_chunks} chunks (largest {g.largest_chunk:,}), "
              f"{gb(g.input_bytes)} of input; {s.num_parts} partitions, method {s.method}", ""]
     lines += table([HEADER] + [_row(st) for st in plan.steps])
-    worker = ("the scheduler has no workers yet: their memory is not checked" if lim.external else
+    worker = ("the scheduler has no workers yet: their memory is not checked, and `graphshard run` stops if none "
+              "joins within cluster.connect_timeout" if lim.external else
               f"memory_limit {gb(lim.worker_memory)} (killed at {gb(lim.worker_memory * kill_threshold())})"
               if lim.worker_memory else "no memory limit")
     lines += ["", f"cluster: {s.workers} workers x {s.threads} thread(s), {worker}; flow host {gb(lim.host_memory)}"]
