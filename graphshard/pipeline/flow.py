@@ -19,6 +19,7 @@ import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
+import httpx
 from prefect import flow, get_run_logger, tags
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.exceptions import UnfinishedRun
@@ -228,6 +229,10 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
         with _heartbeats_as_configured(), tags(orphans.TAG, orphans.process_tag()):
             state = partition(str(config), [o for o in overrides if not _is_private(o)], from_step, force or [],
                               force_plan, return_state=True)
+    except httpx.TransportError as err:  # the Prefect server went away (`graphshard server stop --force`, a crash)
+        raise GraphshardError(f"the Prefect API ({redact(os.environ.get('PREFECT_API_URL', ''))}) stopped answering "
+                              f"during the run ({type(err).__name__}); the finished steps are cached: run again once "
+                              "it answers (`graphshard server start` for graphshard's own)") from err
     except UnfinishedRun as err:  # cancelled after the last check: the run's work is done, its state is not
         raise GraphshardError(f"flow run cancelled from Prefect as it finished ({err}): what the summary would name "
                               "may be published; run it again to see") from err
