@@ -18,6 +18,7 @@ def test_validate_good_set_exits_0(mag_set, capsys):
     assert main(["validate", "--partitions", str(config), "--input", str(md)]) == 0
     out, err = capsys.readouterr()
     assert out == "" and "valid" in err and "0 failed" in err
+    assert "skipped (trainer-ids: --json says why)" in err  # which checks did not run, on the summary line
 
 
 def test_validate_accepts_output_folder_and_runs_on_dask(mag_set, capsys):

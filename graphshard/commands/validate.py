@@ -74,8 +74,9 @@ def print_outcome(report: dict) -> int:
     checks = report["checks"]
     counts = {s: sum(c["status"] == s for c in checks) for s in ("passed", "failed", "skipped")}
     verdict = "valid" if report["ok"] else f"INVALID ({report['num_problems']} problem(s))"
+    skipped = ", ".join(c["name"] for c in checks if c["status"] == "skipped")
     print(f"{report['graph_name']}: {verdict}; checks {counts['passed']} passed, {counts['failed']} failed, "
-          f"{counts['skipped']} skipped", file=sys.stderr)
+          f"{counts['skipped']} skipped{f' ({skipped}: --json says why)' if skipped else ''}", file=sys.stderr)
     return 0 if report["ok"] else 1
 
 
