@@ -35,8 +35,8 @@ def foreign(folder: str | Path | Location, storage: Storage, belongs: Belongs) -
 def check_replaceable(folder: str | Path | Location, storage: Storage, belongs: Belongs, what: str) -> None:
     """One line when replacing `folder` would delete something that is not part of `what` (e.g. "an assignment")."""
     if found := foreign(folder, storage, belongs):
-        shown_ = _grouped(found)
-        shown = ", ".join(shown_[:3]) + (f", ... ({len(shown_)} in all)" if len(shown_) > 3 else "")
+        names = _grouped(found)
+        shown = ", ".join(names[:3]) + (f", ... ({len(names)} in all)" if len(names) > 3 else "")
         raise GraphshardError(f"{location(folder)}: --overwrite replaces the whole folder, and it holds {shown}, "
                               f"not part of {what}; give a new or empty folder, or move them first")
 
