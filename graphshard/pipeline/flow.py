@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 import httpx
-from prefect import flow, get_run_logger, tags
+from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 from prefect.exceptions import UnfinishedRun
 from prefect.runtime import flow_run
@@ -124,6 +124,7 @@ def partition(config: str, overrides: list[str] | None = None, from_step: str | 
         The run summary: output paths, headline figures, each step's state; or, when a step or a check fails with
         graphshard's one line, a Failed state holding it (logged as that line, without Prefect's traceback).
     """
+    orphans.tag_run()
     link = ui_link(flow_run.get_id())
     if link:  # a deployment's run has no terminal: its log says where the run is shown
         get_run_logger().info("Prefect UI: %s", link)
@@ -149,8 +150,12 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
     store.clean_stale(cfg.output.dir)
     states: dict[str, State] = {}
 
+    def worked() -> bool:  # the last step did work: time for a cancel to have come (a cached run asks nothing)
+        return bool(states) and list(states.values())[-1].name != "Cached"
+
     def step(name: str, task, *args):
-        stop_if_cancelled(name)
+        if worked():
+            stop_if_cancelled(name)
         state = task(*args, force=name in forced, return_state=True)
         states[name] = state
         return state.result()
@@ -166,7 +171,8 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
                          if cfg.validate_.enabled else None)
         finally:
             cluster.close_in_background()  # overlaps publishing, the report and Prefect's end; run_pipeline waits
-        stop_if_cancelled("publish")
+        if worked():
+            stop_if_cancelled("publish")
         states["publish"] = publish_task(cfg, store, shuffled, validated, holder, return_state=True)
         states["publish"].result()  # a publish that failed fails the run (it was reported as published)
     out = cfg.output.dir
@@ -226,7 +232,7 @@ def run_pipeline(config: str | Path, overrides: list[str] | None = None, from_st
     _PRIVATE_OVERRIDES[:] = [o for o in overrides if _is_private(o)]
     orphans.mark_crashed()  # runs of this host's killed processes, left Running in Prefect
     try:
-        with _heartbeats_as_configured(), tags(orphans.TAG, orphans.process_tag()):
+        with _heartbeats_as_configured():
             state = partition(str(config), [o for o in overrides if not _is_private(o)], from_step, force or [],
                               force_plan, return_state=True)
     except httpx.TransportError as err:  # the Prefect server went away (`graphshard server stop --force`, a crash)

@@ -8,7 +8,6 @@ import logging
 import socket
 
 import psutil
-from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     FlowRunFilter,
     FlowRunFilterState,
@@ -16,7 +15,10 @@ from prefect.client.schemas.filters import (
     FlowRunFilterTags,
 )
 from prefect.client.schemas.objects import StateType
+from prefect.runtime import flow_run
 from prefect.states import Crashed
+
+from graphshard.pipeline.cancel import api_client
 
 TAG = "graphshard-process"
 CRASHED = "its graphshard run process ({pid} on {host}) ended without reporting: killed, or its host lost"
@@ -27,6 +29,18 @@ def process_tag() -> str:
     """This process's tag: host, pid and start time (a recycled pid is not taken for it)."""
     me = psutil.Process()
     return f"{TAG}:{socket.gethostname()}:{me.pid}:{int(me.create_time())}"
+
+
+def tag_run() -> None:
+    """Tag this flow run with its process (one API call for the flow run: a `tags()` context tagged every task run
+    too, and Prefect then asked for each task's tag concurrency slots, ~25 ms a task)."""
+    run_id = flow_run.get_id()
+    if run_id is None:
+        return
+    try:
+        api_client().update_flow_run(run_id, tags=[*flow_run.tags, TAG, process_tag()])
+    except Exception as err:  # noqa: BLE001 - bookkeeping only
+        log.debug("could not tag the flow run: %s", err)
 
 
 def _alive(pid: int, started: int) -> bool:
@@ -41,18 +55,18 @@ def mark_crashed() -> int:
     answering: none, as this is bookkeeping only)."""
     host, marked = socket.gethostname(), 0
     try:
-        with get_client(sync_client=True) as client:
-            running = client.read_flow_runs(flow_run_filter=FlowRunFilter(
-                state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])),
-                tags=FlowRunFilterTags(all_=[TAG])))
-            for run in running:
-                for tag in (t for t in run.tags if t.startswith(f"{TAG}:")):
-                    parts = tag.split(":")[1:]
-                    if len(parts) != 3 or parts[0] != host or _alive(int(parts[1]), int(parts[2])):
-                        continue
-                    client.set_flow_run_state(run.id, Crashed(message=CRASHED.format(pid=parts[1], host=host)),
-                                              force=True)
-                    marked += 1
+        client = api_client()
+        running = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING])),
+            tags=FlowRunFilterTags(all_=[TAG])))
+        for run in running:
+            for tag in (t for t in run.tags if t.startswith(f"{TAG}:")):
+                parts = tag.split(":")[1:]
+                if len(parts) != 3 or parts[0] != host or _alive(int(parts[1]), int(parts[2])):
+                    continue
+                client.set_flow_run_state(run.id, Crashed(message=CRASHED.format(pid=parts[1], host=host)),
+                                          force=True)
+                marked += 1
     except Exception as err:  # noqa: BLE001 - a bookkeeping nicety: never fails the run
         log.debug("could not look for crashed runs: %s", err)
     return marked

@@ -88,6 +88,8 @@ def start_problem(key: str, memory_limit: int | str | None, workers: int, thread
     """Why local workers with this memory limit cannot start at all, else None: an idle worker with graphshard
     loaded holds `worker_base`, and its nanny restarts it above `kill_threshold()` of its limit, for ever (no
     --force-plan helps)."""
+    if memory_limit in (None, "auto"):  # a share of the host's memory: no floor to check (and no dask import)
+        return None
     limit = worker_limit(memory_limit, workers, threads)
     base = coefficients.load()["worker_base"]
     if limit is None or limit * kill_threshold() >= base:
