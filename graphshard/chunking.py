@@ -27,6 +27,7 @@ from graphshard.formats.chunked_writer import (
     write_node_type,
 )
 from graphshard.formats.jsonfile import read_json_object
+from graphshard.storage import inside
 
 META = "meta.json"
 EDGE_INDEX = "edge_index.npy"
@@ -147,8 +148,7 @@ def chunk_ogb(src: str | Path, out_dir: str | Path, chunks: int, fmt: str = "num
     """
     check_format(fmt)
     chunks = positive("chunks", chunks)
-    inside, around = Path(out_dir).resolve(), Path(src).resolve()
-    if inside == around or around in inside.parents:
+    if inside(out_dir, src):
         raise GraphshardError(f"--out {out_dir}: inside the OGB folder {src}, where every later `chunk` of it would "
                               "read the chunked graph as one more node type; give a folder outside it")
     layout = scan(src)

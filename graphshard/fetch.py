@@ -32,7 +32,7 @@ from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.jsonfile import parse_json_object
 from graphshard.formats.set_digests import FileEntry, digests_name, parse_set_digests
 from graphshard.runprefix import split_prefix
-from graphshard.storage import Location, Storage, StorageError, check_location, location
+from graphshard.storage import Location, Storage, StorageError, check_location, inside, location
 from graphshard.storage.failures import classify
 
 if TYPE_CHECKING:
@@ -223,12 +223,6 @@ def _writing(out: Path) -> Iterator[None]:
                               "nothing was fetched") from err
 
 
-def _overlap(a: Path, b: Path) -> bool:
-    """One folder is the other or holds it (symlinks resolved)."""
-    a, b = a.resolve(), b.resolve()
-    return a == b or a in b.parents or b in a.parents
-
-
 def _check_replaceable(out: Path, overwrite: bool) -> None:
     """`--overwrite` replaces a folder holding a partition set (an earlier fetch, another set) or nothing, never one
     of other files (`--out .` in a project folder)."""
@@ -304,7 +298,7 @@ def fetch(config_url: str, out_dir: str | Path, parts: str | None = None, storag
         raise GraphshardError(f"--out {out}: fetch writes to local disk; give a folder path")
     if transfers < 1:
         raise GraphshardError(f"--transfers: expected at least 1 file copied at a time, found {transfers}")
-    if config.is_local and _overlap(Path(out.path), Path(config.parent.path)):
+    if config.is_local and (inside(out, config.parent) or inside(config.parent, out)):
         raise GraphshardError(f"--out {out}: the set's own folder {config.parent}, or a folder inside or around it: "
                               "fetch copies a set to another folder (replacing its own would delete its other parts)")
     check_location(config, storage=storage)  # store reachable, credentials and bucket right: one line if not

@@ -130,12 +130,16 @@ def test_output_at_a_bucket_root_needs_a_work_dir(graph_copy: Path, tmp_path: Pa
 
 
 def test_output_prefix_inside_input_prefix(tmp_path: Path):
-    from graphshard.pipeline.preflight import _inside
+    from graphshard.storage import inside
 
-    assert _inside(Location("s3", "b/graph/out"), Location("s3", "b/graph"))
-    assert not _inside(Location("s3", "b/graph2"), Location("s3", "b/graph"))
-    assert not _inside(Location("gs", "b/graph/out"), Location("s3", "b/graph"))
-    assert _inside(tmp_path / "a" / "b", tmp_path / "a")
+    assert inside(Location("s3", "b/graph/out"), Location("s3", "b/graph"))
+    assert not inside(Location("s3", "b/graph2"), Location("s3", "b/graph"))
+    assert not inside(Location("gs", "b/graph/out"), Location("s3", "b/graph"))
+    assert inside(tmp_path / "a" / "b", tmp_path / "a")
+    assert inside("s3://b/graph", "s3://b/graph/") and not inside(tmp_path / "a", tmp_path / "a" / "b")
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert inside(tmp_path / "link" / "x", tmp_path / "real") and not inside(tmp_path / "ab", tmp_path / "a")
 
 
 def test_run_with_bad_locations_exits_2_with_one_line(tmp_path: Path, graph_copy: Path, s3_bucket: str):

@@ -19,25 +19,11 @@ from graphshard.formats.set_digests import foreign_entries
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.runprefix import RUNS
 from graphshard.shuffle.graphbolt import GraphboltOptions, require_dgl
-from graphshard.storage import Location, location
+from graphshard.storage import Location, inside, location
 from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES, report_clash
 
 RECHECK_AFTER = 60.0  # seconds a passed location check answers for in this process (see `_located`)
 _PASSED: dict[tuple, float] = {}  # (URL, write, `check.client_key`) -> when its check passed (monotonic)
-
-
-def _loc(where: Path | Location) -> Location:
-    """A location in one comparable form (local paths with symlinks resolved)."""
-    return location(where.resolve()) if isinstance(where, Path) else where
-
-
-def _inside(child: Path | Location, parent: Path | Location) -> bool:
-    """`child` is `parent` or below it (same store; a path and a URL never overlap)."""
-    child, parent = _loc(child), _loc(parent)
-    if child.protocol != parent.protocol:
-        return False
-    root = parent.path.rstrip("/")
-    return child.path == root or child.path.startswith(root + "/")
 
 
 def check_scheduler(address: str, timeout: float, source: Path) -> None:
@@ -172,18 +158,18 @@ def _input_graph(cfg: PipelineConfig):
 def _check_places(cfg: PipelineConfig, in_dir: Location, published_by_us: bool) -> None:
     """Output, work folder and input apart from each other; an existing output only when it may be replaced."""
     src, out, work = cfg.source, cfg.output.dir, cfg.work
-    if _inside(out, in_dir):
+    if inside(out, in_dir):
         raise InputError(src, "output.dir", f"a location outside the input folder {in_dir}", str(out))
-    if _inside(in_dir, out):
+    if inside(in_dir, out):
         raise InputError(src, "output.dir", f"a location that does not contain the input folder {in_dir}", str(out))
     if cfg.work_dir is None and isinstance(out, Location) and not out.is_local and out.parent == out:
         # the default `<output.dir>.work` is a sibling, and a bucket's root has none (it was `<bucket>/<bucket>.work`,
         # inside the output, refused below as if the user had chosen it)
         raise InputError(src, "work_dir", f"a work_dir in the config when output.dir is a bucket's root ({out}: the "
                          "default, <output.dir>.work beside it, has no place there)", "none")
-    if _inside(work, out) or _inside(out, work):
+    if inside(work, out) or inside(out, work):
         raise InputError(src, "work_dir", f"a location separate from output.dir {out}", str(work))
-    if _inside(work, in_dir):
+    if inside(work, in_dir):
         raise InputError(src, "work_dir", f"a location outside the input folder {in_dir}", str(work))
     if not isinstance(out, Location):  # on a store: after the store is known to answer
         check_output_free(cfg, published_by_us)

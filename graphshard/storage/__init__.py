@@ -10,9 +10,9 @@ from __future__ import annotations
 from graphshard.storage.check import check_location
 from graphshard.storage.failures import StorageError
 from graphshard.storage.files import StoredFile
-from graphshard.storage.locations import Location, location, redact
+from graphshard.storage.locations import Location, inside, location, redact
 from graphshard.storage.options import StorageOptions
 from graphshard.storage.store import Entry, Storage
 
-__all__ = ["Entry", "Location", "Storage", "StorageError", "StorageOptions", "StoredFile", "check_location", "location",
-           "redact"]
+__all__ = ["Entry", "Location", "Storage", "StorageError", "StorageOptions", "StoredFile", "check_location", "inside",
+           "location", "redact"]

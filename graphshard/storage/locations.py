@@ -84,6 +84,18 @@ class Location:
         return f"Location({str(self)!r})"
 
 
+def inside(child: str | os.PathLike | Location, parent: str | os.PathLike | Location) -> bool:
+    """`child` is `parent` or below it: same store, local paths with symlinks resolved (a path and a URL never
+    overlap). Guards writers against replacing or re-reading their own inputs."""
+    def comparable(where: str | os.PathLike | Location) -> Location:
+        loc = location(where)
+        return location(Path(loc.path).resolve()) if loc.is_local else loc
+
+    child, parent = comparable(child), comparable(parent)
+    root = parent.path.rstrip("/")
+    return child.protocol == parent.protocol and (child.path == root or child.path.startswith(root + "/"))
+
+
 def _normal(path: str) -> str:
     """A normalised POSIX path that keeps a trailing slash off and never climbs above its root."""
     lead = "/" if path.startswith("/") else ""
