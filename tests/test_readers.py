@@ -214,6 +214,30 @@ def test_an_array_dgls_parquet_writer_flattened_is_read_back_in_its_shape_as_its
         np.testing.assert_array_equal(read_rows(graph, spec, 1, 3, RowIndex.of(graph, spec)), cube[1:3])
 
 
+@pytest.mark.parametrize("shape, fits", [("(4, 2, 3)", True), ("(4, 6)", True), ("(4,6)", True), ("(4, 3, 3)", False),
+                                          ("(5, 2, 3)", False), ("[4, 2, 3]", False), ("(4, 2, 3", False)])
+def test_a_recorded_parquet_shape_that_does_not_fit_the_file_is_refused_in_one_line(tmp_path, shape, fits):
+    """DGL reshapes a parquet file's rows to its schema's `shape`; one that does not fit (rows filtered after it was
+    written, columns dropped) fails there and would be read flat here: refused, naming the file and the key."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphshard.precheck import precheck
+
+    cube = np.arange(24, dtype=np.float32).reshape(4, 6)
+    table = pa.table({str(i): cube[:, i] for i in range(6)})
+    pq.write_table(table.replace_schema_metadata({"shape": shape}), tmp_path / "x.parquet")
+    graph = _one_feature_graph(tmp_path, "parquet", "x.parquet")
+    problems = precheck(graph)
+    if fits:
+        assert problems == []
+        assert read_chunk(graph, graph.node_data["n"]["x"], 0).size == 24
+    else:
+        (problem,) = problems
+        assert "x.parquet: field 'shape'" in str(problem) and "4 rows of 6 values" in str(problem), problem
+        assert repr(shape) in str(problem) and "\n" not in str(problem)
+
+
 def test_a_csv_edge_file_names_its_first_non_integer_value_wherever_it_is(tmp_path):
     """pyarrow reads a column as float64 from a value like 'NA' on, however deep in the file: the refusal names
     that value and its line, not the dtype."""

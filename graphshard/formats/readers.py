@@ -329,20 +329,27 @@ def _null_group(pf: pq.ParquetFile, names: list[str]) -> tuple[int, int] | None:
     return None
 
 
-def _recorded_row(metadata: dict[bytes, bytes] | None, flat: tuple[int, ...]) -> tuple[int, ...] | None:
+def _recorded_row(pf: pq.ParquetFile, flat: tuple[int, ...], shown: str) -> tuple[int, ...] | None:
     """The row shape DGL's parquet writer recorded when it flattened an array of more than 2 dimensions (schema
-    metadata `shape`, e.g. b"(300, 2, 3)"; DGL's reader reshapes the rows back), when it fits the flat rows; else
-    None."""
-    found = re.fullmatch(rb"\((\d+)((?:, *\d+)+),?\)", (metadata or {}).get(b"shape", b""))
-    if found is None:
+    metadata `shape`, e.g. b"(300, 2, 3)"; DGL's reader reshapes the rows back), else None. A recorded shape that
+    does not fit the file's rows and columns is refused: DGL's reshape fails on it, and read flat it would be wrong."""
+    recorded = (pf.schema_arrow.metadata or {}).get(b"shape")
+    if recorded is None:
         return None
-    row = tuple(int(x) for x in re.findall(rb"\d+", found.group(2)))
-    return row if len(row) >= 2 and math.prod(row) == math.prod(flat) else None
+    found = re.fullmatch(rb"\(\s*(\d+)\s*((?:,\s*\d+\s*)*),?\s*\)", recorded.strip())
+    dims = [int(x) for x in re.findall(rb"\d+", recorded)] if found else []
+    fits = bool(dims) and dims[0] == pf.metadata.num_rows and math.prod(dims[1:]) == math.prod(flat)
+    if not fits:
+        shown_shape = recorded.decode(errors="replace")[:80]
+        raise InputError(shown, "shape", f"the schema metadata's shape to be (rows, ...) matching the file's "
+                         f"{pf.metadata.num_rows} rows of {math.prod(flat)} values (DGL reshapes the rows to it)",
+                         f"{shown_shape!r}; rewrite the file with the shape it holds, or drop that metadata key")
+    return tuple(dims[1:]) if len(dims) >= 3 else None
 
 
-def _shaped(arr: np.ndarray, pf: pq.ParquetFile) -> np.ndarray:
+def _shaped(arr: np.ndarray, pf: pq.ParquetFile, shown: str) -> np.ndarray:
     """Rows as DGL reads them: reshaped to the row shape its parquet writer recorded (`_recorded_row`)."""
-    row = _recorded_row(pf.schema_arrow.metadata, arr.shape[1:])
+    row = _recorded_row(pf, arr.shape[1:], shown)
     return arr if row is None else arr.reshape(len(arr), *row)
 
 
@@ -366,7 +373,7 @@ class ParquetReader(ChunkReader):
         f = _file(path)
         try:
             with _parquet(f) as pf:  # not pq.read_table: it imports pandas (~0.6 s per process)
-                return _shaped(_arrow_to_numpy(pf.read(columns=self._columns(pf)), f.shown), pf)
+                return _shaped(_arrow_to_numpy(pf.read(columns=self._columns(pf)), f.shown), pf, f.shown)
         except InputError:
             raise
         except Exception as err:  # noqa: BLE001
@@ -388,7 +395,7 @@ class ParquetReader(ChunkReader):
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         first = int(ends[groups[0]])
-        return _shaped(_arrow_to_numpy(table, f.shown, first)[start - first:stop - first], pf)
+        return _shaped(_arrow_to_numpy(table, f.shown, first)[start - first:stop - first], pf, f.shown)
 
     def header(self, path: Source, fmt: FileFormat) -> Header:
         """From the footer alone when every column read is one numeric or bool type (N columns: rows of N values; a
@@ -412,7 +419,7 @@ class ParquetReader(ChunkReader):
             head = super().header(f, fmt)
         else:
             head = Header(rows, (len(names),) if len(names) > 1 else (), np.dtype(typ.to_pandas_dtype()))
-        row = _recorded_row(pf.schema_arrow.metadata, head.row_shape)
+        row = _recorded_row(pf, head.row_shape, f.shown)
         return head if row is None else Header(head.rows, row, head.dtype)
 
     def head(self, path: Source, fmt: FileFormat) -> np.ndarray:
@@ -423,7 +430,7 @@ class ParquetReader(ChunkReader):
         except Exception as err:  # noqa: BLE001
             raise _open_error(f, err) from None
         return self.table(f, fmt) if batch is None else _shaped(_arrow_to_numpy(pa.Table.from_batches([batch]),
-                                                                                f.shown), pf)
+                                                                                f.shown), pf, f.shown)
 
     def num_rows(self, path: Source, fmt: FileFormat) -> int:
         f = _file(path)
