@@ -91,13 +91,17 @@ def _exists_error(final: Path) -> GraphshardError:
 
 
 def output_folder(final: str | Path, overwrite: bool = False) -> Path:
-    """The folder an output is staged beside and moved to: `final`, or the folder it links to (a link to a larger
-    disk keeps the output there); one line before any work when it cannot be written: it exists (without
-    `overwrite`), it is a file, or it is a mount point (replacing renames the folder aside, which a mount point
-    refuses)."""
+    """The folder an output is staged beside and moved to: `final`, or the folder it links to, made there when the
+    link points at nothing yet (a link to a larger disk keeps the output there); one line before any work when it
+    cannot be written: it exists (without `overwrite`), it is a file, or it is a mount point (replacing renames the
+    folder aside, which a mount point refuses)."""
     final = Path(final)
-    if final.is_symlink() and final.is_dir():
-        final = final.resolve()
+    if final.is_symlink():
+        try:
+            final = final.resolve()
+        except (RuntimeError, OSError) as err:  # a link loop
+            raise GraphshardError(f"{final}: a symbolic link that cannot be followed ({err}); remove it or choose "
+                                  "another output folder") from None
     if not final.exists():
         return final
     if not final.is_dir():

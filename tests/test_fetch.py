@@ -383,6 +383,26 @@ def test_out_is_a_link_a_file_or_a_mount_point(part_set: Path, tiny_tmpfs: Path,
     assert sorted(os.listdir(tiny_tmpfs)) == ["moved", f"{NAME}.json"] and "tiny" in os.listdir(tmp_path)
 
 
+def test_out_is_a_link_to_nothing_yet_or_a_link_loop(part_set: Path, tmp_path: Path, capsys):
+    """A link to a folder not made yet (a larger disk's folder-to-be): the set lands at its target and the link stays
+    (was: 'cannot move the finished output into place (Not a directory)'); a link loop: one line naming it (was:
+    'internal error: RuntimeError'). `generate --out` behaves the same."""
+    (tmp_path / "link").symlink_to(tmp_path / "disk" / "set")
+    code, out, err = _run(capsys, str(part_set), "--out", str(tmp_path / "link"), "--parts", "1")
+    assert code == 0 and (tmp_path / "link").is_symlink(), err
+    assert sorted(os.listdir(tmp_path / "disk" / "set")) == [f"{NAME}.digests.json", f"{NAME}.json", "part1"]
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    for argv in (["fetch", str(part_set), "--out"], ["generate", "rmat", "--nodes", "64", "--edges", "128", "--out"]):
+        code = main([*argv, str(tmp_path / "loop1")])
+        out, err = capsys.readouterr()
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert f"{tmp_path / 'loop1'}: a symbolic link that cannot be followed" in err, err
+    (tmp_path / "link2").symlink_to(tmp_path / "disk" / "graph")
+    assert main(["generate", "rmat", "--nodes", "64", "--edges", "128", "--out", str(tmp_path / "link2")]) == 0
+    assert (tmp_path / "link2").is_symlink() and (tmp_path / "disk" / "graph" / "metadata.json").is_file()
+
+
 def test_larger_object_is_not_read_past_its_listed_size(part_set: Path, s3_bucket: str, tmp_path: Path, capsys,
                                                           monkeypatch):
     """An object longer than its listed size (other bytes at the key) is refused once the copy passes that size:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from graphshard.atomic import move_into_place, staging_dir
+from graphshard.atomic import move_into_place, output_folder, staging_dir
 from graphshard.errors import GraphshardError
 from graphshard.formats.arrow import numpy_table
 from graphshard.formats.chunked import FORMAT_NAMES, parse_metadata
@@ -69,6 +69,8 @@ class ChunkedGraphWriter:
     def __init__(self, out_dir: str | Path | Location, graph_name: str, node_types: list[str], edge_types: list[str],
                  overwrite: bool = False, delimiter: str = " ", storage: Storage | None = None):
         self.out, self.storage = location(out_dir), storage or Storage()
+        if self.out.is_local:  # a link: the folder it points at (made there when it points at nothing yet)
+            self.out = location(output_folder(self.out.path, overwrite))
         self.out_dir = Path(self.out.path) if self.out.is_local else self.out
         exists = self.out_dir.exists() if self.out.is_local else bool(self.storage.listing(self.out))
         if exists and not overwrite:

@@ -89,7 +89,7 @@ def inside(child: str | os.PathLike | Location, parent: str | os.PathLike | Loca
     overlap). Guards writers against replacing or re-reading their own inputs."""
     def comparable(where: str | os.PathLike | Location) -> Location:
         loc = location(where)
-        return location(Path(loc.path).resolve()) if loc.is_local else loc
+        return location(os.path.realpath(loc.path)) if loc.is_local else loc  # a link loop stays as it is
 
     child, parent = comparable(child), comparable(parent)
     root = parent.path.rstrip("/")
