@@ -65,6 +65,17 @@ def quiet_message(library: str, start: str) -> None:
     _quiet_messages.add((library, start))
 
 
+def adopt(logger: str) -> None:
+    """Send a library logger that writes to stderr through handlers of its own (Prefect's `prefect._internal`: a
+    failing service logs each queued item, a screenful each) through graphshard's instead: all of it to the log
+    file, and to the terminal by the rules of `_for_terminal`."""
+    target = logging.getLogger(logger)
+    for handler in list(target.handlers):
+        if type(handler) is not logging.FileHandler and isinstance(handler, logging.StreamHandler):
+            target.removeHandler(handler)
+    target.propagate = True
+
+
 class _Untraced(logging.Filter):
     """Passes every record, without the traceback of those whose message starts with `start`."""
 

@@ -196,3 +196,32 @@ def test_no_password_of_a_url_reaches_the_log_file(tmp_path, monkeypatch):
     logging.getLogger().handlers[-1].flush()
     text = path.read_text()
     assert "http://***@127.0.0.1:1/api/health" in text and "s3cr3tpw" not in text and "alice" not in text
+
+
+def test_prefects_service_failures_reach_the_log_file_not_the_terminal(tmp_path):
+    """The Prefect API gone mid-run: its events service logged each queued event through a stderr handler of its
+    own (a screenful each), and its API log handler wrote '--- Error logging to API ---' straight to stderr, around
+    graphshard's one line. Both are the run's log file's now (the terminal's rules: shown with --debug)."""
+    script = """if True:
+        import asyncio, logging, sys
+        from graphshard import logs
+        path = logs.setup("t")
+        import graphshard.pipeline.flow
+        from prefect.logging.handlers import APILogWorker
+        logging.getLogger("prefect._internal.concurrency").error("Service %r failed to process item %r",
+                                                                  "EventsWorker", "Event(" + "x" * 5000 + ")")
+
+        class Gone:
+            async def create_logs(self, items):
+                raise OSError("All connection attempts failed")
+
+        worker = APILogWorker.__new__(APILogWorker)
+        worker._client = Gone()
+        asyncio.run(worker._handle_batch([{"message": "m"}]))
+        print(path)
+    """
+    env = {**os.environ, "GRAPHSHARD_LOG_DIR": str(tmp_path)}
+    env.pop("GRAPHSHARD_DEBUG", None)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "Service 'EventsWorker' failed to process item" in Path(done.stdout.strip()).read_text()

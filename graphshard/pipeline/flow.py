@@ -13,6 +13,7 @@ Prefect in the flow process means Dask workers need only graphshard's library.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import time
@@ -51,6 +52,8 @@ from graphshard.storage import Location, Storage, lease, redact
 FLOW_NAME = "graphshard"
 DEPLOYMENT_NAME = "partition"
 logs.quiet_on_terminal("prefect")  # a failed run is graphshard's one line; Prefect's own failure logs go to the file
+logs.adopt("prefect._internal")  # its services' failures (an API gone mid-run): to the file, not a screenful each
+logging.raiseExceptions = False  # else Prefect's API log handler writes each failed batch straight to stderr
 
 
 def forced_steps(from_step: str | None, force: list[str] | None) -> set[str]:
