@@ -1,6 +1,6 @@
 """graphshard: partition chunked graphs into DistDGL-loadable partitions."""
 
-__version__ = "0.1.0"
+__version__ = "0.1.1"
 
 _LAZY = {"partition_graph": "graphshard.inmemory", "chunk_graph": "graphshard.inmemory"}
 

@@ -41,6 +41,7 @@ class Expected:
     node_type: np.ndarray
     node_orig: np.ndarray           # per-type original ID, indexed by new node ID
     edge_orig: np.ndarray
+    trainer: np.ndarray | None = None  # trainer id, indexed by new node ID (several trainers per machine)
 
 
 def _layout(owner_per_type: list[np.ndarray], num_parts: int) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
@@ -59,7 +60,8 @@ def _layout(owner_per_type: list[np.ndarray], num_parts: int) -> tuple[list[np.n
 
 def expected(metadata: Path, assignment_dir: Path) -> Expected:
     g = load_metadata(metadata)
-    num_parts = read_meta(assignment_dir).num_parts
+    meta = read_meta(assignment_dir)
+    num_parts, trainers = meta.num_parts, meta.num_trainers_per_machine
     parts = [read_parts(assignment_dir, nt, g.num_nodes(nt), num_parts) for nt in g.node_type]
     node_new, node_starts, node_counts = _layout(parts, num_parts)
     ends = []
@@ -76,11 +78,14 @@ def expected(metadata: Path, assignment_dir: Path) -> Expected:
         dst[edge_new[i]] = node_new[g.ntype_id(can.dst)][d]
         etype[edge_new[i]] = i
         edge_orig[edge_new[i]] = np.arange(len(s))
-    node_owner, node_type, node_orig = (np.empty(total_n, np.int64) for _ in range(3))
+    node_owner, node_type, node_orig, trainer = (np.empty(total_n, np.int64) for _ in range(4))
     for t, ids in enumerate(node_new):
         node_owner[ids], node_type[ids], node_orig[ids] = parts[t], t, np.arange(len(ids))
+        if trainers > 1:
+            trainer[ids] = read_parts(Path(assignment_dir) / "trainer_ids", g.node_type[t], len(ids),
+                                      num_parts * trainers)
     return Expected(g, num_parts, node_new, node_starts, node_counts, edge_new, edge_starts, edge_counts,
-                    src, dst, etype, node_owner, node_type, node_orig, edge_orig)
+                    src, dst, etype, node_owner, node_type, node_orig, edge_orig, trainer if trainers > 1 else None)
 
 
 def dgl_halo(ex: Expected, part: int, hops: int, mode: str) -> tuple[np.ndarray, np.ndarray]:
@@ -232,8 +237,16 @@ def _check_features(ex: Expected, p: int, node_file: Path, edge_file: Path, conf
     g = ex.graph
     nfeat, efeat = load_tensor_dict(node_file), load_tensor_dict(edge_file)
     want_keys = {f"{nt}/{f}" for nt, fs in g.node_data.items() for f in fs}
+    want_edge_keys = {f"{et}/{f}" for et, fs in g.edge_data.items() for f in fs}
+    if ex.trainer is not None:  # DGL's trainer_id: a node's own, an edge's destination's (int64)
+        for nt in g.node_type:
+            got, (lo, hi) = nfeat.pop(f"{nt}/trainer_id"), config["node_map"][nt][p]
+            assert got.dtype == np.int64 and np.array_equal(got, ex.trainer[lo:hi]), f"part {p}: {nt}/trainer_id"
+        for et in g.edge_type:
+            got, (lo, hi) = efeat.pop(f"{et}/trainer_id"), config["edge_map"][et][p]
+            assert got.dtype == np.int64 and np.array_equal(got, ex.trainer[ex.dst[lo:hi]]), f"part {p}: {et}"
     assert set(nfeat) == want_keys, f"part {p}: node feature keys {sorted(nfeat)}"
-    assert set(efeat) == {f"{et}/{f}" for et, fs in g.edge_data.items() for f in fs}, f"part {p}: edge keys"
+    assert set(efeat) == want_edge_keys, f"part {p}: edge keys"
     for kind, data, feats, mapping in (("node", g.node_data, nfeat, config["node_map"]),
                                        ("edge", g.edge_data, efeat, config["edge_map"])):
         for tname, fs in data.items():

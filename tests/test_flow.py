@@ -174,6 +174,24 @@ def test_mag_config_heterogeneous_metis_balanced(tmp_path, mag_small, dask_addre
     assert report["ok"] and len(report["quality"]["ntypes"]) == 4
 
 
+def test_trainers_per_machine_reach_the_published_set(tmp_path, mag_small, dask_address):
+    """`assign.num_trainers_per_machine: 2` in a run: the published partitions hold DGL's `trainer_id` per node and
+    edge type, each a trainer of that machine (an edge: its destination's), and validation checked them. Was: the
+    trainer ids stayed in the work folder's assignment and the set had none."""
+    run(REPO / "configs" / "mag.yaml", [f"input.metadata={mag_small}", f"output.dir={tmp_path / 'out'}",
+                                        f"work_dir={tmp_path / 'work'}", f"cluster.address={dask_address}",
+                                        "assign.method=random", "assign.num_trainers_per_machine=2"])
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["ok"] and next(c for c in report["checks"] if c["name"] == "trainer-ids")["status"] == "passed"
+    for p in range(4):
+        part = load_partition(tmp_path / "out" / "mag.json", p)
+        ntypes, etypes = {k for k in part.node_feats if k.endswith("/trainer_id")}, \
+            {k for k in part.edge_feats if k.endswith("/trainer_id")}
+        assert len(ntypes) == 4 and len(etypes) == 8, (ntypes, etypes)
+        assert all(set(np.unique(part.node_feats[k] // 2)) <= {p} for k in ntypes)
+        assert all(set(np.unique(part.edge_feats[k] // 2)) <= {p} for k in etypes)
+
+
 def test_multilevel_config_on_a_cluster_address(tmp_path, mag_small, dask_address):
     """configs/multilevel.yaml as shipped runs the whole pipeline with the multilevel method on the cluster."""
     summary = run(REPO / "configs" / "multilevel.yaml", [

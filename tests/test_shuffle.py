@@ -286,3 +286,32 @@ def test_empty_partition_and_rechunked_edge_features(shuffle_client, tmp_path):
     check_partitions(config, md, asg)
     lo, hi = json.loads(config.read_text())["node_map"]["_N"][2]
     assert lo == hi
+
+
+def test_trainers_per_machine_give_dgls_trainer_id_features(shuffle_client, make_graph, tmp_path, capsys):
+    """`assign --num-trainers-per-machine 2` then `shuffle` (what `graphshard run` does): every node and edge type
+    gets DGL's int64 `trainer_id` (a node's trainer, an edge's destination's) from the assignment. Was: none, exit 0,
+    while the API and DGL wrote them. Trainer ids that disagree with the partitions, or an input feature of that name,
+    are one line each."""
+    md = make_graph("mag", papers=120, chunks=2, seed=11)
+    address = shuffle_client.scheduler.address
+    asg, out = tmp_path / "asg", tmp_path / "out"
+    assert main(["assign", "--in", str(md), "--out", str(asg), "--method", "random", "--num-parts", "3",
+                 "--num-trainers-per-machine", "2", "--scheduler", address]) == 0
+    assert json.loads((asg / "partition_meta.json").read_text())["num_trainers_per_machine"] == 2
+    assert main(["shuffle", "--in", str(md), "--partitions", str(asg), "--out", str(out), "--halo-hops", "2",
+                 "--scheduler", address]) == 0
+    check_partitions(out / "mag.json", md, asg)  # the oracle checks every trainer_id row against trainer_ids/
+    g = load_metadata(md)
+    ids = (asg / "trainer_ids" / f"{g.node_type[0]}.txt").read_text().splitlines()
+    ids[0] = str((int(ids[0]) + 2) % 6)  # another machine's trainer
+    (asg / "trainer_ids" / f"{g.node_type[0]}.txt").write_text("\n".join(ids) + "\n")
+    with pytest.raises(InputError, match=f"trainer_ids/{g.node_type[0]}.txt: field 'line 1': expected a trainer of "):
+        shuffle(md, asg, tmp_path / "o2", ShuffleOptions(), shuffle_client)
+    named = shutil.copytree(md.parent, tmp_path / "graph") / "metadata.json"  # the session's graph stays as it is
+    meta = json.loads(named.read_text())
+    meta["node_data"][g.node_type[0]]["trainer_id"] = meta["node_data"][g.node_type[0]]["year"]
+    named.write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=rf"node_data\['{g.node_type[0]}'\]\['trainer_id'\]"):
+        shuffle(named, asg, tmp_path / "o3", ShuffleOptions(), shuffle_client)
+    assert not (tmp_path / "o2").exists() and not (tmp_path / "o3").exists()

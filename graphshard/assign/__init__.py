@@ -13,9 +13,9 @@ from __future__ import annotations
 import importlib
 
 REPORT_FILE = "assignment_report.json"
-TRAINER_DIR = "trainer_ids"
-_PUBLIC = {"AssignOptions": "graphshard.assign.options", "assign": "graphshard.assign.step",
-           "partitioner_for": "graphshard.assign.step", "PARTITIONERS": "graphshard.assign.step"}
+_PUBLIC = {"TRAINER_DIR": "graphshard.formats.assignment", "AssignOptions": "graphshard.assign.options",
+           "assign": "graphshard.assign.step", "partitioner_for": "graphshard.assign.step",
+           "PARTITIONERS": "graphshard.assign.step"}
 
 
 def __getattr__(name: str):
@@ -24,4 +24,4 @@ def __getattr__(name: str):
     return getattr(importlib.import_module(_PUBLIC[name]), name)
 
 
-__all__ = ["REPORT_FILE", "TRAINER_DIR", *_PUBLIC]
+__all__ = ["REPORT_FILE", *_PUBLIC]

@@ -1,4 +1,6 @@
-"""The partition-assignment folder (reference formats.md §2): `<ntype>.txt` per node type + `partition_meta.json`.
+"""The partition-assignment folder (reference formats.md §2): `<ntype>.txt` per node type + `partition_meta.json`,
+and with T > 1 trainers per machine `trainer_ids/<ntype>.txt` (trainer ids in [0, num_parts * T), partition =
+trainer id // T; `num_trainers_per_machine` in the meta, which DGL's readers ignore).
 
 Text is what DGL's `dispatch_data.py` reads; the shuffle converts it once into a binary `.npy` per type
 (`convert_parts`) so that later lookups are memory-mapped, chunk by chunk. The folder may be a URL: files are read
@@ -19,6 +21,7 @@ from graphshard.formats.jsonfile import read_json_object
 from graphshard.storage import Location, Storage, StoredFile, location
 
 META_FILE = "partition_meta.json"
+TRAINER_DIR = "trainer_ids"
 PART_DTYPE = np.int32
 
 
@@ -27,6 +30,7 @@ class AssignmentMeta:
     num_parts: int
     algo_name: str
     version: str = "1.0.0"
+    num_trainers_per_machine: int = 1
 
 
 def write_parts(folder: str | Path | Location, ntype: str, parts: np.ndarray,
@@ -47,10 +51,11 @@ def write_parts(folder: str | Path | Location, ntype: str, parts: np.ndarray,
 
 
 def write_meta(folder: str | Path | Location, num_parts: int, algo_name: str,
-               storage: Storage | None = None) -> Path | Location:
-    """Write `partition_meta.json` into a folder or a URL (one PUT)."""
+               storage: Storage | None = None, trainers: int = 1) -> Path | Location:
+    """Write `partition_meta.json` into a folder or a URL (one PUT); `trainers` > 1 is recorded with it."""
     target = location(folder).join(META_FILE)
-    text = json.dumps({"version": "1.0.0", "num_parts": int(num_parts), "algo_name": algo_name}, indent=2)
+    meta = {"version": "1.0.0", "num_parts": int(num_parts), "algo_name": algo_name}
+    text = json.dumps({**meta, **({"num_trainers_per_machine": int(trainers)} if trainers > 1 else {})}, indent=2)
     (storage or Storage()).write_bytes(target, text.encode())
     return Path(target.path) if target.is_local else target
 
@@ -62,8 +67,11 @@ def read_meta(folder: str | Path | Location, storage: Storage | None = None) -> 
     num_parts = data.get("num_parts")
     if not isinstance(num_parts, int) or num_parts < 1:
         raise InputError(path, "num_parts", "an integer >= 1", num_parts)
+    trainers = data.get("num_trainers_per_machine", 1)
+    if not isinstance(trainers, int) or trainers < 1:
+        raise InputError(path, "num_trainers_per_machine", "an integer >= 1", trainers)
     return AssignmentMeta(num_parts=num_parts, algo_name=str(data.get("algo_name", "unknown")),
-                          version=str(data.get("version", "1.0.0")))
+                          version=str(data.get("version", "1.0.0")), num_trainers_per_machine=trainers)
 
 
 def _check_ids(path: Path, block: np.ndarray, first_line: int, num_parts: int) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 import xxhash
 from pydantic import ValidationError
 
-from graphshard.assign import PARTITIONERS, REPORT_FILE, TRAINER_DIR, assign
+from graphshard.assign import PARTITIONERS, REPORT_FILE, assign
 from graphshard.assign.constraints import FEATURE_RADIX
 from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.atomic import move_into_place, publish_on_store
@@ -35,7 +35,7 @@ from graphshard.formats.set_digests import digests_name, foreign_entries, unpref
 from graphshard.inmemory import heap
 from graphshard.inmemory.adapters import InMemoryGraph, as_numpy, from_input
 from graphshard.inmemory.background import started_beside
-from graphshard.inmemory.chunks import add_features, etype_name, safe_graph_name, write_chunked
+from graphshard.inmemory.chunks import add_features, safe_graph_name, write_chunked
 from graphshard.shuffle import ShuffleOptions, shuffle
 from graphshard.shuffle.graphbolt import GraphboltOptions, options_from_kwargs, to_graphbolt
 from graphshard.shuffle.ids import Grouping
@@ -44,7 +44,6 @@ from graphshard.validate.report_html import REPORT_CLASH, REPORT_FILES, report_c
 
 log = logging.getLogger(__name__)
 BALANCE_FEAT = "__graphshard_balance"  # a work-folder-only node feature holding DGL's balance_ntypes classes
-TRAINER_FEAT = "trainer_id"  # DGL's node/edge feature name for trainer ids
 IN_CALLER = frozenset({"random", "metis", "kaminpar"})  # methods whose assignment needs no cluster
 RUN_HERE = frozenset({"random"})  # methods whose every step runs in the caller when no client is given
 DGL_METIS_NITER = 1  # DGL's partition_graph runs METIS with METIS_OPTION_NITER = 1 (metis_partition_hetero.cc)
@@ -162,14 +161,6 @@ def _check_out_path(out: Path | Location, storage: Storage) -> None:
                               "partition_graph replaces the whole folder, so give it a new or empty one")
 
 
-def _trainer_features(graph: InMemoryGraph, assignment: Path, num_trainers: int) -> tuple[dict, dict]:
-    """DGL's `trainer_id` node feature per type and edge feature per edge type (the trainer of the edge's dst)."""
-    ids = {nt: read_parts(assignment / TRAINER_DIR, nt, n, num_trainers).astype(np.int64)
-           for nt, n in graph.num_nodes.items()}
-    edges = {etype_name(c): {TRAINER_FEAT: ids[c[2]][dst]} for c, (_, dst) in graph.edges.items()}
-    return {nt: {TRAINER_FEAT: a} for nt, a in ids.items()}, edges
-
-
 def _mapping(graph: InMemoryGraph, assignment: Path, num_parts: int) -> tuple[Any, Any]:
     """DGL's (orig_nids, orig_eids): new IDs are partition-major then original order, so a stable grouping by owner."""
     parts = {nt: read_parts(assignment, nt, n, num_parts) for nt, n in graph.num_nodes.items()}
@@ -219,11 +210,7 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
                             edge_report=False)  # the report stays in the work folder; validation measures the cut
     with phases("cluster wait"):
         client = cluster()
-    with phases("shuffle"):
-        trainers = options.num_trainers_per_machine
-        if trainers > 1:
-            node, edge = _trainer_features(graph, assignment, num_parts * trainers)
-            metadata = add_features(metadata, "shuffle", node, edge)
+    with phases("shuffle"):  # with several trainers per machine, it writes DGL's `trainer_id` features
         config = _rename(shuffle(metadata, assignment, work / "partitions", shuffle_options, client), name)
     if graphbolt is not None:
         with phases("graphbolt"):

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from graphshard.errors import InputError
-from graphshard.formats.assignment import PART_DTYPE, convert_parts
+from graphshard.formats.assignment import PART_DTYPE, TRAINER_DIR, convert_parts
 from graphshard.formats.buckets import write_bucket
 from graphshard.formats.readers import read_edge_chunk, read_rows
 from graphshard.shuffle.ids import Grouping, count_parts, ids_in_block
 from graphshard.shuffle.plan import FeatureSpec, ShufflePlan, id_dtype_for
-from graphshard.storage import Location
+from graphshard.storage import Location, location
 from graphshard.storage.overlap import each
 from graphshard.storage.scratch import create_array, local_dir, open_array, upload_range, write_range
 
@@ -31,25 +31,38 @@ MASK_PASSES_MAX = 12  # up to this many partitions, cut edges are selected by on
 
 
 def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path | Location) -> np.ndarray:
-    """Convert `<ntype>.txt` to the int32 parts array (checking it) and count nodes per (block, partition)."""
+    """Convert `<ntype>.txt` to the int32 parts array (checking it), and with several trainers per machine
+    `trainer_ids/<ntype>.txt` to the trainers array (partition = trainer id // T, checked); count nodes per (block,
+    partition)."""
     ntype = plan.graph.node_type[ntype_id]
-    target = plan.scratch.parts(ntype_id)
-    n = plan.graph.num_nodes(ntype)
-    folder = Path(target).parent if isinstance(target, Path) else local_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    out = convert_parts(assignment_dir, ntype, n, plan.num_parts, folder / f".parts-{ntype_id}-{uuid.uuid4().hex}.npy",
-                        storage=plan.graph.storage)
-    parts = np.load(out, mmap_mode="r")
+    parts = _convert(plan, assignment_dir, ntype, plan.num_parts, plan.scratch.parts(ntype_id))
     bounds = plan.node_blocks[ntype_id]
-    counts = np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts)
-                       for lo, hi in zip(bounds[:-1], bounds[1:])])
-    del parts
+    if plan.trainers > 1:
+        folder = location(assignment_dir).join(TRAINER_DIR)
+        trainers = _convert(plan, folder, ntype, plan.num_parts * plan.trainers, plan.scratch.trainers(ntype_id))
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            bad = np.flatnonzero(np.asarray(trainers[lo:hi]) // plan.trainers != np.asarray(parts[lo:hi]))
+            if len(bad):
+                line = int(lo + bad[0])
+                raise InputError(folder.join(f"{ntype}.txt"), f"line {line + 1}", f"a trainer of partition "
+                                 f"{int(parts[line])} ({plan.trainers} trainers per machine)", int(trainers[line]))
+    return np.stack([count_parts(np.asarray(parts[lo:hi]), plan.num_parts) for lo, hi in zip(bounds[:-1], bounds[1:])])
+
+
+def _convert(plan: ShufflePlan, folder: Path | Location, ntype: str, limit: int, target) -> np.ndarray:
+    """One `<ntype>.txt` of `folder` (ids in [0, limit)) as an int32 array at `target` in the scratch; returns it
+    memory-mapped (on a store: the local copy it was uploaded from)."""
+    n = plan.graph.num_nodes(ntype)
+    local = Path(target).parent if isinstance(target, Path) else local_dir()
+    local.mkdir(parents=True, exist_ok=True)
+    out = convert_parts(folder, ntype, n, limit, local / f".{Path(str(target)).stem}-{uuid.uuid4().hex}.npy",
+                        storage=plan.graph.storage)
     if isinstance(target, Path):
         os.replace(out, target)
-    else:  # one piece on the store, which every reader copies to its own disk
-        create_array(target, (n,), PART_DTYPE)
-        upload_range(target, 0, out)
-    return counts
+        return np.load(target, mmap_mode="r")
+    create_array(target, (n,), PART_DTYPE)  # one piece on the store, which every reader copies to its own disk
+    upload_range(target, 0, out)
+    return np.load(out, mmap_mode="r")
 
 
 def _write_groups(grouping: Grouping, grouped: list[np.ndarray], path_of) -> None:
@@ -81,12 +94,15 @@ def _file_ranges(offsets: np.ndarray, start: int, stop: int) -> list[tuple[int, 
 
 
 def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: ShufflePlan) -> None:
-    """Write the new IDs of a node block into the ID map, and its feature rows (and original IDs) to owner buckets."""
+    """Write the new IDs of a node block into the ID map, and its feature rows (after its original IDs and trainer
+    ids, when written) to owner buckets."""
     lo, hi = (int(x) for x in plan.node_blocks[ntype_id][block:block + 2])
     parts = np.array(open_array(plan.scratch.parts(ntype_id))[lo:hi])
     grouping = Grouping.of(parts, plan.num_parts)
     write_range(plan.scratch.idmap(ntype_id), lo, ids_in_block(parts, bases, grouping).astype(plan.id_dtype))
     arrays = ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_nids else [])
+    if plan.trainers > 1:
+        arrays.append(np.asarray(open_array(plan.scratch.trainers(ntype_id))[lo:hi], dtype=np.int64))
     arrays += _features(plan, plan.node_feats[ntype_id], lo, hi)
     if arrays:
         _write_groups(grouping, [a[grouping.order] for a in arrays],
@@ -96,9 +112,10 @@ def route_node_block(ntype_id: int, block: int, bases: np.ndarray, *, plan: Shuf
 def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndarray:
     """Route one edge chunk to the owners of its destinations; returns the edge count sent to each partition.
 
-    A bucket holds new src, new dst (`plan.id_dtype`), then the original per-type edge IDs (when saved), then every
-    edge feature. With a full halo, cut edges also go to their source's owner as out-edge buckets (see
-    `_route_out_edges`), so no partition has to scan the others for the out-edges DGL adds to the halo.
+    A bucket holds new src, new dst (`plan.id_dtype`), then the original per-type edge IDs (when saved), the trainer
+    ids of the destinations (several trainers per machine), then every edge feature. With a full halo, cut edges
+    also go to their source's owner as out-edge buckets (see `_route_out_edges`), so no partition has to scan the
+    others for the out-edges DGL adds to the halo.
     """
     graph = plan.graph
     etype = graph.edge_type[etype_id]
@@ -115,8 +132,10 @@ def route_edge_chunk(etype_id: int, chunk: int, *, plan: ShufflePlan) -> np.ndar
     new_src = open_array(plan.scratch.idmap(src_t))[src]
     del src
     new_dst = open_array(plan.scratch.idmap(dst_t))[dst]
+    trainer = open_array(plan.scratch.trainers(dst_t))[dst].astype(np.int64) if plan.trainers > 1 else None
     del dst
     arrays = [new_src, new_dst] + ([np.arange(lo, hi, dtype=np.int64)] if plan.options.save_orig_eids else [])
+    arrays += [trainer] if trainer is not None else []
     arrays += _features(plan, plan.edge_feats[etype_id], lo, hi)
     grouping = Grouping.of(owner, plan.num_parts)
     grouped = [a[grouping.order] for a in arrays]

@@ -17,7 +17,7 @@ from graphshard.formats.buckets import read_bucket
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.local_ids import LocalIds
-from graphshard.shuffle.plan import ShufflePlan
+from graphshard.shuffle.plan import TRAINER_FEAT, ShufflePlan
 
 # DGL 2.1's reserved dtype of `_TYPE` (dgl.NTYPE and dgl.ETYPE are the same string; its table keeps int32 for both).
 TYPE_DTYPE = np.int32
@@ -72,13 +72,14 @@ def _owned_edges(plan: ShufflePlan, part: int, edges: IdSpace) -> tuple[Edges, d
     """Owned edges in new-ID order (buckets in (type, chunk) order), their features and original IDs."""
     counts = edges.group_counts()[part]
     first = int(edges.part_starts()[part])
+    trainers = plan.trainers > 1
     total = int(counts.sum())
     src, dst = Stacker(total), Stacker(total)
     etype = np.repeat(np.arange(plan.num_etypes, dtype=np.int32), counts)
     feats, origs = {}, {}
     for et, name in enumerate(plan.graph.edge_type):
         specs = plan.edge_feats[et]
-        stacks = [Stacker(int(counts[et])) for _ in range(len(specs) + plan.options.save_orig_eids)]
+        stacks = [Stacker(int(counts[et])) for _ in range(len(specs) + plan.options.save_orig_eids + trainers)]
         for chunk in range(plan.num_chunks(et)):
             records = read_bucket(plan.scratch.edge_bucket(et, chunk, part))
             src.add(records[0])
@@ -87,18 +88,22 @@ def _owned_edges(plan: ShufflePlan, part: int, edges: IdSpace) -> tuple[Edges, d
                 stack.add(rec)
         if plan.options.save_orig_eids:
             origs[name] = stacks.pop(0).result()
+        if trainers:
+            feats[f"{name}/{TRAINER_FEAT}"] = stacks.pop(0).result()
         feats.update({f"{name}/{spec.name}": stack.result() for spec, stack in zip(specs, stacks)})
     owned = Edges(src.result(), dst.result(), np.arange(first, first + total, dtype=np.int64), etype)
     return owned, feats, origs
 
 
 def _owned_node_rows(plan: ShufflePlan, part: int, nodes: IdSpace) -> tuple[dict, dict]:
-    """Node features and original IDs of the owned nodes, type by type, in new-ID order."""
+    """Node features (DGL's `trainer_id` first, with several trainers per machine) and original IDs of the owned
+    nodes, type by type, in new-ID order."""
     counts = nodes.group_counts()[part]
     feats, origs = {}, {}
+    trainers = plan.trainers > 1
     for t, name in enumerate(plan.graph.node_type):
         specs = plan.node_feats[t]
-        n_stacks = len(specs) + plan.options.save_orig_nids
+        n_stacks = len(specs) + plan.options.save_orig_nids + trainers
         if not n_stacks:
             continue
         stacks = [Stacker(int(counts[t])) for _ in range(n_stacks)]
@@ -107,6 +112,8 @@ def _owned_node_rows(plan: ShufflePlan, part: int, nodes: IdSpace) -> tuple[dict
                 stack.add(rec)
         if plan.options.save_orig_nids:
             origs[name] = stacks.pop(0).result().astype(np.int64, copy=False)
+        if trainers:
+            feats[f"{name}/{TRAINER_FEAT}"] = stacks.pop(0).result()
         feats.update({f"{name}/{spec.name}": stack.result() for spec, stack in zip(specs, stacks)})
     return feats, origs
 

@@ -17,6 +17,7 @@ from graphshard.shuffle.scratch import ShuffleScratch
 # uses int64 (new node IDs in the ID map and the buckets, local IDs, out-edge ranks). Tests lower it to run the wide
 # paths on a small graph.
 NARROW_LIMIT = int(np.iinfo(np.int32).max)
+TRAINER_FEAT = "trainer_id"  # DGL's node and edge feature of trainer ids (an edge: its destination's trainer)
 
 
 def id_dtype_for(count: int) -> type:
@@ -45,6 +46,7 @@ class ShufflePlan:
     node_blocks: tuple[np.ndarray, ...]
     node_feats: tuple[tuple[FeatureSpec, ...], ...]
     edge_feats: tuple[tuple[FeatureSpec, ...], ...]
+    trainers: int = 1  # trainers per machine: > 1 writes DGL's `trainer_id` node and edge features
 
     @property
     def num_ntypes(self) -> int:
@@ -83,11 +85,18 @@ def feature_index(kind: str, type_name: str, feat: str, expected_rows: int, *, g
 
 
 def make_plan(graph: ChunkedGraph, scratch: ShuffleScratch, num_parts: int, options: ShuffleOptions,
-              indexes: dict[tuple[str, str, str], RowIndex] | None) -> ShufflePlan:
+              indexes: dict[tuple[str, str, str], RowIndex] | None, trainers: int = 1) -> ShufflePlan:
     """Assemble the plan; `indexes` maps (kind, type name, feature) to the feature's row index (None: no features,
-    enough for the steps that do not read them)."""
+    enough for the steps that do not read them). With `trainers` > 1 the set gets DGL's `trainer_id` features from
+    the assignment, so an input feature of that name is refused."""
     if (expected := options.halo_problem(num_parts)) is not None:
         raise GraphshardError(f"halo_hops: expected {expected}, found {options.halo_hops}")
+    clash = [(where, t) for where, data in (("node_data", graph.node_data), ("edge_data", graph.edge_data))
+             for t, feats in data.items() if TRAINER_FEAT in feats]
+    if trainers > 1 and clash:
+        raise InputError(graph.metadata_path, f"{clash[0][0]}['{clash[0][1]}']['{TRAINER_FEAT}']",
+                         f"no feature named '{TRAINER_FEAT}': with {trainers} trainers per machine the partitions get "
+                         "it from the assignment (as DGL writes it)", "one; rename it in the input")
     def feats(kind: str, names: list[str], data: dict) -> tuple[tuple[FeatureSpec, ...], ...]:
         return tuple(tuple(FeatureSpec(t, f, spec, indexes[(kind, name, f)])
                            for f, spec in data.get(name, {}).items() if indexes is not None)
@@ -97,7 +106,7 @@ def make_plan(graph: ChunkedGraph, scratch: ShuffleScratch, num_parts: int, opti
         graph=graph, scratch=scratch, num_parts=num_parts, options=options,
         node_blocks=tuple(block_offsets(graph.num_nodes(nt), options.node_block_rows) for nt in graph.node_type),
         node_feats=feats("node", graph.node_type, graph.node_data),
-        edge_feats=feats("edge", graph.edge_type, graph.edge_data),
+        edge_feats=feats("edge", graph.edge_type, graph.edge_data), trainers=trainers,
     )
 
 

@@ -26,6 +26,10 @@ class ShuffleScratch:
         """int32 owner partition of every node of a type (original per-type order)."""
         return self.root / "parts" / f"{ntype_id}.npy"
 
+    def trainers(self, ntype_id: int) -> ScratchPath:
+        """int32 trainer id of every node of a type (original per-type order), with several trainers per machine."""
+        return self.root / "parts" / f"trainers-{ntype_id}.npy"
+
     def idmap(self, ntype_id: int) -> ScratchPath:
         """New homogeneous ID of every node of a type (original per-type order), int32 or int64."""
         return self.root / "idmap" / f"{ntype_id}.npy"

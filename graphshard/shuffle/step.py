@@ -104,8 +104,7 @@ def shuffle(metadata: str | Path | Location, assignment_dir: str | Path | Locati
         return write_set(graph, assignment, out, options, client, meta)[0]
     with staged_output(Path(out.path), overwrite) as stage, \
             _scratch(options, location(stage).join(".scratch"), graph.storage, client) as scratch:
-        _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch,
-                           location(stage))
+        _shuffle_and_write(graph, assignment, meta, options, client, scratch, location(stage))
     return Path(out.path) / f"{graph.graph_name}.json"
 
 
@@ -128,21 +127,22 @@ def write_set(graph: ChunkedGraph, assignment: Location, out: Location, options:
     scratch is `options.scratch_dir`, else a fresh prefix beside `out` (`.<name>.scratch`), on its store."""
     meta = meta or read_meta(assignment, graph.storage)
     with _scratch(options, out.parent.join(f".{out.name}.scratch"), graph.storage, client) as scratch:
-        return _shuffle_and_write(graph, assignment, meta.num_parts, meta.algo_name, options, client, scratch, out)
+        return _shuffle_and_write(graph, assignment, meta, options, client, scratch, out)
 
 
 def route(graph: ChunkedGraph, assignment_dir: Location, num_parts: int, options: ShuffleOptions, client: Client,
-          scratch: ShuffleScratch, remote: bool = False) -> tuple[ShufflePlan, IdSpace, IdSpace]:
+          scratch: ShuffleScratch, remote: bool = False, trainers: int = 1) -> tuple[ShufflePlan, IdSpace, IdSpace]:
     """The exchange: the binary assignment, the ID maps, node and edge buckets in `scratch`; returns the plan and the
-    new-ID layouts of nodes and edges (what each partition's write task needs)."""
-    base = make_plan(graph, scratch, num_parts, options, None)
+    new-ID layouts of nodes and edges (what each partition's write task needs). `trainers` > 1: the assignment's
+    trainer ids travel with the nodes and edges, for DGL's `trainer_id` features."""
+    base = make_plan(graph, scratch, num_parts, options, None, trainers)
     counts = _run(client, "convert-assignment", count_assignment, [(t,) for t in range(base.num_ntypes)],
                   lambda it: graph.node_type[it[0]], remote=remote, plan=base,
                   assignment_dir=assignment_dir)
     keys = feature_keys(graph)
     found = _run(client, "index-feature-rows", feature_index, keys, lambda k: f"{k[1]}/{k[2]}", remote=remote,
                  graph=graph)
-    plan = make_plan(graph, scratch, num_parts, options, dict(zip([k[:3] for k in keys], found)))
+    plan = make_plan(graph, scratch, num_parts, options, dict(zip([k[:3] for k in keys], found)), trainers)
     nodes = IdSpace.of(counts)
 
     for t, ntype in enumerate(graph.node_type):
@@ -159,11 +159,13 @@ def route(graph: ChunkedGraph, assignment_dir: Location, num_parts: int, options
     return plan, nodes, edges
 
 
-def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_method: str, options: ShuffleOptions,
+def _shuffle_and_write(graph, assignment_dir: Location, meta: AssignmentMeta, options: ShuffleOptions,
                        client: Client, scratch: ShuffleScratch, stage: Location
                        ) -> tuple[Path | Location, list[list[FileDigest]]]:
     remote = _on_store(graph, scratch, assignment_dir, stage)
-    plan, nodes, edges = route(graph, assignment_dir, num_parts, options, client, scratch, remote)
+    num_parts = meta.num_parts
+    plan, nodes, edges = route(graph, assignment_dir, num_parts, options, client, scratch, remote,
+                               meta.num_trainers_per_machine)
     owned = [np.diff(nodes.part_starts()), np.diff(edges.part_starts())]
     written = _run(client, "write-partitions", write_partition, [(p,) for p in range(num_parts)],
                    lambda it: f"part{it[0]}",
@@ -172,7 +174,7 @@ def _shuffle_and_write(graph, assignment_dir: Location, num_parts: int, part_met
     digests.remember(d for files in written for d in files)  # a cache manifest of the set need not re-read them
     # <graph_name>.digests.json: what `graphshard fetch` checks
     write_set_digests(stage, graph.graph_name, written, graph.storage)
-    return write_config(plan, nodes, edges, part_method, stage), written
+    return write_config(plan, nodes, edges, meta.algo_name, stage), written
 
 
 __getattr__ = renamed(__name__, {"dispatch": "graphshard.shuffle.step:shuffle"})
