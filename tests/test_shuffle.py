@@ -29,16 +29,20 @@ def shuffle_client(dask_cluster_client):
 
 
 def random_assignment(metadata: Path, folder: Path, num_parts: int, seed: int = 0,
-                      fixed: dict[str, int] | None = None) -> Path:
-    """A seeded random assignment folder; node types in `fixed` go entirely to the given partition."""
+                      fixed: dict[str, int] | None = None, trainers: int = 1) -> Path:
+    """A seeded random assignment folder; node types in `fixed` go entirely to the given partition; with `trainers`
+    > 1, trainer ids too (`trainer_ids/`, partition = trainer id // trainers)."""
     g = load_metadata(metadata)
     folder.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
     for nt in g.node_type:
         n = g.num_nodes(nt)
         parts = np.full(n, fixed[nt]) if fixed and nt in fixed else rng.integers(0, num_parts, n)
+        if trainers > 1:
+            ids = parts * trainers + rng.integers(0, trainers, n)
+            write_parts(folder / "trainer_ids", nt, ids)
         write_parts(folder, nt, parts)
-    write_meta(folder, num_parts, "random")
+    write_meta(folder, num_parts, "random", trainers=trainers)
     return folder
 
 
@@ -302,6 +306,8 @@ def test_trainers_per_machine_give_dgls_trainer_id_features(shuffle_client, make
     assert main(["shuffle", "--in", str(md), "--partitions", str(asg), "--out", str(out), "--halo-hops", "2",
                  "--scheduler", address]) == 0
     check_partitions(out / "mag.json", md, asg)  # the oracle checks every trainer_id row against trainer_ids/
+    hand = random_assignment(md, tmp_path / "hand", 2, trainers=3)  # a user's folder, 4 blocks per type
+    check_partitions(shuffle(md, hand, tmp_path / "o1", ShuffleOptions(node_block_rows=40), shuffle_client), md, hand)
     g = load_metadata(md)
     ids = (asg / "trainer_ids" / f"{g.node_type[0]}.txt").read_text().splitlines()
     ids[0] = str((int(ids[0]) + 2) % 6)  # another machine's trainer

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_shuffle import random_assignment
 
 from graphshard import digests
 from graphshard.assign import AssignOptions, assign
 from graphshard.errors import InputError
-from graphshard.formats.assignment import write_meta, write_parts
 from graphshard.formats.chunked import load_metadata
 from graphshard.ingest import check_and_hash, check_graph, fingerprint
 from graphshard.precheck import precheck_assignment
@@ -43,16 +43,6 @@ def stored_files(storage: Storage, url: str) -> dict[str, bytes]:
 
 def local_files(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-def random_assignment(metadata: Path, folder: Path, num_parts: int) -> Path:
-    graph = load_metadata(metadata)
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(7)
-    for nt in graph.node_type:
-        write_parts(folder, nt, rng.integers(0, num_parts, graph.num_nodes(nt)))
-    write_meta(folder, num_parts, "random")
-    return folder
 
 
 class Counting:
@@ -133,11 +123,12 @@ def test_chunk_urls_absolute_and_missing(make_graph, store):
         load_metadata(f"{bucket}/nothing-here", storage)
 
 
-@pytest.mark.parametrize("fmt,num_parts", [("numpy", 3), ("mixed", 2)])
-def test_shuffle_to_s3_writes_the_local_bytes(make_graph, store, tmp_path, dask_cluster_client, fmt, num_parts):
+@pytest.mark.parametrize("fmt,num_parts,trainers", [("numpy", 3, 1), ("mixed", 2, 2)])
+def test_shuffle_to_s3_writes_the_local_bytes(make_graph, store, tmp_path, dask_cluster_client, fmt, num_parts,
+                                              trainers):
     storage, bucket = store
     metadata = make_graph("mag", papers=400, edges=3000, chunks=3, fmt=fmt)
-    asg = random_assignment(metadata, tmp_path / "asg", num_parts)
+    asg = random_assignment(metadata, tmp_path / "asg", num_parts, trainers=trainers)
     opts = ShuffleOptions(halo_mode="full", **ALL_ORIG)
     local = shuffle(metadata, asg, tmp_path / "out", opts, dask_cluster_client)
 

@@ -51,18 +51,19 @@ def count_assignment(ntype_id: int, *, plan: ShufflePlan, assignment_dir: Path |
 
 def _convert(plan: ShufflePlan, folder: Path | Location, ntype: str, limit: int, target) -> np.ndarray:
     """One `<ntype>.txt` of `folder` (ids in [0, limit)) as an int32 array at `target` in the scratch; returns it
-    memory-mapped (on a store: the local copy it was uploaded from)."""
+    memory-mapped."""
     n = plan.graph.num_nodes(ntype)
     local = Path(target).parent if isinstance(target, Path) else local_dir()
     local.mkdir(parents=True, exist_ok=True)
     out = convert_parts(folder, ntype, n, limit, local / f".{Path(str(target)).stem}-{uuid.uuid4().hex}.npy",
                         storage=plan.graph.storage)
+    mapped = np.load(out, mmap_mode="r")  # stays readable when the file is moved or, uploaded, removed
     if isinstance(target, Path):
         os.replace(out, target)
-        return np.load(target, mmap_mode="r")
-    create_array(target, (n,), PART_DTYPE)  # one piece on the store, which every reader copies to its own disk
-    upload_range(target, 0, out)
-    return np.load(out, mmap_mode="r")
+    else:
+        create_array(target, (n,), PART_DTYPE)  # one piece on the store, which every reader copies to its own disk
+        upload_range(target, 0, out)
+    return mapped
 
 
 def _write_groups(grouping: Grouping, grouped: list[np.ndarray], path_of) -> None:
