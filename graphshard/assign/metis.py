@@ -3,6 +3,7 @@ and `fetch` as edge weights: graphshard/assign/fetch.py)."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import numpy as np
 from distributed import Client
 
 from graphshard.assign.base import Partitioner, write_homogeneous
-from graphshard.assign.constraints import graph_constraints
+from graphshard.assign.constraints import Attainable, Constraints, attainable, graph_constraints
 from graphshard.assign.fetch import fetch_graph
 from graphshard.assign.fetch_refine import refine_assignment
 from graphshard.assign.graph_build import build_csr
 from graphshard.assign.metis_capi import load_metis
 from graphshard.assign.options import AssignOptions
 from graphshard.formats.chunked import ChunkedGraph
+
+log = logging.getLogger(__name__)
 
 
 class MetisPartitioner(Partitioner):
@@ -33,11 +36,14 @@ class MetisPartitioner(Partitioner):
             hom = build_csr(graph)
             indptr, indices, in_deg = hom.indptr, hom.indices, hom.in_degrees
             del hom
-        vwgt = graph_constraints(graph, options.balance_ntypes, in_deg if options.balance_edges else None).weights
+        constraints = graph_constraints(graph, options.balance_ntypes, in_deg if options.balance_edges else None)
+        vwgt = constraints.weights
+        bounds = _bounds(constraints, nparts, options.ufactor)
         t1 = time.perf_counter()
-        objval, parts = lib.part_kway(indptr, indices, nparts, vwgt, seed=options.seed, ufactor=options.ufactor,
+        objval, parts = lib.part_kway(indptr, indices, nparts, bounds.columns(vwgt) if bounds else None,
+                                      seed=options.seed, ufactor=options.ufactor,
                                       objtype="cut" if adjwgt is not None else options.objtype, adjwgt=adjwgt,
-                                      niter=options.metis_niter)
+                                      niter=options.metis_niter, ubvec=bounds.ubvec if bounds else None)
         t2 = time.perf_counter()
         del indptr, indices, adjwgt
         refined = None
@@ -49,6 +55,10 @@ class MetisPartitioner(Partitioner):
             "library": lib.path,
             "idx_bits": lib.idx(0).itemsize * 8,
             "constraints": 1 if vwgt is None else int(vwgt.shape[1]),
+            **({"constraints_dropped": [constraints.labels[c] for c in bounds.dropped]} if bounds and bounds.dropped
+               else {}),
+            **({"tolerances": [round(float(u), 4) for u in bounds.ubvec]} if bounds and bounds.ubvec is not None
+               else {}),
             "niter": options.metis_niter,
             "objective": {"type": options.objtype, "value": objval},
             **({"fetch_refine": refined} if refined else {}),
@@ -56,3 +66,17 @@ class MetisPartitioner(Partitioner):
                         **({"fetch_refine": round(t3 - t2, 3)} if refined else {}),
                         "write": round(time.perf_counter() - t3, 3)},
         }
+
+
+def _bounds(constraints: Constraints, nparts: int, ufactor: int) -> Attainable | None:
+    """What METIS can balance of the constraint columns (None: unit weights); a column it cannot spread is named in
+    a warning."""
+    weights = constraints.weights
+    if weights is None:
+        return None
+    bounds = attainable(weights.sum(axis=0), weights.max(axis=0, initial=0), nparts, ufactor)
+    for column in bounds.dropped:
+        log.warning(f"balance column '{constraints.labels[column]}' totals {int(weights[:, column].sum())} for "
+                    f"{nparts} partitions, less than one each: it cannot be spread, so METIS leaves it out of its "
+                    "constraints")
+    return bounds

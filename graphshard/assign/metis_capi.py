@@ -62,13 +62,15 @@ class MetisLibrary:
     lib: ctypes.CDLL
     idx: type
     layout: dict[str, int]
+    real: type = np.float32  # real_t (REALTYPEWIDTH 32 or 64), for per-constraint tolerances
 
     def part_kway(self, indptr: np.ndarray, indices: np.ndarray, nparts: int, vwgt: np.ndarray | None = None,
                   seed: int = 0, ufactor: int = 30, objtype: str = "cut",
-                  adjwgt: np.ndarray | None = None, niter: int | None = None) -> tuple[int, np.ndarray]:
+                  adjwgt: np.ndarray | None = None, niter: int | None = None,
+                  ubvec: np.ndarray | None = None) -> tuple[int, np.ndarray]:
         """(objective value, part per node) of a k-way partition; `vwgt` is (n, ncon) or None for unit weights,
         `adjwgt` one weight per adjacency entry or None for unit edge weights, `niter` the refinement iterations per
-        level (None: METIS's default)."""
+        level (None: METIS's default), `ubvec` a balance tolerance per constraint (None: 1 + ufactor / 1000 each)."""
         n = len(indptr) - 1
         if nparts == 1 or n == 0:
             return 0, np.zeros(n, dtype=np.int64)
@@ -103,10 +105,12 @@ class MetisLibrary:
             options[self.layout["niter"]] = niter
         part = np.zeros(n, dtype=idx)
         scalars = np.array([n, ncon, nparts, 0], dtype=idx)  # nvtxs, ncon, nparts, objval (passed by pointer)
+        ub = None if ubvec is None else np.ascontiguousarray(ubvec, dtype=self.real)
         with ONE_CALL:
             ret = self.lib.METIS_PartGraphKway(
                 pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy), pointer(vw), None,
-                pointer(ew), pointer(scalars[2:]), None, None, pointer(options), pointer(scalars[3:]), pointer(part))
+                pointer(ew), pointer(scalars[2:]), None, pointer(ub), pointer(options), pointer(scalars[3:]),
+                pointer(part))
         if ret != METIS_OK:
             raise GraphshardError(f"{self.path}: METIS_PartGraphKway failed with {RETURN_CODES.get(ret, ret)} "
                                   f"(n={n}, ncon={ncon}, nparts={nparts})")
@@ -144,4 +148,24 @@ def load_metis(path: str | None = None) -> MetisLibrary:
         raise GraphshardError(f"{path}: not a usable METIS library ({err}); install libmetis5 "
                               "(apt-get install libmetis5) or pip install cmeel-metis") from None
     layout = OPTION_LAYOUTS["5.2" if hasattr(lib, "METIS_CacheFriendlyReordering") else "5.1"]
-    return MetisLibrary(path=path, lib=lib, idx=_idx_width(lib), layout=layout)
+    idx = _idx_width(lib)
+    return MetisLibrary(path=path, lib=lib, idx=idx, layout=layout, real=_real_width(lib, idx, layout))
+
+
+def _real_width(lib: ctypes.CDLL, idx: type, layout: dict[str, int]) -> type:
+    """real_t of the library: METIS refuses target part weights that do not add up to 1, so a 2-node graph split in
+    two with float32 halves works only where real_t is float32 (read as a double, they are not 0.5 and 0.5)."""
+    xadj, adjncy = np.array([0, 1, 2], dtype=idx), np.array([1, 0], dtype=idx)
+    options = np.full(NOPTIONS, -1, dtype=idx)
+    lib.METIS_SetDefaultOptions(pointer(options))
+    options[layout["numbering"]] = 0
+    for real in (np.float32, np.float64):
+        scalars, part = np.array([2, 1, 2, 0], dtype=idx), np.zeros(2, dtype=idx)
+        halves = np.full(2, 0.5, dtype=real)
+        with ONE_CALL:
+            ret = lib.METIS_PartGraphKway(pointer(scalars[0:]), pointer(scalars[1:]), pointer(xadj), pointer(adjncy),
+                                          None, None, None, pointer(scalars[2:]), pointer(halves), None,
+                                          pointer(options), pointer(scalars[3:]), pointer(part))
+        if ret == METIS_OK:
+            return real
+    raise GraphshardError("cannot tell the real_t width of this METIS library (target weights refused either way)")

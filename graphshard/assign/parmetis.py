@@ -234,6 +234,15 @@ def rank_constraints(graph: ChunkedGraph, comm, options: AssignOptions, lo: int,
     return weight_columns(codes, classes, in_deg)
 
 
+def rank_bounds(comm, vwgt: np.ndarray, nparts: int, ufactor: int):
+    """`constraints.attainable` over every rank's columns (each rank holds a range of the nodes): all ranks keep the
+    same columns with the same tolerances."""
+    from graphshard.assign.constraints import attainable
+
+    stats = comm.allgather((vwgt.sum(axis=0), vwgt.max(axis=0, initial=0)))
+    return attainable(np.sum([t for t, _ in stats], axis=0), np.max([h for _, h in stats], axis=0), nparts, ufactor)
+
+
 def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: AssignOptions) -> None:
     """The body of one MPI rank."""
     from mpi4py import MPI
@@ -251,6 +260,8 @@ def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: Assi
     lo, hi = int(vtxdist[rank]), int(vtxdist[rank + 1])
     indptr, indices, in_deg = local_graph(graph, comm, vtxdist, options.balance_edges)
     vwgt = rank_constraints(graph, comm, options, lo, hi, in_deg)
+    bounds = None if vwgt is None else rank_bounds(comm, vwgt, nparts, options.ufactor)
+    vwgt = None if bounds is None else bounds.columns(vwgt)
     ncon = 1 if vwgt is None else vwgt.shape[1]
     if ncon > 1 and hasattr(lib, "SCOTCH_numSizeof"):
         raise GraphshardError(f"{lib_path} is PT-Scotch's ParMETIS interface, which balances one constraint only; "
@@ -267,7 +278,8 @@ def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: Assi
         vw = None if vwgt is None else np.ascontiguousarray(vwgt, dtype=idx)
         scalars = np.array([0 if vw is None else 2, 0, ncon, nparts, 0], dtype=idx)  # wgtflag numflag ncon nparts cut
         tpwgts = np.full(ncon * nparts, 1.0 / nparts, dtype=np.float32)
-        ubvec = np.full(ncon, 1.0 + options.ufactor / 1000.0, dtype=np.float32)
+        relaxed = bounds is not None and bounds.ubvec is not None
+        ubvec = np.asarray(bounds.ubvec if relaxed else np.full(ncon, 1.0 + options.ufactor / 1000.0), np.float32)
         opts = np.array([1, 0, options.seed], dtype=idx)
         comm_ptr = ctypes.c_void_p(MPI._addressof(comm))  # MPI_Comm* (OpenMPI's MPI_Comm is itself a pointer)
         lib.ParMETIS_V3_PartKway.restype = ctypes.c_int
@@ -282,6 +294,7 @@ def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: Assi
     times = comm.gather((t1 - t0, t2 - t1), root=0)
     if rank == 0:
         info = {"idx_bits": np.dtype(idx).itemsize * 8, "constraints": ncon, "rank_peak_rss_bytes": rss,
+                **({"constraints_dropped": len(bounds.dropped)} if bounds is not None and bounds.dropped else {}),
                 "seconds": {"build_graph": round(max(t[0] for t in times), 3),
                             "partition_call": round(max(t[1] for t in times), 3)}}
         (out / "info.json").write_text(json.dumps(info))
