@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.assign.constraints import attainable
 from graphshard.assign.kaminpar import write_parhip_weighted
 from graphshard.assign.metis_capi import load_metis
 from graphshard.assign.multilevel.hashing import pair_key, salt_of
@@ -70,8 +71,12 @@ def kaminpar_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: 
 
 def metis_parts(indptr: np.ndarray, indices: np.ndarray, vw: np.ndarray, ew: np.ndarray | None, nparts: int,
                 seed: int, ufactor: int, metis_lib: str | None) -> np.ndarray:
-    """METIS k-way (multi-constraint, edge weights), seeded."""
-    return load_metis(metis_lib).part_kway(indptr, indices, nparts, vw, seed=seed, ufactor=ufactor, adjwgt=ew)[1]
+    """METIS k-way (multi-constraint, edge weights), seeded, with the balance whole nodes can meet
+    (`constraints.attainable`)."""
+    vw = vw.reshape(len(indptr) - 1, -1)
+    bounds = attainable(vw.sum(axis=0), vw.max(axis=0, initial=0), nparts, ufactor)
+    return load_metis(metis_lib).part_kway(indptr, indices, nparts, bounds.columns(vw), seed=seed, ufactor=ufactor,
+                                           adjwgt=ew, ubvec=bounds.ubvec)[1]
 
 
 def partition_coarsest(level: Level, *, nparts: int, balance: list[int], seed: int, ufactor: int, method: str,
