@@ -273,6 +273,7 @@ def test_file_method_copies_a_checked_folder(mag_small, tmp_path):
     run(mag_small, tmp_path / "src", 4, method="metis", num_trainers_per_machine=2)
     report = run(mag_small, tmp_path / "dst", 4, method="file", dir=tmp_path / "src")
     assert report["partitioner"]["algo_name"] == "metis"
+    assert read_meta(tmp_path / "dst").algo_name == "metis"  # the config's part_method, as DGL's pipeline takes it
     g = load_metadata(mag_small)
     for nt in g.node_type:
         assert (tmp_path / "src" / f"{nt}.txt").read_bytes() == (tmp_path / "dst" / f"{nt}.txt").read_bytes()

@@ -135,7 +135,7 @@ def assign(metadata: str | Path | Location | ChunkedGraph, out_dir: str | Path |
             trainer_report = {"trainers_per_machine": trainers,
                               "nodes_per_trainer": {nt: np.bincount(np.load(p), minlength=num_parts * trainers).tolist()
                                                     for nt, p in trainer_files.items()}}
-        write_meta(stage, num_parts, options.method, trainers=trainers)
+        write_meta(stage, num_parts, info.get("algo_name", options.method), trainers=trainers)  # `file`: the source's
         part_files = load_parts(graph, stage, num_parts, scratch / "parts")
         with _report_scratch(partitioner.scratch, scratch, graph.storage, client) as where:
             report = build_report(graph, part_files, num_parts, options, where, client, edges=edge_report)
