@@ -98,7 +98,9 @@ class MetisLibrary:
         options = np.full(NOPTIONS, -1, dtype=idx)
         self.lib.METIS_SetDefaultOptions(pointer(options))
         options[self.layout["objtype"]] = OBJTYPES[objtype]
-        options[self.layout["seed"]] = seed
+        # METIS's generator takes seeds 0 and 1 alike (the same partition, both libraries): graphshard's seed s is
+        # METIS's s + 1, so seeds 0 and 1 differ and seed 0 keeps its partition
+        options[self.layout["seed"]] = (seed + 1) % 2**31
         options[self.layout["ufactor"]] = ufactor
         options[self.layout["numbering"]] = 0
         if niter is not None:
