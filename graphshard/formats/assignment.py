@@ -22,6 +22,7 @@ from graphshard.storage import Location, Storage, StoredFile, location
 
 META_FILE = "partition_meta.json"
 TRAINER_DIR = "trainer_ids"
+TRAINER_FEAT = "trainer_id"  # DGL's node and edge feature of trainer ids in a set (an edge: its destination's)
 PART_DTYPE = np.int32
 
 

@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphshard.formats.assignment import TRAINER_FEAT
 from graphshard.formats.buckets import read_bucket
 from graphshard.shuffle.halo import Edges, find_halo
 from graphshard.shuffle.ids import IdSpace
 from graphshard.shuffle.local_ids import LocalIds
-from graphshard.shuffle.plan import TRAINER_FEAT, ShufflePlan
+from graphshard.shuffle.plan import ShufflePlan
 
 # DGL 2.1's reserved dtype of `_TYPE` (dgl.NTYPE and dgl.ETYPE are the same string; its table keeps int32 for both).
 TYPE_DTYPE = np.int32

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphshard.errors import GraphshardError, InputError
+from graphshard.formats.assignment import TRAINER_FEAT
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec
 from graphshard.formats.readers import RowIndex
 from graphshard.shuffle.ids import block_offsets
@@ -17,7 +18,6 @@ from graphshard.shuffle.scratch import ShuffleScratch
 # uses int64 (new node IDs in the ID map and the buckets, local IDs, out-edge ranks). Tests lower it to run the wide
 # paths on a small graph.
 NARROW_LIMIT = int(np.iinfo(np.int32).max)
-TRAINER_FEAT = "trainer_id"  # DGL's node and edge feature of trainer ids (an edge: its destination's trainer)
 
 
 def id_dtype_for(count: int) -> type:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from graphshard.formats.assignment import TRAINER_FEAT
 from graphshard.formats.chunked import ChunkedGraph, ChunkFileSpec, load_metadata
 from graphshard.formats.readers import (
     ChunkReader,
@@ -154,7 +155,7 @@ def _check(kind: str) -> str:
 
 def missing_key(graph: ChunkedGraph, kind: str, key: str, part: int, file: str) -> Problem | None:
     """A feature the partition holds that the input lacks (trainer_id is added by the assignment, §5.8)."""
-    if _spec(graph, kind, key) is None and kind != "edges" and key.rsplit("/", 1)[-1] != "trainer_id":
+    if _spec(graph, kind, key) is None and kind != "edges" and key.rsplit("/", 1)[-1] != TRAINER_FEAT:
         return Problem("features", f"'{key}' is not in the input graph", part, file)
     return None
 

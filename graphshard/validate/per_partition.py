@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphshard.formats.assignment import TRAINER_FEAT
 from graphshard.formats.dgl_columns import Column
 from graphshard.formats.set_digests import FileEntry
 from graphshard.storage.windowed import put
@@ -20,8 +21,6 @@ from graphshard.validate.piecewise import PIECE_ROWS, pieces
 from graphshard.validate.problems import Problem, first_values
 from graphshard.validate.rows import EdgeRows, SumsAndSamples, feature_rows
 from graphshard.validate.scratch import SharedArrays
-
-TRAINER_FEAT = "trainer_id"
 
 
 @dataclass(frozen=True)

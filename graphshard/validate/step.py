@@ -16,6 +16,7 @@ from distributed import Client
 
 from graphshard.daskrun import TaskGroup, everywhere, gather_tasks, homes, settle, submit_tasks
 from graphshard.errors import GraphshardError
+from graphshard.formats.assignment import TRAINER_FEAT
 from graphshard.formats.chunked import ChunkedGraph, load_metadata, metadata_location
 from graphshard.storage import Location, Storage
 from graphshard.storage.copies import CopyCache, drop_copies
@@ -24,7 +25,7 @@ from graphshard.validate.across_partitions import Levels, check_claims
 from graphshard.validate.edges import EndsOutside, edge_pieces
 from graphshard.validate.layout import Layout, check_layout, load_layout
 from graphshard.validate.part_files import ORIG_EIDS, ORIG_NIDS, load_part, part_copies
-from graphshard.validate.per_partition import TRAINER_FEAT, ScanSetup, create_arrays, halo_rule_problems
+from graphshard.validate.per_partition import ScanSetup, create_arrays, halo_rule_problems
 from graphshard.validate.prefetch import Ahead, fetch_ahead
 from graphshard.validate.problems import CHECKS, Problem, first_values, problem_lines
 from graphshard.validate.quality import assignment_report_data, quality
