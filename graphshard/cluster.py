@@ -162,7 +162,8 @@ def check_spec(spec: ClusterSpec) -> None:
 class _ClosedCommInfo(logging.Filter):
     """Dask's INFO 'Batched Comm Closed' of a cluster this process started and closed: logged by the scheduler's
     loop after the cluster's `silence_logs` level is restored, so it reached a `partition_graph` caller's stderr in
-    about one call in four. Dropped; warnings and errors of that logger pass."""
+    about one call in four. Dropped by Dask's own stderr handler only (other handlers, a Prefect run's log, keep the
+    line); warnings and errors pass."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         return record.levelno >= logging.WARNING or not record.getMessage().startswith("Batched Comm Closed")
@@ -174,9 +175,9 @@ def _subprocess_cluster(spec: ClusterSpec) -> SpecCluster:
     from distributed import Scheduler, SpecCluster
     from distributed.deploy.subprocess import SubprocessWorker
 
-    batched = logging.getLogger("distributed.batched")
-    if not any(isinstance(f, _ClosedCommInfo) for f in batched.filters):
-        batched.addFilter(_ClosedCommInfo())
+    for handler in logging.getLogger("distributed").handlers:  # Dask's own stderr handler, not other handlers
+        if not any(isinstance(f, _ClosedCommInfo) for f in handler.filters):
+            handler.addFilter(_ClosedCommInfo())
 
     options = {"nthreads": spec.threads_per_worker, "memory_limit": spec.memory_limit, "host": "127.0.0.1",
                "preload": PRELOAD}
