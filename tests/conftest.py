@@ -81,21 +81,38 @@ def mag_small(make_graph) -> Path:
 
 
 @pytest.fixture(scope="session")
-def dask_cluster_client():
-    """One small LocalCluster for the whole session (2 workers x 1 thread, like the target machine)."""
-    from distributed import Client, LocalCluster
+def _session_cluster():
+    """One small LocalCluster for the whole session (2 workers x 1 thread, like the target machine). Defined here
+    once: a session fixture imported into several test modules is one cluster per module, all idle until the
+    session ends (six of them took a core of the 2-core CI machine)."""
+    from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=":0", processes=True) as cluster, \
-            Client(cluster) as client:
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="2GB", dashboard_address=":0",
+                      processes=True) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def dask_cluster_client(_session_cluster):
+    """A client of the session's cluster, for library calls that take one."""
+    from distributed import Client
+
+    with Client(_session_cluster) as client:
         yield client
+
+
+@pytest.fixture(scope="session")
+def dask_address(_session_cluster) -> str:
+    """The session cluster's scheduler address, for pipeline runs (`cluster.address`)."""
+    return _session_cluster.scheduler_address
 
 
 @pytest.fixture(scope="session")
 def s3_server():
     """moto's S3 server on a free 127.0.0.1 port for the whole session (tests/s3_helpers.py); no environment set."""
-    from s3_helpers import threaded_server
+    from s3_helpers import process_server
 
-    with threaded_server() as server:
+    with process_server() as server:
         yield server
 
 

@@ -1,5 +1,5 @@
 """Shared by the pipeline tests (test_flow*, test_cluster*, test_deploy*): Prefect's environment for the test
-process, a session-wide Dask cluster, and helpers to run the pipeline and compare outputs.
+process and helpers to run the pipeline and compare outputs.
 
 Importing this module sets Prefect's environment before Prefect is imported: telemetry off, a temporary
 PREFECT_HOME and ephemeral mode, so that tests never touch ~/.prefect and never collide.
@@ -14,7 +14,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="graphshard-test-prefect-"))
@@ -27,15 +26,6 @@ prefect_environment()
 
 REPO = Path(__file__).resolve().parents[1]
 STATES = ("ingest", "assign", "shuffle", "validate", "publish")
-
-
-@pytest.fixture(scope="session")
-def dask_address():
-    """One LocalCluster for every in-process pipeline test (runs point cluster.address at it)."""
-    from distributed import LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="2GB", dashboard_address=":0") as cluster:
-        yield cluster.scheduler_address
 
 
 def write_config(folder: Path, metadata: Path, address: str | None = None, **changes) -> Path:

@@ -113,7 +113,8 @@ def test_attainable_bounds_are_whole_nodes(total, nparts, ub):
 
     bounds = attainable(np.array([3000, total]), np.array([1, 1]), nparts, 30)
     assert bounds.keep.all() and (bounds.ubvec is None if ub is None else bounds.ubvec[1] == pytest.approx(ub))
-    assert attainable(np.array([3000, 3]), np.array([1, 1]), 4, 30).dropped == [1]
+    dropped = attainable(np.array([3000, 3]), np.array([1, 1]), 4, 30)
+    assert dropped.dropped == [1] and dropped.info(["a", "b"]) == {"constraints_dropped": ["b"]}
     assert attainable(np.array([100, 5000]), np.array([1, 2000]), 4, 30).ubvec[1] == pytest.approx(2000 / 1250)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from flow_helpers import REPO, dask_address, run  # noqa: F401 (dask_address is a fixture)
+from flow_helpers import REPO, run
 
 from graphshard.assign.options import METHODS
 from graphshard.cli import main
@@ -58,7 +58,7 @@ def user_assignment(tmp_path_factory, rmat_small, mag_small) -> dict[str, Path]:
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("name", ["example.yaml", "mag.yaml"])
 def test_every_method_runs_from_every_shipped_graph_config(name, method, tmp_path, rmat_small, mag_small,
-                                                           dask_address, user_assignment):  # noqa: F811
+                                                           dask_address, user_assignment):
     if method == "parmetis" and shutil.which("mpirun") is None:
         pytest.skip("mpirun is not installed (scripts/setup-system.sh as root installs OpenMPI)")
     kind = GRAPH_OF[name]

@@ -9,7 +9,7 @@ from contextlib import redirect_stdout
 
 import numpy as np
 import pytest
-from flow_helpers import REPO, STATES, copy_graph, dask_address, run, tree_bytes, write_config  # noqa: F401
+from flow_helpers import REPO, STATES, copy_graph, run, tree_bytes, write_config
 
 from graphshard.cli import main
 from graphshard.errors import GraphshardError

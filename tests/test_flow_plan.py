@@ -4,7 +4,7 @@ before any work when the plan does not fit, and `force_plan` runs it anyway."""
 from __future__ import annotations
 
 import pytest
-from flow_helpers import dask_address, write_config  # noqa: F401
+from flow_helpers import write_config
 
 from graphshard.errors import GraphshardError
 from graphshard.plan import fit

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from flow_helpers import (  # noqa: F401 (dask_address: a fixture)
+from flow_helpers import (
     STATES,
-    dask_address,
     run,
     subprocess_env,
     tree_bytes,

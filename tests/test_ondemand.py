@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from flow_helpers import dask_address  # noqa: F401
-
 from graphshard.cluster import ClusterSpec
 from graphshard.pipeline import ondemand
 

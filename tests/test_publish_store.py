@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from flow_helpers import dask_address, run, tree_bytes, write_config  # noqa: F401 (a fixture)
+from flow_helpers import run, tree_bytes, write_config
 
 from graphshard.errors import GraphshardError
 from graphshard.fetch import fetch

@@ -117,6 +117,13 @@ class Attainable:
     def dropped(self) -> list[int]:
         return np.flatnonzero(~self.keep).tolist()
 
+    def info(self, labels: list[str] | None = None) -> dict:
+        """The report's record of where METIS was asked for other than the configured balance: the columns left out
+        (by label, else by index) and the widened tolerances; empty when neither."""
+        dropped = [labels[c] if labels else c for c in self.dropped]
+        return {**({"constraints_dropped": dropped} if dropped else {}),
+                **({"tolerances": [round(float(u), 4) for u in self.ubvec]} if self.ubvec is not None else {})}
+
     def columns(self, weights: np.ndarray) -> np.ndarray | None:
         """The kept columns of `weights` (None when none is kept: unit weights)."""
         return None if not self.keep.any() else weights if self.keep.all() else weights[:, self.keep]

@@ -55,10 +55,7 @@ class MetisPartitioner(Partitioner):
             "library": lib.path,
             "idx_bits": lib.idx(0).itemsize * 8,
             "constraints": 1 if vwgt is None else int(vwgt.shape[1]),
-            **({"constraints_dropped": [constraints.labels[c] for c in bounds.dropped]} if bounds and bounds.dropped
-               else {}),
-            **({"tolerances": [round(float(u), 4) for u in bounds.ubvec]} if bounds and bounds.ubvec is not None
-               else {}),
+            **(bounds.info(constraints.labels) if bounds else {}),
             "niter": options.metis_niter,
             "objective": {"type": options.objtype, "value": objval},
             **({"fetch_refine": refined} if refined else {}),

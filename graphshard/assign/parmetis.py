@@ -294,7 +294,7 @@ def run_rank(metadata: str, out: Path, nparts: int, lib_path: str, options: Assi
     times = comm.gather((t1 - t0, t2 - t1), root=0)
     if rank == 0:
         info = {"idx_bits": np.dtype(idx).itemsize * 8, "constraints": ncon, "rank_peak_rss_bytes": rss,
-                **({"constraints_dropped": len(bounds.dropped)} if bounds is not None and bounds.dropped else {}),
+                **(bounds.info() if bounds is not None else {}),
                 "seconds": {"build_graph": round(max(t[0] for t in times), 3),
                             "partition_call": round(max(t[1] for t in times), 3)}}
         (out / "info.json").write_text(json.dumps(info))
