@@ -80,7 +80,13 @@ def _assert_marked_crashed(pid: int) -> None:
 def test_ctrl_c_during_shuffle_ends_in_one_line_and_leaves_no_process(tmp_path, medium_graph):
     """Ctrl-C reaches the terminal's whole process group, the local Dask workers too: they ignore it (the flow
     process closes them), so the terminal shows no worker traceback, and nothing is published."""
-    proc = _run(write_config(tmp_path, medium_graph), tmp_path / "run.log")
+    # a suite started in the background of a non-interactive shell ignores SIGINT, and an ignored signal is
+    # inherited: a handler of the test's own is not, so the run starts with SIGINT's default, as in a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        proc = _run(write_config(tmp_path, medium_graph), tmp_path / "run.log")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     shuffle_root = tmp_path / "work" / "shuffle"
     wait_for(lambda: shuffle_root.is_dir() and any(".tmp-" in p.name for p in shuffle_root.iterdir()),
              300, "the shuffle step to start")
