@@ -3,6 +3,7 @@ published set, fetched back, equals a single-host run's byte for byte, with a wo
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -75,37 +76,47 @@ def _published(storage: Storage, prefix: str, dest: Path) -> dict[str, bytes]:
     return tree_bytes(dest)
 
 
-def _single_host(tmp: Path, metadata: Path, method: str, **changes) -> dict[str, bytes]:
-    tmp.mkdir(parents=True)
-    summary = run(write_config(tmp, metadata, None, num_parts=2, assign=_assign(method), **changes))
-    return tree_bytes(Path(summary["output"]), REPORT)
+@pytest.fixture(scope="module")
+def single_host(rig_graph, tmp_path_factory):
+    """`single_host(method, **changes)`: the set a single-host run of the rig's graph publishes (run once per method
+    and changes: several tests compare against the same one)."""
+    made: dict[str, dict[str, bytes]] = {}
+
+    def published(method: str, **changes) -> dict[str, bytes]:
+        key = json.dumps([method, changes], sort_keys=True)
+        if key not in made:
+            tmp = tmp_path_factory.mktemp("single-host")
+            summary = run(write_config(tmp, rig_graph[0], None, num_parts=2, assign=_assign(method), **changes))
+            made[key] = tree_bytes(Path(summary["output"]), REPORT)
+        return made[key]
+
+    return published
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("method", ["random", "multilevel"])
-def test_every_location_on_s3_equals_a_single_host_run(multihost_rig, rig_graph, tmp_path, method):
-    metadata, url, storage = rig_graph
+def test_every_location_on_s3_equals_a_single_host_run(multihost_rig, rig_graph, single_host, tmp_path, method):
+    _, url, storage = rig_graph
     prefix = f"{multihost_rig.s3.new_bucket()}/{method}"
     done = _graphshard_run(multihost_rig, _rig_config(tmp_path / "rig", url, prefix, method,
                                                       multihost_rig.scheduler_address), tmp_path / "logs")
     assert done.returncode == 0, done.stdout[-4000:]
     assert "Traceback" not in done.stdout
-    assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata, method)
+    assert _published(storage, prefix, tmp_path / "fetched") == single_host(method)
 
 
 @pytest.mark.slow
-def test_validation_off_on_s3(multihost_rig, rig_graph, tmp_path):
+def test_validation_off_on_s3(multihost_rig, rig_graph, single_host, tmp_path):
     """Validation off: the assignment report makes its own pass over the edges on the workers, which read the parts
     from the store (never the flow host's staging folder); the set equals a single-host run's."""
-    metadata, url, storage = rig_graph
+    _, url, storage = rig_graph
     prefix = f"{multihost_rig.s3.new_bucket()}/novalidate"
     off = {"validate": {"enabled": False}}
     done = _graphshard_run(multihost_rig, _rig_config(tmp_path / "rig", url, prefix, "random",
                                                       multihost_rig.scheduler_address, **off), tmp_path / "logs")
     assert done.returncode == 0, done.stdout[-4000:]
     assert "Traceback" not in done.stdout
-    assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata, "random",
-                                                                             **off)
+    assert _published(storage, prefix, tmp_path / "fetched") == single_host("random", **off)
 
 
 def _kill_when(rig, host: str, bucket: str, marker: str, log: Path):
@@ -128,11 +139,12 @@ def _kill_when(rig, host: str, bucket: str, marker: str, log: Path):
 @pytest.mark.slow
 @pytest.mark.parametrize("method,marker", [("random", "/idmap/"), ("multilevel", "/multilevel/"),
                                            ("random", ".validate/")])
-def test_a_worker_host_lost_mid_step_gives_identical_bytes(multihost_rig, rig_graph, tmp_path, method, marker):
+def test_a_worker_host_lost_mid_step_gives_identical_bytes(multihost_rig, rig_graph, single_host, tmp_path, method,
+                                                           marker):
     """(b) worker2 killed (every process of its namespace) once the shuffle's scratch (random), the multilevel
     partitioner's levels (multilevel) or validation's scratch appear on the store: the run completes with the bytes
     of an undisturbed run."""
-    metadata, url, storage = rig_graph
+    _, url, storage = rig_graph
     bucket = multihost_rig.s3.new_bucket()
     prefix = f"{bucket}/{method}-killed"
     note = tmp_path / "fault.txt"
@@ -141,7 +153,7 @@ def test_a_worker_host_lost_mid_step_gives_identical_bytes(multihost_rig, rig_gr
                            during=_kill_when(multihost_rig, "worker2", bucket[len("s3://"):], marker, note))
     assert done.returncode == 0, done.stdout[-4000:]
     assert note.exists(), "the fault never fired"
-    assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata, method)
+    assert _published(storage, prefix, tmp_path / "fetched") == single_host(method)
 
 
 def _cut_when(rig, host: str, bucket: str, marker: str, seconds: float, log: Path):
@@ -161,10 +173,10 @@ def _cut_when(rig, host: str, bucket: str, marker: str, seconds: float, log: Pat
 
 
 @pytest.mark.slow
-def test_a_worker_host_cut_off_for_seconds(multihost_rig, rig_graph, tmp_path):
+def test_a_worker_host_cut_off_for_seconds(multihost_rig, rig_graph, single_host, tmp_path):
     """(c) worker3's link down for 5 s mid-shuffle: the run survives with the undisturbed bytes, or ends with one line
     naming the host and publishes nothing."""
-    metadata, url, storage = rig_graph
+    _, url, storage = rig_graph
     bucket = multihost_rig.s3.new_bucket()
     prefix = f"{bucket}/cut"
     note = tmp_path / "fault.txt"
@@ -174,8 +186,7 @@ def test_a_worker_host_cut_off_for_seconds(multihost_rig, rig_graph, tmp_path):
     assert note.exists(), "the fault never fired"
     assert "Traceback" not in done.stdout, done.stdout[-4000:]
     if done.returncode == 0:
-        assert _published(storage, prefix, tmp_path / "fetched") == _single_host(tmp_path / "local", metadata,
-                                                                                 "random")
+        assert _published(storage, prefix, tmp_path / "fetched") == single_host("random")
     else:
         errors = [ln for ln in done.stdout.splitlines() if "error" in ln.lower()]
         assert done.returncode == 2 and len(errors) == 1 and "worker3" in errors[0], done.stdout[-4000:]
