@@ -89,7 +89,8 @@ def threaded_server() -> Iterator[S3Server]:
 
 @contextmanager
 def process_server(env: dict | None = None) -> Iterator[S3Server]:
-    """A moto server in its own process (the benchmarks' S3 side then does not share the client's interpreter)."""
+    """A moto server in its own process (the suite's session server and the benchmarks': the S3 side then does not
+    share the client's interpreter)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
