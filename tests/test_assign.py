@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import subprocess
@@ -121,6 +122,41 @@ def test_metis_library_width_and_layout_detected():
     lib = load_metis()
     assert lib.idx in (np.int32, np.int64)
     assert lib.layout["seed"] in (8, 9)
+
+
+class _FakeMetis:
+    """METIS_PartGraphKway of a library whose real_t is `real`: refuses target weights that do not add up to 1 with
+    METIS's printed "Input Error", else gives part 0 the first nodes in proportion to its target weight."""
+
+    def __init__(self, real: type):
+        self.real = ctypes.c_float if real == np.float32 else ctypes.c_double
+
+    def METIS_PartGraphKway(self, nvtxs, ncon, xadj, adjncy, vwgt, vsize, adjwgt, nparts, tpwgts, ubvec, options,
+                            objval, part):  # noqa: N802 - METIS's name
+        n = ctypes.cast(nvtxs, ctypes.POINTER(ctypes.c_int32))[0]
+        k = ctypes.cast(nparts, ctypes.POINTER(ctypes.c_int32))[0]
+        targets = [ctypes.cast(tpwgts, ctypes.POINTER(self.real))[i] for i in range(k)]
+        if abs(sum(targets) - 1) > 1e-3:
+            print(f"Input Error: Incorrect sum of {sum(targets):f} for tpwgts for constraint 0.")
+            return -2
+        first = round(targets[0] * n)
+        out = ctypes.cast(part, ctypes.POINTER(ctypes.c_int32))
+        for v in range(n):
+            out[v] = 0 if v < first else 1
+        return 1
+
+
+@pytest.mark.parametrize("real", [np.float32, np.float64])
+def test_metis_real_width_found_without_an_input_error(real, capfd):
+    """A library with 64-bit real_t used to print METIS's "Input Error" at load: the probe's one call is now valid
+    on either width, and the split it gives tells the width."""
+    from graphshard.assign.metis_capi import OPTION_LAYOUTS, _real_width
+
+    lib = _FakeMetis(real)
+    lib.METIS_SetDefaultOptions = lambda options: 1  # noqa: N815
+    assert _real_width(lib, np.int32, OPTION_LAYOUTS["5.1"]) is real
+    assert capfd.readouterr().out == ""
+    assert load_metis().real is np.float32  # Debian's and cmeel's builds
 
 
 def test_metis_calls_from_threads_of_one_process_give_the_sequential_result():
