@@ -44,6 +44,10 @@ FAMILIES = {
     "planted-230k-dense": ("planted", {"nodes": 230_000, "edges": 23_000_000, "communities": 50, "mixing": 0.3,
                                        "seed": 3}, {}),
     "chunglu-230k-dense": ("chunglu", {"nodes": 230_000, "edges": 23_000_000, "seed": 3}, {}),
+    # bipartite user-item graphs: 80% of picks in a user's genres (strong), 40% (weak: little structure, as BA's)
+    "useritem-1.6m": ("useritem", {"nodes": 1_600_000, "edges": 9_600_000, "mixing": 0.2}, {}),
+    "useritem-weak-500k": ("useritem", {"nodes": 500_000, "edges": 3_000_000, "mixing": 0.6}, {}),
+    "useritem-weak-1.6m": ("useritem", {"nodes": 1_600_000, "edges": 9_600_000, "mixing": 0.6}, {}),
     # small screening graphs (under 1M edges: they may run outside the heavy-work lock)
     "rmat-50k": ("rmat", {"nodes": 50_000, "edges": 800_000, "seed": 1}, {}),
     "grid2d-62k": ("grid", {"nodes": 62_500, "dims": 2}, {}),
@@ -52,6 +56,7 @@ FAMILIES = {
     "geometric-100k": ("geometric", {"nodes": 100_000}, {}),
     "chunglu-50k": ("chunglu", {"nodes": 50_000, "edges": 500_000}, {}),
     "ba-30k": ("ba", {"nodes": 30_000, "edges": 150_000}, {}),
+    "useritem-weak-50k": ("useritem", {"nodes": 50_000, "edges": 300_000, "mixing": 0.6}, {}),
     "mag-5k": ("mag", {"papers": 5_000}, MAG_BALANCE),
     # for the remote share (objtype fetch): more nodes per edge, so a mini-batch reaches less of the graph
     "rmat-200k-sparse": ("rmat", {"nodes": 200_000, "edges": 990_000, "seed": 3}, {}),

@@ -1,5 +1,5 @@
-"""The planted-community, geometric, Chung-Lu and Barabasi-Albert generators: shape, structure, determinism by seed,
-chunking, CLI."""
+"""The planted-community, geometric, Chung-Lu, Barabasi-Albert and user-item generators: shape, structure,
+determinism by seed, chunking, CLI."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from graphshard.generate.ba import ba_edges
 from graphshard.generate.common import scatter_ids
 from graphshard.generate.geometric import radius_for, sorted_points
 from graphshard.generate.planted import community_bounds
+from graphshard.generate.useritem import GENRES_PER_USER, USER_SHARE
 
-FAMILIES = ["planted", "geometric", "chunglu", "ba"]
+FAMILIES = ["planted", "geometric", "chunglu", "ba", "useritem"]
 
 
 def _edges(meta):
@@ -122,6 +123,27 @@ def test_ba_degrees_follow_preferential_attachment(tmp_path):
     assert newer.all()  # each edge joins its node to an earlier one
 
 
+@pytest.mark.parametrize("mixing", [0.2, 0.6])
+def test_useritem_is_bipartite_with_picks_in_the_users_genres(tmp_path, mixing):
+    """Users pick items only; a share 1 - mixing of picks falls in one of the user's genres (plus the picks anywhere
+    that land there by chance); the most active user and the most popular item are hubs."""
+    nodes, genres = 40_000, 20
+    meta = GENERATORS["useritem"](tmp_path / "u", nodes=nodes, edges=200_000, chunks=3, seed=4, communities=genres,
+                                  mixing=mixing)
+    _, src, dst = _edges(meta)
+    users = int(nodes * USER_SHARE)
+    user, item = _unscatter(src, nodes, 4, "useritem"), _unscatter(dst, nodes, 4, "useritem") - users
+    assert user.max() < users and item.min() >= 0
+    favourites = scatter_ids(np.arange(users * GENRES_PER_USER), users * GENRES_PER_USER, 4,
+                             "useritem:genres").reshape(users, GENRES_PER_USER) % genres
+    inside = np.mean((favourites[user] == (item % genres)[:, None]).any(axis=1))
+    chance = mixing * GENRES_PER_USER / genres  # at most: a user's two genres may coincide
+    assert 1 - mixing < inside < 1 - mixing + chance + 0.01, inside
+    for ends in (user, item):
+        deg = np.bincount(ends)
+        assert deg.max() > 50 * deg.mean()
+
+
 def test_cli_families_and_bad_options(tmp_path, capsys):
     assert main(["generate", "planted", "--out", str(tmp_path / "p"), "--nodes", "2000", "--edges", "6000",
                  "--communities", "4", "--mixing", "0.1", "--chunks", "2"]) == 0
@@ -130,6 +152,9 @@ def test_cli_families_and_bad_options(tmp_path, capsys):
     assert 5000 < load_metadata(tmp_path / "g").total_edges < 6300  # default 3 edges per node, fewer at the border
     assert main(["generate", "chunglu", "--out", str(tmp_path / "c"), "--nodes", "500", "--edges", "900"]) == 0
     assert main(["generate", "ba", "--out", str(tmp_path / "b"), "--nodes", "500", "--edges", "1500"]) == 0
+    assert main(["generate", "useritem", "--out", str(tmp_path / "u"), "--nodes", "800", "--edges", "3000",
+                 "--communities", "5", "--mixing", "0.6"]) == 0
+    assert load_metadata(tmp_path / "u").total_edges == 3000
     assert load_metadata(tmp_path / "b").total_edges == ba_edges(500, 3)
     capsys.readouterr()
     assert main(["generate", "ba", "--out", str(tmp_path / "x"), "--nodes", "4", "--edges", "40"]) == 2
@@ -137,6 +162,8 @@ def test_cli_families_and_bad_options(tmp_path, capsys):
     capsys.readouterr()
     assert main(["generate", "planted", "--out", str(tmp_path / "x"), "--nodes", "10", "--communities", "6"]) == 2
     assert "--communities" in capsys.readouterr().err
+    assert main(["generate", "useritem", "--out", str(tmp_path / "x"), "--nodes", "100", "--communities", "26"]) == 2
+    assert "25 items" in capsys.readouterr().err
     assert main(["generate", "planted", "--out", str(tmp_path / "x"), "--mixing", "1.5"]) == 2
     assert "--mixing" in capsys.readouterr().err and not (tmp_path / "x").exists()
     with pytest.raises(GraphshardError, match="--edges"):

@@ -21,6 +21,8 @@ FAMILIES = {  # family -> (generator, its arguments, options for every method)
     "geometric": ("geometric", {"nodes": 5000}, {}),
     "chunglu": ("chunglu", {"nodes": 4000, "edges": 30000}, {}),
     "mag": ("mag", {"papers": 1500}, MAG_BALANCE),
+    "ba": ("ba", {"nodes": 4000, "edges": 20000}, {}),
+    "useritem": ("useritem", {"nodes": 4000, "edges": 30000, "communities": 8, "mixing": 0.6}, {}),
 }
 
 

@@ -1,5 +1,5 @@
-"""`graphshard generate rmat|mag|grid|planted|geometric|chunglu|ba`: write a seeded synthetic chunked graph, chunk by
-chunk."""
+"""`graphshard generate rmat|mag|grid|planted|geometric|chunglu|ba|useritem`: write a seeded synthetic chunked graph,
+chunk by chunk."""
 
 from __future__ import annotations
 
@@ -10,18 +10,22 @@ from graphshard.formats.chunked_writer import WRITE_FORMATS
 from graphshard.generate import GENERATORS
 from graphshard.generate.planted import MIXING
 from graphshard.generate.rmat import TRAIN_FRACTION
+from graphshard.generate.useritem import GENRES_PER_USER
 
 NAME = "generate"
 HELP = ("Write a synthetic chunked graph: rmat (power-law), grid (2-D/3-D mesh), planted (communities), geometric "
-        "(road-like), chunglu and ba (power-law without communities), all with scattered IDs, or mag (heterogeneous).")
-EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu", "ba")
+        "(road-like), chunglu and ba (power-law without communities), useritem (bipartite, genres), all with scattered "
+        "IDs, or mag (heterogeneous).")
+EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu", "ba", "useritem")
+GROUPED = ("planted", "useritem")  # kinds that take --communities and --mixing
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("kind", choices=list(GENERATORS),
                         help="rmat: R-MAT (a=.57, b=c=.19, d=.05); mag: MAG-like; grid: a mesh; planted: planted "
                              "communities; geometric: random geometric graph in the unit square; chunglu: Chung-Lu "
-                             "power law (exponent 2.5); ba: Barabasi-Albert preferential attachment")
+                             "power law (exponent 2.5); ba: Barabasi-Albert preferential attachment; useritem: "
+                             "users' picks of items (a quarter of the nodes), in genres")
     parser.add_argument("--out", required=True, help="output folder (metadata.json and chunk files)")
     parser.add_argument("--nodes", type=int, default=None,
                         help="node count (default 16384; grid: rounded to a power of --dims); mag: paper count, "
@@ -31,9 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "edges over the 4 relations, reverse types double it (default 28.7 per paper); ba: "
                              "edges / nodes edges per node, rounded")
     parser.add_argument("--dims", type=int, default=2, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
-    parser.add_argument("--communities", type=int, default=None, help="planted: community count (default nodes/1000)")
+    parser.add_argument("--communities", type=int, default=None,
+                        help="planted: community count (default nodes/1000); useritem: genre count (default "
+                             "nodes/5000)")
     parser.add_argument("--mixing", type=float, default=MIXING,
-                        help=f"planted: share of edges between communities (default {MIXING})")
+                        help=f"planted: share of edges between communities; useritem: share of picks outside "
+                             f"the user's {GENRES_PER_USER} genres (default {MIXING})")
     parser.add_argument("--chunks", type=int, default=None, help="chunks per type (default 4; mag 2)")
     parser.add_argument("--format", default="numpy", choices=WRITE_FORMATS,
                         help="chunk file format; mixed uses csv, numpy and parquet for different files")
@@ -57,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         kwargs["train_share"] = args.train_share
     if args.kind == "grid":
         kwargs["dims"] = args.dims
-    if args.kind == "planted":
+    if args.kind in GROUPED:
         kwargs.update(communities=args.communities, mixing=args.mixing)
     print(GENERATORS[args.kind](args.out, **kwargs))
     return 0
