@@ -23,6 +23,11 @@ def degree_cdf(nodes: int) -> np.ndarray:
     return cdf / cdf[-1]
 
 
+def draw_ranks(cdf: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray:
+    """`count` ranks drawn by the weights whose cumulative share is `cdf` (rank 0 the heaviest)."""
+    return np.minimum(np.searchsorted(cdf, rng.random(count), side="right"), len(cdf) - 1)
+
+
 def chunglu_chunk(chunk: int, *, seed: int, count: int, cdf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Edge chunk `chunk`: `count` (src, dst) pairs drawn by the degree weights, self-loops redrawn, IDs scattered."""
     rng = chunk_rng(seed, "chunglu:edges", chunk)
@@ -32,8 +37,7 @@ def chunglu_chunk(chunk: int, *, seed: int, count: int, cdf: np.ndarray) -> tupl
     filled = 0
     while filled < count:
         want = min(_BATCH, count - filled) + 16
-        s = np.minimum(np.searchsorted(cdf, rng.random(want), side="right"), nodes - 1)
-        d = np.minimum(np.searchsorted(cdf, rng.random(want), side="right"), nodes - 1)
+        s, d = draw_ranks(cdf, rng, want), draw_ranks(cdf, rng, want)
         keep = s != d
         s, d = s[keep][:count - filled], d[keep][:count - filled]
         src[filled:filled + len(s)], dst[filled:filled + len(d)] = s, d

@@ -13,7 +13,7 @@ import numpy as np
 from graphshard.errors import GraphshardError
 from graphshard.formats.chunked import chunk_bounds
 from graphshard.formats.chunked_writer import positive
-from graphshard.generate.chunglu import degree_cdf
+from graphshard.generate.chunglu import degree_cdf, draw_ranks
 from graphshard.generate.common import chunk_rng, scatter_ids
 from graphshard.generate.homogeneous import check_sizes, write_homogeneous
 
@@ -22,22 +22,17 @@ GENRES_PER_USER = 2
 MIXING = 0.2  # default share of picks outside the user's genres
 
 
-def _draw(cdf: np.ndarray, rng: np.random.Generator, count: int) -> np.ndarray:
-    """`count` ranks drawn by the power-law weights of `cdf` (rank 0 the heaviest)."""
-    return np.minimum(np.searchsorted(cdf, rng.random(count), side="right"), len(cdf) - 1)
-
-
 def useritem_chunk(chunk: int, *, seed: int, count: int, nodes: int, users: int, genres: int, mixing: float,
                    cdfs: tuple[np.ndarray, np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Edge chunk `chunk`: `count` (user, item) picks. Item j is of genre j % genres and the (j // genres)-th most
     popular of it, so one popularity order serves picks inside a genre and anywhere. IDs scattered."""
     user_cdf, item_cdf, genre_cdf = cdfs
     rng = chunk_rng(seed, "useritem:edges", chunk)
-    user = _draw(user_cdf, rng, count)
+    user = draw_ranks(user_cdf, rng, count)
     favourite = user * GENRES_PER_USER + rng.integers(0, GENRES_PER_USER, count)
     genre = scatter_ids(favourite, users * GENRES_PER_USER, seed, "useritem:genres") % genres
-    inside = genre + _draw(genre_cdf, rng, count) * genres
-    item = np.where(rng.random(count) >= mixing, inside, _draw(item_cdf, rng, count))
+    inside = genre + draw_ranks(genre_cdf, rng, count) * genres
+    item = np.where(rng.random(count) >= mixing, inside, draw_ranks(item_cdf, rng, count))
     return scatter_ids(user, nodes, seed, "useritem"), scatter_ids(users + item, nodes, seed, "useritem")
 
 
