@@ -178,3 +178,13 @@ def test_rmat_train_share_marks_a_subset_and_keeps_the_edges(tmp_path, capsys):
     assert "--train-share" in capsys.readouterr().err and not (tmp_path / "g").exists()
     assert main(["generate", "rmat", "--out", str(tmp_path / "c"), "--train-share", "1.5"]) == 2
     assert "--train-share" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("kind,option", [("rmat", ["--mixing", "0.3"]), ("chunglu", ["--communities", "8"]),
+                                         ("planted", ["--dims", "3"]), ("grid", ["--edges", "100"])])
+def test_an_option_the_kind_does_not_take_is_refused(tmp_path, capsys, kind, option):
+    """An option the kind would ignore stops the command in one line that names it, before anything is written."""
+    assert main(["generate", kind, "--out", str(tmp_path / "g"), "--nodes", "100", *option]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and option[0] in err[0] and f"drop {option[0]} for {kind}" in err[0], err
+    assert not (tmp_path / "g").exists()

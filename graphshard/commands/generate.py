@@ -16,8 +16,15 @@ NAME = "generate"
 HELP = ("Write a synthetic chunked graph: rmat (power-law), grid (2-D/3-D mesh), planted (communities), geometric "
         "(road-like), chunglu and ba (power-law without communities), useritem (bipartite, genres), all with scattered "
         "IDs, or mag (heterogeneous).")
-EDGE_COUNTED = ("rmat", "mag", "planted", "geometric", "chunglu", "ba", "useritem")
-GROUPED = ("planted", "useritem")  # kinds that take --communities and --mixing
+# The options only some kinds take (every other kind refuses them, rather than ignore them), and the reason.
+ONLY = {
+    "edges": (("rmat", "mag", "planted", "geometric", "chunglu", "ba", "useritem"),
+              "a grid's edges follow from --nodes and --dims"),
+    "dims": (("grid",), "the other kinds are not meshes"),
+    "communities": (("planted", "useritem"), "the other kinds have no planted groups"),
+    "mixing": (("planted", "useritem"), "the other kinds have no planted groups"),
+    "train_share": (("rmat",), "the other kinds mark a fixed share"),
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="edge count (default 262144; geometric: 3 per node, the radius follows); mag: forward "
                              "edges over the 4 relations, reverse types double it (default 28.7 per paper); ba: "
                              "edges / nodes edges per node, rounded")
-    parser.add_argument("--dims", type=int, default=2, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
+    parser.add_argument("--dims", type=int, default=None, choices=[2, 3], help="grid: 2-D or 3-D mesh (default 2)")
     parser.add_argument("--communities", type=int, default=None,
                         help="planted: community count (default nodes/1000); useritem: genre count (default "
                              "nodes/5000)")
-    parser.add_argument("--mixing", type=float, default=MIXING,
+    parser.add_argument("--mixing", type=float, default=None,
                         help=f"planted: share of edges between communities; useritem: share of picks outside "
                              f"the user's {GENRES_PER_USER} genres (default {MIXING})")
     parser.add_argument("--chunks", type=int, default=None, help="chunks per type (default 4; mag 2)")
@@ -54,17 +61,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     kwargs = {"fmt": args.format, "seed": args.seed, "overwrite": args.overwrite, "feat_dim": args.feat_dim}
-    given = {"edges": args.edges, "chunks": args.chunks, "nodes" if args.kind != "mag" else "papers": args.nodes}
+    given = {"chunks": args.chunks, "nodes" if args.kind != "mag" else "papers": args.nodes}
     kwargs.update({k: v for k, v in given.items() if v is not None})
-    if args.edges is not None and args.kind not in EDGE_COUNTED:
-        raise GraphshardError("--edges: a grid's edges follow from --nodes and --dims; drop --edges")
-    if args.train_share is not None:
-        if args.kind != "rmat":
-            raise GraphshardError("--train-share: only rmat takes it (the other kinds mark a fixed share); drop it")
-        kwargs["train_share"] = args.train_share
-    if args.kind == "grid":
-        kwargs["dims"] = args.dims
-    if args.kind in GROUPED:
-        kwargs.update(communities=args.communities, mixing=args.mixing)
+    for option, (kinds, why) in ONLY.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if args.kind not in kinds:
+            flag = "--" + option.replace("_", "-")
+            raise GraphshardError(f"{flag}: only {', '.join(kinds)} take it ({why}); drop {flag} for {args.kind}")
+        kwargs[option] = value
     print(GENERATORS[args.kind](args.out, **kwargs))
     return 0
