@@ -51,6 +51,16 @@ def test_a_second_build_of_the_same_key_waits_and_reuses_the_first(work):
     assert not store.build("assign", "k", _maker(calls), {}, fresh=True).reused and len(calls) == 2
 
 
+def test_an_artifact_finished_between_the_lookup_and_the_claim_is_reused(work):
+    """Another run built the key and let go after this run's lookup found nothing (this run was starting its
+    cluster): the claim is then free at once, and the build must still reuse that artifact, not build it again."""
+    store, calls = StepStore(work), []
+    assert store.lookup("shuffle", "k") is None  # the caller's lookup: not built yet
+    store.build("shuffle", "k", _maker(calls), {})  # the other run builds it meanwhile, and releases the key
+    again = store.build("shuffle", "k", _maker(calls), {}, waiting=lambda who: calls.append(f"waited for {who}"))
+    assert again.reused and len(calls) == 1, calls
+
+
 def test_a_claim_whose_process_is_gone_is_taken_over_at_once(work):
     dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                               text=True).stdout)

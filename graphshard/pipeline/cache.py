@@ -124,7 +124,9 @@ class StepStore:
         """Run `make(stage)` in a staging folder, add the manifest, then move it to `<step>/<key>` (replacing).
 
         The key is held alone while it builds: when another run holds it, `waiting(who)` is told once and the build
-        waits; the artifact that run finished is then returned (`reused`), unless `fresh` asks for a new one.
+        waits. Once the key is held, an artifact finished meanwhile is returned (`reused`) unless `fresh` asks for a
+        new one: another run may have built it and let go between the caller's lookup and this claim, unseen (a run
+        that starts its cluster before claiming a step the other then finishes built the shuffle twice).
         `volatile` files (timings, peak memory) are listed in the manifest but left out of the digest that
         downstream keys use, so re-running a step that gives the same data does not invalidate what follows.
         A summary naming a `product` URL (the step wrote its product there, e.g. the shuffle straight under the
@@ -132,8 +134,8 @@ class StepStore:
         in the artifact: the digest and `lookup` cover them.
         """
         where = self.root / step if self.on_store else location(str(self.root / step))
-        with lease.claimed(self.storage, where, key, waiting) as waited:
-            if waited and not fresh and (hit := self.lookup(step, key)) is not None:
+        with lease.claimed(self.storage, where, key, waiting):
+            if not fresh and (hit := self.lookup(step, key)) is not None:
                 return hit
             if self.on_store:  # a killed build's files, under its key or (lapsed) another's
                 lease.sweep(self.storage, where, key)
