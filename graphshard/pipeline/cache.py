@@ -124,9 +124,9 @@ class StepStore:
         """Run `make(stage)` in a staging folder, add the manifest, then move it to `<step>/<key>` (replacing).
 
         The key is held alone while it builds: when another run holds it, `waiting(who)` is told once and the build
-        waits. Once the key is held, an artifact finished meanwhile is returned (`reused`) unless `fresh` asks for a
-        new one: another run may have built it and let go between the caller's lookup and this claim, unseen (a run
-        that starts its cluster before claiming a step the other then finishes built the shuffle twice).
+        waits. Once the key is held, a finished artifact is returned (`reused`) unless `fresh` asks for a new one,
+        whether the build waited or not: another run may have finished it and let go of the key between the
+        caller's lookup and this claim (while the caller started its cluster).
         `volatile` files (timings, peak memory) are listed in the manifest but left out of the digest that
         downstream keys use, so re-running a step that gives the same data does not invalidate what follows.
         A summary naming a `product` URL (the step wrote its product there, e.g. the shuffle straight under the
