@@ -237,3 +237,42 @@ def test_the_report_edge_pass_reads_no_flow_host_folder(rmat_small, tmp_path, s3
         blocked = build_report(graph, part_files, 4, options, where, own_disk_cluster, vol_budget=4 * 64)
     assert {k: blocked[k] for k in EDGE_FIGURES} == {k: ref[k] for k in EDGE_FIGURES}
     assert Storage().listing(f"{s3_bucket}/.asg.scratch") == [] and Storage().listing(f"{s3_bucket}/report") == []
+
+
+def _copies_after(opened: list) -> list[str]:
+    """In a worker: open the store arrays `opened` together (in threads of the task, as a multilevel task does),
+    then list the local copies this worker holds, relative to its own local directory."""
+    from distributed import get_worker
+
+    from graphshard.assign.multilevel.store import prefetch
+    from graphshard.storage.scratch import local_dir
+
+    prefetch(*opened)
+    folder = Path(get_worker().local_directory)
+    assert local_dir().is_relative_to(folder)
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*.npy"))
+
+
+def test_copies_made_in_a_tasks_threads_are_the_workers_and_leave_with_their_array(s3_bucket, own_disk_cluster):
+    """Arrays a task opens in threads of its own (several requests in flight) are copied to its worker's local
+    folder, which `drop_local` empties; a copy goes once the step removes its array from the store."""
+    import numpy as np
+
+    from graphshard.storage import scratch as sc
+
+    root = sc.scratch_path(f"{s3_bucket}/copies")
+    arrays = [root / f"a{i}.npy" for i in range(3)]
+    for arr in arrays:
+        sc.create_array(arr, (8,), np.int64)
+    worker = sorted(own_disk_cluster.scheduler_info()["workers"])[0]
+
+    def copies(opened: list) -> list[str]:
+        return own_disk_cluster.submit(_copies_after, opened, workers=[worker], pure=False).result()
+
+    first = copies(arrays[:2])
+    assert len(first) == 2
+    sc.remove(arrays[0])
+    after = copies(arrays[2:])
+    assert len(after) == 2 and len(set(first) & set(after)) == 1  # a0's copy gone, a1's kept, a2's new
+    own_disk_cluster.run(sc.drop_local, root.root)
+    assert copies([]) == []

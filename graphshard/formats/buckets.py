@@ -11,9 +11,11 @@ from __future__ import annotations
 import mmap
 import os
 from pathlib import Path
+from typing import Iterator, Sequence
 
 import numpy as np
 
+from graphshard.storage.overlap import AT_ONCE, each
 from graphshard.storage.scratch import ScratchPath, get_records, is_store, npy_header, put_records
 
 
@@ -28,6 +30,18 @@ def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
         for arr in arrays:
             np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
     os.replace(tmp, path)
+
+
+def write_buckets(items: Sequence[tuple[ScratchPath, list[np.ndarray]]]) -> None:
+    """write_bucket for each (path, arrays); on a store several PUTs in flight at once (a task's pieces, one per
+    destination block, would otherwise wait a round trip each)."""
+    each(lambda item: write_bucket(*item), items, remote=bool(items) and is_store(items[0][0]))
+
+
+def read_buckets(paths: Sequence[ScratchPath]) -> Iterator[list[np.ndarray]]:
+    """read_bucket of each path, in order; on a store fetched AT_ONCE at a time (memory: that many buckets)."""
+    for i in range(0, len(paths), AT_ONCE):
+        yield from each(read_bucket, paths[i:i + AT_ONCE], remote=is_store(paths[0]))
 
 
 def read_bucket(path: ScratchPath, count: int | None = None, mapped: bool = False) -> list[np.ndarray]:

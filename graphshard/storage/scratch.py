@@ -32,16 +32,19 @@ from graphshard import npyheader  # noqa: F401 - numpy's header parser under one
 from graphshard.errors import GraphshardError
 from graphshard.storage import lease
 from graphshard.storage.locations import Location, location
+from graphshard.storage.overlap import each
 from graphshard.storage.store import Storage
 
 log = logging.getLogger(__name__)
 
 HEADER = "_header.json"
 COPY_BLOCK = 8 << 20  # bytes per read when a range piece is copied into a local array
+PIECES_BYTES = 64 << 20  # bytes an array's pieces may hold while they are fetched at once for its local copy
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
 _OPEN: dict[str, tuple[StorePath, np.ndarray]] = {}  # local copies mapped in this process, by the array's URL
 _PROCESS_DIR: list[Path] = []
+_USED: set[Path] = set()  # every local folder this process has kept copies in
 
 
 @dataclass(frozen=True)
@@ -198,10 +201,7 @@ def load_array(path: ScratchPath) -> np.ndarray:
 def remove(path: ScratchPath) -> None:
     """Delete a file, array or folder of the scratch (missing: nothing to do)."""
     if is_store(path):
-        fs = path.storage.fs(path.loc)
-        with path.storage.translated(path.loc, "delete"):
-            for target in fs.find(path.loc.path) or ():
-                fs.rm_file(target)
+        path.storage.delete_prefix(path.loc)  # one listing, then deletes of up to 1,000 objects a request
         return
     path = Path(path)
     if path.is_dir():
@@ -224,7 +224,6 @@ def open_array(path: ScratchPath) -> np.ndarray:
         if key not in _OPEN:
             local = _local_file(path)
             if not local.exists():
-                _evict_removed(path)
                 _assemble(path, local)
             with _LOCK:
                 _OPEN[key] = (path, np.load(local, mmap_mode="r"))
@@ -236,44 +235,46 @@ def _evict_removed(path: StorePath) -> None:
     (a finished round's), so that a worker's disk holds the arrays still in use, not every round's."""
     with _LOCK:
         held = [p for p, _ in _OPEN.values() if p.root == path.root]
-    for old in held:
-        if not path.storage.exists((old / HEADER).loc):
-            with _LOCK:
-                _OPEN.pop(old.loc.url, None)
-            _local_file(old).unlink(missing_ok=True)
+    # asked through this task's own `Storage`: the one that listed an old array answers from that listing
+    gone = each(lambda old: not path.storage.exists((old / HEADER).loc), held, remote=True)
+    for old in (old for old, g in zip(held, gone) if g):
+        with _LOCK:
+            _OPEN.pop(old.loc.url, None)
+        _local_file(old).unlink(missing_ok=True)
 
 
 def array_header(path: StorePath) -> dict:
     return json.loads(path.storage.read_bytes((path / HEADER).loc))
 
 
-def _pieces(path: StorePath) -> Iterator[tuple[str, StorePath]]:
-    for entry in path.storage.listing(path.loc):
-        if entry.rel != HEADER and "/" not in entry.rel:
-            yield entry.rel, path / entry.rel
+def _pieces(path: StorePath) -> list[tuple[str, StorePath, int]]:
+    """(name, path, bytes) of every piece written to an array."""
+    return [(entry.rel, path / entry.rel, entry.size) for entry in path.storage.listing(path.loc)
+            if entry.rel != HEADER and "/" not in entry.rel]
 
 
 def _assemble(path: StorePath, local: Path) -> None:
     """Build the local copy from the header and every piece (range pieces in row order, then scatters by name),
     streamed in bounded blocks, then renamed into place."""
-    header = array_header(path)
+    header, pieces, _ = each(lambda read: read(path), [array_header, _pieces, _evict_removed], remote=True)
     local.parent.mkdir(parents=True, exist_ok=True)
     tmp = local.with_name(f".{local.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.dtype(header["dtype"]), shape=tuple(header["shape"]))
     _fill(out, header["fill"])
-    pieces = sorted(_pieces(path), key=lambda kv: (kv[0][0] != "r", kv[0]))
-    for name, piece in pieces:
-        if name.startswith("r"):
-            _copy_range(piece, out, int(name[1:-4]))
-        else:
-            index, values = get_records(piece)
+    at_once = PIECES_BYTES // max([1] + [min(size, 2 * COPY_BLOCK) for _, _, size in pieces])
+    ranges = [(piece, int(name[1:-4]), out) for name, piece, _ in pieces if name.startswith("r")]
+    each(lambda job: _copy_range(*job), ranges, remote=True, at_once=at_once)
+    scatters = sorted((name, piece) for name, piece, _ in pieces if not name.startswith("r"))
+    for i in range(0, len(scatters), at_once):  # fetched together, applied in name order
+        for index, values in each(get_records, [p for _, p in scatters[i:i + at_once]], remote=True):
             out[index] = values
     out.flush()
-    del out
+    del out, ranges
     os.replace(tmp, local)
 
 
-def _copy_range(piece: StorePath, out: np.ndarray, lo: int) -> None:
+def _copy_range(piece: StorePath, lo: int, out: np.ndarray) -> None:
+    """A range piece's rows into the local copy, COPY_BLOCK bytes at a time."""
     with piece.storage.open_read(piece.loc) as fh:
         shape, _, dtype = npy_header(fh)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize)
@@ -288,12 +289,15 @@ def local_dir() -> Path:
     try:
         from distributed import get_worker
 
-        return Path(get_worker().local_directory) / "graphshard-scratch"
+        folder = Path(get_worker().local_directory) / "graphshard-scratch"
     except (ImportError, ValueError):
         with _LOCK:
             if not _PROCESS_DIR:
                 _PROCESS_DIR.append(Path(tempfile.mkdtemp(prefix="graphshard-scratch-")))
-            return _PROCESS_DIR[0]
+            folder = _PROCESS_DIR[0]
+    with _LOCK:
+        _USED.add(folder)
+    return folder
 
 
 def _digest(text: str) -> str:
@@ -310,7 +314,9 @@ def drop_local(root: str) -> None:
         for key in [k for k in _OPEN if k == root or k.startswith(root.rstrip("/") + "/")]:
             del _OPEN[key]
             _KEY_LOCKS.pop(key, None)
-    shutil.rmtree(local_dir() / _digest(root), ignore_errors=True)
+        used = list(_USED)
+    for folder in used:  # `client.run` calls this outside any task, where the worker's folder is not known
+        shutil.rmtree(folder / _digest(root), ignore_errors=True)
 
 
 @contextmanager

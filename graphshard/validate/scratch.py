@@ -55,7 +55,7 @@ def _task_name() -> str:
         from distributed import get_worker
 
         key = get_worker().get_current_task()
-    except (ImportError, ValueError):
+    except (ImportError, ValueError, KeyError):  # KeyError: a thread the task started (storage.overlap)
         key = None
     return uuid.uuid5(uuid.NAMESPACE_OID, str(key)).hex if key is not None else f"local{next(_LOCAL_TASKS):08d}"
 

@@ -19,7 +19,7 @@ from graphshard.assign.graph_build import csr_from_keys, edge_chunks, homogeneou
 from graphshard.assign.multilevel.sampled import block_keys, in_degrees
 from graphshard.assign.multilevel.store import Level, open_ro, write_range
 from graphshard.assign.options import AssignOptions
-from graphshard.formats.buckets import write_bucket
+from graphshard.formats.buckets import write_bucket, write_buckets
 from graphshard.formats.chunked import ChunkedGraph
 
 
@@ -34,8 +34,7 @@ def route_chunk(job: int, *, graph: ChunkedGraph, level: Level, flagged: bool) -
         keys[len(src):] |= 1
     keys.sort()  # by source, so by block (a sort of the keys themselves is several times faster than an argsort)
     cuts = np.searchsorted(keys, np.asarray(level.bounds, dtype=np.int64) << (bits + flagged))
-    for b in level.blocks:
-        write_bucket(level.root / "in" / str(job) / f"{b}.bkt", [keys[cuts[b]:cuts[b + 1]]])
+    write_buckets([(level.root / "in" / str(job) / f"{b}.bkt", [keys[cuts[b]:cuts[b + 1]]]) for b in level.blocks])
     return len(src)
 
 

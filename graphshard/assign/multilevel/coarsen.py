@@ -21,8 +21,8 @@ from graphshard.assign.multilevel.kernels import (
     local_rows,
     sum_sorted,
 )
-from graphshard.assign.multilevel.store import Level, gather, open_ro, read_block, save_array, write_range
-from graphshard.formats.buckets import read_bucket, write_bucket
+from graphshard.assign.multilevel.store import Level, gather, open_ro, prefetch, read_block, save_array, write_range
+from graphshard.formats.buckets import read_bucket, read_buckets, write_bucket, write_buckets
 from graphshard.storage.scratch import ScratchPath
 
 # Level 0 sweeps nodes by degree // DEGREE_BUCKET, then ID (meshes, all below it, keep the ID order). R-MAT 100k/2M:
@@ -47,6 +47,7 @@ def _round_state(level: Level, rnd: int, lo: int, hi: int, indices: np.ndarray):
     """(block labels, neighbour labels, cluster weights' map) at the start of round `rnd` (round 0: singletons)."""
     if rnd == 0:
         return np.arange(lo, hi, dtype=np.int64), indices, level.vwgt
+    prefetch(level.labels(rnd), level.cluster_weights(rnd), level.vwgt)
     return np.array(open_ro(level.labels(rnd))[lo:hi]), gather(level.labels(rnd), indices), level.cluster_weights(rnd)
 
 
@@ -89,8 +90,7 @@ def cluster_block(b: int, quota: int, *, level: Level, rnd: int, seed: int, maxw
     order = np.argsort(ids, kind="stable")
     ids, w = ids[order], w[order]
     cuts = np.searchsorted(ids, np.asarray(level.bounds))
-    for d in level.blocks:
-        write_bucket(level.delta(rnd, b, d), [ids[cuts[d]:cuts[d + 1]], w[cuts[d]:cuts[d + 1]]])
+    write_buckets([(level.delta(rnd, b, d), [ids[cuts[d]:cuts[d + 1]], w[cuts[d]:cuts[d + 1]]]) for d in level.blocks])
     return int(moves)
 
 
@@ -99,8 +99,7 @@ def update_weights(d: int, *, level: Level, rnd: int) -> int:
     lo, hi = level.span(d)
     start = level.vwgt if rnd == 0 else level.cluster_weights(rnd)
     cw = np.array(open_ro(start)[lo:hi])
-    for b in level.blocks:
-        ids, w = read_bucket(level.delta(rnd, b, d))
+    for ids, w in read_buckets([level.delta(rnd, b, d) for b in level.blocks]):
         for c in range(cw.shape[1]):  # float64 sums are exact below 2^53
             cw[:, c] += np.rint(np.bincount(ids - lo, weights=w[:, c], minlength=hi - lo)).astype(np.int64)
     write_range(level.cluster_weights(rnd + 1), lo, cw)
@@ -129,6 +128,7 @@ def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     regions.py). Returns the number of coarse entries sent."""
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
+    prefetch(level.cmap, *([level.labels(rnd)] if rnd else []))
     own = np.arange(lo, hi) if rnd == 0 else np.asarray(open_ro(level.labels(rnd))[lo:hi])
     f2c = gather(level.cmap, own)
     save_array(level.fine_to_coarse(b), f2c)
@@ -137,8 +137,8 @@ def contract_block(b: int, *, level: Level, rnd: int, coarse: Level) -> int:
     bits = key_bits(coarse.nodes)
     keys, w = sum_duplicates(*coarse_keys(indptr, f2c, cv, ew, bits))
     cuts = np.searchsorted(keys, np.asarray(coarse.bounds, dtype=np.int64) << bits)
-    for d in coarse.blocks:
-        write_bucket(level.contracted(b, d), [keys[cuts[d]:cuts[d + 1]], w[cuts[d]:cuts[d + 1]]])
+    write_buckets([(level.contracted(b, d), [keys[cuts[d]:cuts[d + 1]], w[cuts[d]:cuts[d + 1]]])
+                   for d in coarse.blocks])
     return len(keys)
 
 
@@ -169,7 +169,7 @@ def _sort_with_order(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def coarse_block(d: int, *, level: Level, coarse: Level) -> int:
     """Coarse block d's CSR (with edge weights) from the pieces every fine block sent; returns its entries."""
     lo, hi = coarse.span(d)
-    pieces = [read_bucket(level.contracted(b, d)) for b in level.blocks]
+    pieces = list(read_buckets([level.contracted(b, d) for b in level.blocks]))
     keys, w = sum_duplicates(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
     del pieces
     bits = key_bits(coarse.nodes)

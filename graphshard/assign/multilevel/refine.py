@@ -14,7 +14,16 @@ from graphshard.assign.multilevel.fm import fm_round
 from graphshard.assign.multilevel.hashing import mix_ids, salt_of
 from graphshard.assign.multilevel.jet import jet_pass
 from graphshard.assign.multilevel.kernels import block_cut, local_rows, rebalance_candidates, refine_round
-from graphshard.assign.multilevel.store import Level, ScratchPath, gather, load_array, open_ro, read_block, write_range
+from graphshard.assign.multilevel.store import (
+    Level,
+    ScratchPath,
+    gather,
+    load_array,
+    open_ro,
+    prefetch,
+    read_block,
+    write_range,
+)
 
 # Jet's negative-gain allowance (a candidate may lose up to this share of its connection to its own part): its
 # paper's figures, larger on coarse levels, whose nodes are clusters.
@@ -38,6 +47,7 @@ def project_block(b: int, *, fine: Level, parts: ScratchPath) -> None:
 def _block_state(level: Level, b: int, rnd: int, balance: list[int]):
     lo, hi = level.span(b)
     indptr, indices, ew = read_block(level, b)
+    prefetch(level.parts(rnd), level.vwgt)
     own = np.array(open_ro(level.parts(rnd))[lo:hi])
     nbr = gather(level.parts(rnd), indices)
     vw = np.ascontiguousarray(open_ro(level.vwgt)[lo:hi][:, balance])

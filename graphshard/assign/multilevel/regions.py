@@ -22,7 +22,7 @@ from graphshard.assign.multilevel.initial import partition_coarsest
 from graphshard.assign.multilevel.kernels import index_dtype
 from graphshard.assign.multilevel.store import Level, create, even_bounds, open_ro, remove, write_range
 from graphshard.daskrun import TaskGroup, run_tasks, submit_tasks
-from graphshard.formats.buckets import read_bucket, write_bucket
+from graphshard.formats.buckets import read_buckets, write_buckets
 from graphshard.storage.scratch import ScratchPath
 
 STEP = "assign"
@@ -102,14 +102,13 @@ def _number_block(b: int, *, level: Level, mapped: Level, starts: np.ndarray, ou
     write_range(mapped.cmap, lo, ids.astype(index_dtype(level.nodes)))
     vw = np.asarray(open_ro(level.vwgt)[lo:hi])[order]
     cuts = np.searchsorted(new, np.asarray(out.bounds))
-    for d in out.blocks:
-        write_bucket(_weights(mapped, b, d), [new[cuts[d]:cuts[d + 1]], vw[cuts[d]:cuts[d + 1]]])
+    write_buckets([(_weights(mapped, b, d), [new[cuts[d]:cuts[d + 1]], vw[cuts[d]:cuts[d + 1]]]) for d in out.blocks])
 
 
 def _weights_block(d: int, *, level: Level, out: Level) -> None:
     """New block d's node weights from the pieces every old block sent."""
     lo, hi = out.span(d)
-    pieces = [read_bucket(_weights(level, b, d)) for b in level.blocks]
+    pieces = list(read_buckets([_weights(level, b, d) for b in level.blocks]))
     ids = np.concatenate([p[0] for p in pieces])
     vw = np.empty((hi - lo, level.columns), dtype=np.int64)
     vw[ids - lo] = np.concatenate([p[1] for p in pieces])

@@ -15,13 +15,14 @@ import numpy as np
 from graphshard.assign.fetch import batches_per_part, layer_step, saturate, seed_entry, seed_mask, source_factor
 from graphshard.assign.graph_build import key_bits
 from graphshard.assign.multilevel.store import Level, create, open_ro, write_range
-from graphshard.formats.buckets import read_bucket
+from graphshard.formats.buckets import read_buckets
 from graphshard.formats.chunked import ChunkedGraph
 
 
 def block_keys(b: int, *, level: Level, jobs: int) -> np.ndarray:
     """Every routed key of block b (from all edge-chunk jobs)."""
-    return np.concatenate([read_bucket(level.root / "in" / str(j) / f"{b}.bkt")[0] for j in range(jobs)])
+    return np.concatenate([keys for keys, in read_buckets([level.root / "in" / str(j) / f"{b}.bkt"
+                                                            for j in range(jobs)])])
 
 
 def in_degrees(keys: np.ndarray, bits: int, lo: int, hi: int) -> np.ndarray:

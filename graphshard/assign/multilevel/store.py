@@ -19,6 +19,7 @@ import numpy as np
 from graphshard.formats.buckets import read_bucket
 from graphshard.formats.chunked import chunk_bounds
 from graphshard.storage import scratch, windowed
+from graphshard.storage.overlap import each
 from graphshard.storage.scratch import ScratchPath, load_array, save_array  # noqa: F401 - the levels' file API
 
 
@@ -111,6 +112,12 @@ def open_ro(path: ScratchPath) -> np.ndarray:
     return scratch.open_array(path)
 
 
+def prefetch(*paths: ScratchPath) -> None:
+    """Make the arrays a task reads ready together: on a store their local copies are assembled at once, rather
+    than each waiting its own round trips when it is first opened."""
+    each(open_ro, paths, remote=bool(paths) and scratch.is_store(paths[0]))
+
+
 def gather(path: ScratchPath, rows: np.ndarray) -> np.ndarray:
     """open_ro(path)[rows], a window of the map at a time (storage.windowed): random neighbour ids touch every page of
     a level's map, so a plain gather would put the whole map (8 B per node of the level and column) in the task's
@@ -134,8 +141,7 @@ def read_block(level: Level, b: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 def remove(*paths: ScratchPath) -> None:
     """Delete files, arrays or folders of a finished round."""
-    for path in paths:
-        scratch.remove(path)
+    each(scratch.remove, paths, remote=bool(paths) and scratch.is_store(paths[0]))
 
 
 def local_folder(path: ScratchPath) -> Path:
