@@ -255,7 +255,8 @@ def _copies_after(opened: list) -> list[str]:
 
 def test_copies_made_in_a_tasks_threads_are_the_workers_and_leave_with_their_array(s3_bucket, own_disk_cluster):
     """Arrays a task opens in threads of its own (several requests in flight) are copied to its worker's local
-    folder, which `drop_local` empties; a copy goes once the step removes its array from the store."""
+    folder, which `drop_local` empties; a copy goes once the step removes its array from the store (and the copies
+    held pass EVICT_BYTES)."""
     import numpy as np
 
     from graphshard.storage import scratch as sc
@@ -265,6 +266,7 @@ def test_copies_made_in_a_tasks_threads_are_the_workers_and_leave_with_their_arr
     for arr in arrays:
         sc.create_array(arr, (8,), np.int64)
     worker = sorted(own_disk_cluster.scheduler_info()["workers"])[0]
+    own_disk_cluster.run(setattr, sc, "EVICT_BYTES", 0)  # eight-row arrays: ask at every copy
 
     def copies(opened: list) -> list[str]:
         return own_disk_cluster.submit(_copies_after, opened, workers=[worker], pure=False).result()

@@ -52,8 +52,10 @@ def test_shared_folder_mode_is_a_memory_map(tmp_path):
     assert isinstance(sc.open_array(arr), np.memmap)
 
 
-def test_a_removed_array_leaves_the_local_disk(s3_bucket):
-    """Copies of arrays the step removed from the store (a finished round's) go when the next array is copied."""
+def test_a_removed_array_leaves_the_local_disk(s3_bucket, monkeypatch):
+    """Copies of arrays the step removed from the store (a finished round's) go when the next array is copied (once
+    the copies held pass EVICT_BYTES)."""
+    monkeypatch.setattr(sc, "EVICT_BYTES", 0)
     root = sc.scratch_path(f"{s3_bucket}/evict")
     old, new = root / "labels-1.npy", root / "labels-2.npy"
     for arr in (old, new):

@@ -39,6 +39,10 @@ log = logging.getLogger(__name__)
 
 HEADER = "_header.json"
 COPY_BLOCK = 8 << 20  # bytes per read when a range piece is copied into a local array
+# Local copies a process keeps under one scratch root before it asks which arrays the step removed: below it, stale
+# copies cost less than the HEAD per held copy (and a listing per removed one) every new copy would send (the test
+# suite's multilevel runs on a store: a quarter of their requests).
+EVICT_BYTES = 256 << 20
 PIECES_BYTES = 64 << 20  # bytes an array's pieces may hold while they are fetched at once for its local copy
 _LOCK = threading.Lock()
 _KEY_LOCKS: dict[str, threading.Lock] = {}
@@ -232,9 +236,13 @@ def open_array(path: ScratchPath) -> np.ndarray:
 
 def _evict_removed(path: StorePath) -> None:
     """Delete this process's copies of arrays (under the same root) that the step has removed from the store since
-    (a finished round's), so that a worker's disk holds the arrays still in use, not every round's."""
+    (a finished round's), so that a worker's disk holds the arrays still in use, not every round's; asked only once
+    the copies held pass EVICT_BYTES."""
     with _LOCK:
-        held = [p for p, _ in _OPEN.values() if p.root == path.root]
+        held = [(p, arr.nbytes) for p, arr in _OPEN.values() if p.root == path.root]
+    if sum(size for _, size in held) <= EVICT_BYTES:
+        return
+    held = [p for p, _ in held]
     # asked through this task's own `Storage`: the one that listed an old array answers from that listing
     gone = each(lambda old: not path.storage.exists((old / HEADER).loc), held, remote=True)
     for old in (old for old, g in zip(held, gone) if g):
