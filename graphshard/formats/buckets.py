@@ -18,6 +18,8 @@ import numpy as np
 from graphshard.storage.overlap import AT_ONCE, each
 from graphshard.storage.scratch import ScratchPath, get_records, is_store, npy_header, put_records
 
+IN_FLIGHT = 64 << 20  # bytes of bucket pieces a task may hold encoded while several go up at once
+
 
 def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
     """Write arrays as consecutive `.npy` records (temporary name + rename; one object on a store)."""
@@ -34,8 +36,10 @@ def write_bucket(path: ScratchPath, arrays: list[np.ndarray]) -> None:
 
 def write_buckets(items: Sequence[tuple[ScratchPath, list[np.ndarray]]]) -> None:
     """write_bucket for each (path, arrays); on a store several PUTs in flight at once (a task's pieces, one per
-    destination block, would otherwise wait a round trip each)."""
-    each(lambda item: write_bucket(*item), items, remote=bool(items) and is_store(items[0][0]))
+    destination block, would otherwise wait a round trip each), as many as keep IN_FLIGHT bytes or fewer encoded."""
+    largest = max([1] + [sum(a.nbytes for a in arrays) for _, arrays in items])
+    each(lambda item: write_bucket(*item), items, remote=bool(items) and is_store(items[0][0]),
+         at_once=max(1, min(AT_ONCE, IN_FLIGHT // largest)))
 
 
 def read_buckets(paths: Sequence[ScratchPath]) -> Iterator[list[np.ndarray]]:

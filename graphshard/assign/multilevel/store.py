@@ -114,8 +114,9 @@ def open_ro(path: ScratchPath) -> np.ndarray:
 
 def prefetch(*paths: ScratchPath) -> None:
     """Make the arrays a task reads ready together: on a store their local copies are assembled at once, rather
-    than each waiting its own round trips when it is first opened."""
-    each(open_ro, paths, remote=bool(paths) and scratch.is_store(paths[0]))
+    than each waiting its own round trips when it is first opened (a shared folder's maps need nothing)."""
+    if paths and scratch.is_store(paths[0]):
+        each(open_ro, paths, remote=True)
 
 
 def gather(path: ScratchPath, rows: np.ndarray) -> np.ndarray:
