@@ -262,8 +262,8 @@ def _pieces(path: StorePath) -> list[tuple[str, StorePath, int]]:
 
 
 def _assemble(path: StorePath, local: Path) -> None:
-    """Build the local copy from the header and every piece (range pieces in row order, then scatters by name),
-    streamed in bounded blocks, then renamed into place."""
+    """Build the local copy from the header and every piece (the range pieces, disjoint, several at once; then the
+    scatters, applied in name order), streamed in bounded blocks, then renamed into place."""
     header, pieces, _ = each(lambda read: read(path), [array_header, _pieces, _evict_removed], remote=True)
     local.parent.mkdir(parents=True, exist_ok=True)
     tmp = local.with_name(f".{local.name}.{os.getpid()}-{threading.get_ident()}.tmp")
