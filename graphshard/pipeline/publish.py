@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable
 
@@ -28,7 +29,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.manifest import digest_of
 from graphshard.runprefix import RUNS
-from graphshard.storage import Location, Storage, location
+from graphshard.storage import Location, Storage, lease, location
 from graphshard.validate.report_html import REPORT_FILES
 
 RECORDS = "published"  # <work>/published/<digest of the output's key>.json: what was published there
@@ -68,6 +69,14 @@ def _sizes(src: Path | Location, storage: Storage) -> dict[str, int]:
 
 def _record(work_dir: Path | Location, out_dir: Path | Location) -> Location:
     return location(work_dir) / RECORDS / f"{digest_of(output_key(out_dir))[:16]}.json"
+
+
+def publishing(work_dir: Path | Location, out_dir: Path | Location, storage: Storage,
+               waiting: Callable[[str], None] | None = None) -> AbstractContextManager[bool]:
+    """Hold this work folder's publishing at `out_dir` alone (a lease beside its record): two runs of one config
+    that finish together publish one after the other, and the second finds the set current, instead of finding
+    the first's set half in place (not yet recorded as this work folder's) and refusing to replace it."""
+    return lease.claimed(storage, location(work_dir) / RECORDS, digest_of(output_key(out_dir))[:16], waiting)
 
 
 def read_record(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> dict:

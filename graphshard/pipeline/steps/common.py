@@ -146,11 +146,15 @@ def step_progress(step: str, client: Client | None) -> StepProgress | nullcontex
     return StepProgress(client, [TerminalBar(step), ArtifactProgress(step)])
 
 
-def _waiting(logger: logging.Logger, step: str, key: str, holder: str) -> None:
-    """Say on the terminal too (a run that waits looks hung otherwise) that another run builds this artifact."""
-    message = f"{step}: waiting for another run building the same artifact (key {key[:12]}: {holder})"
+def tell(logger: logging.Logger, message: str) -> None:
+    """Log a message and say it on the terminal too: a run that waits for another looks hung otherwise."""
     logger.info("%s", message)
     print(message, file=sys.stderr)
+
+
+def _waiting(logger: logging.Logger, step: str, key: str, holder: str) -> None:
+    """Say that another run builds this artifact."""
+    tell(logger, f"{step}: waiting for another run building the same artifact (key {key[:12]}: {holder})")
 
 
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str],

@@ -20,9 +20,10 @@ from graphshard.pipeline.publish import (
     publish_output,
     publish_to_store,
     published_by,
+    publishing,
     run_of,
 )
-from graphshard.pipeline.steps.common import step_task
+from graphshard.pipeline.steps.common import step_task, tell
 from graphshard.storage import Location
 from graphshard.validate.report_html import REPORT_FILES, retarget_report
 
@@ -50,6 +51,15 @@ def publish_task(cfg: PipelineConfig, store: StepStore, shuffled: StepResult, va
     str or State
         The output folder, or a Cached state when it was already up to date.
     """
+    out, logger = cfg.output.dir, get_run_logger()
+    with publishing(store.root, out, cfg.storage,
+                    lambda who: tell(logger, f"publish: waiting for another run publishing to {out} ({who})")):
+        return _publish(cfg, store, shuffled, validated, holder)
+
+
+def _publish(cfg: PipelineConfig, store: StepStore, shuffled: StepResult, validated: StepResult | None,
+             holder: str | None) -> str | State:
+    """`publish_task`'s work, with this work folder's publishing at the output held."""
     sources = [shuffled.path(PRODUCT["shuffle"])] + ([validated.path(PRODUCT["validate"])] if validated else [])
     digests, run = artifact_digests(shuffled, validated), run_of(shuffled, validated)
     out, name = cfg.output.dir, Path(shuffled.summary["config"]).name
