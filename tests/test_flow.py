@@ -254,33 +254,38 @@ def test_an_output_published_meanwhile_is_not_replaced(tmp_path, rmat_small, das
     assert [p.name for p in theirs.parent.iterdir()] == ["theirs.json"]
 
 
-def test_a_run_publishing_while_another_run_of_its_config_does_waits_and_finds_the_set_current(
-        tmp_path, rmat_small, dask_address, monkeypatch):
-    """Two runs of one config finishing together: the second's publish waits for the first's, then finds the set in
-    place and current (was: it published beside the first, and whichever renamed its set into place second failed
-    with 'output folder exists', or found the first's set in place but not yet recorded as its work folder's)."""
+@pytest.mark.parametrize("when", ["publish", "pre-flight"])
+def test_a_run_of_a_config_whose_set_another_run_is_publishing_waits_and_finds_it_current(
+        when, tmp_path, rmat_small, dask_address, monkeypatch):
+    """Two runs of one config at once. The second reaches its publish while the first publishes: it waits, then
+    finds the set current (was: it published beside the first, and whichever renamed its set into place second
+    failed with 'output folder exists'). Or the second starts when the first's set is in place, not yet recorded as
+    the work folder's: its pre-flight waits for that publish (was: refused, 'expected a folder that does not exist
+    yet')."""
     import subprocess
     import sys
 
     from flow_helpers import subprocess_env, wait_for
 
+    from graphshard.pipeline import publish
     from graphshard.pipeline.steps import publish as step
 
     config = write_config(tmp_path, rmat_small, dask_address)
     log = tmp_path / "second.log"
-    real, second = step.publish_output, []
+    module, name = (step, "publish_output") if when == "publish" else (publish, "write_record")
+    real, second = getattr(module, name), []
 
-    def second_run_meanwhile(*args, **kwargs):  # every step is built; the set is not yet in place
+    def second_run_meanwhile(*args, **kwargs):
         second.append(subprocess.Popen([sys.executable, "-m", "graphshard.cli", "run", str(config)],
                                        env=subprocess_env(), stdout=open(log, "w"), stderr=subprocess.STDOUT))
-        wait_for(lambda: second[0].poll() is not None or "publish: waiting for another run publishing to" in
-                 log.read_text(), 300, "the second run's publish")
+        wait_for(lambda: second[0].poll() is not None or "waiting for another run publishing to" in log.read_text(),
+                 300, "the second run to wait")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(step, "publish_output", second_run_meanwhile)
+    monkeypatch.setattr(module, name, second_run_meanwhile)
     assert _ran(run(config)) == set(STATES)
     assert second[0].wait(timeout=300) == 0, log.read_text()
-    assert "publish: waiting for another run publishing to" in log.read_text()
+    assert "waiting for another run publishing to" in log.read_text()
     assert "cached: ingest, assign, shuffle, validate, publish" in log.read_text()
 
 

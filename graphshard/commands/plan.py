@@ -7,7 +7,7 @@ import json
 
 from graphshard.pipeline.config import load_config
 from graphshard.pipeline.preflight import check_config
-from graphshard.pipeline.publish import published_by
+from graphshard.pipeline.publish import published_record
 
 NAME = "plan"
 HELP = ("Predict, per step, memory per worker and of the flow process, scratch and output bytes, Dask tasks and time "
@@ -33,5 +33,5 @@ def show(cfg, graph, as_json: bool = False) -> int:
 
 def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config, args.overrides)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage))
+    graph = check_config(cfg, published_by_us=published_record(cfg))
     return show(cfg, graph, args.json)

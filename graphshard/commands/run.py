@@ -29,11 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from graphshard.pipeline import prefect_server
     from graphshard.pipeline.ondemand import prestart
     from graphshard.pipeline.prefect_env import connect
-    from graphshard.pipeline.publish import published_by, published_record
+    from graphshard.pipeline.publish import published_record
 
     cfg = load_config(args.config, args.overrides)
     # every config error first
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage))
+    ours = published_record(cfg)
+    graph = check_config(cfg, published_by_us=ours)
     if args.plan:
         from graphshard.commands.plan import show
         return show(cfg, graph)
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     pending = connect(local_work)  # a cold background server starts while Prefect is imported
     if local_work is not None:
         logs.move_to(local_work / "logs", NAME)  # the run's log file lives in its work folder
-    if args.from_step or args.force or not published_record(cfg):  # steps will run: workers start meanwhile
+    if args.from_step or args.force or not ours:  # steps will run: workers start meanwhile
         prestart(cfg.cluster.spec())
     with gcfreeze.imports_kept():  # Prefect: imported only after its environment is set
         from graphshard.pipeline.flow import run_pipeline

@@ -37,7 +37,7 @@ from graphshard.pipeline.cancel import RunCancelled, stop_if_cancelled
 from graphshard.pipeline.config import STEPS, PipelineConfig, load_config
 from graphshard.pipeline.ondemand import ClusterOnDemand, wait_closed
 from graphshard.pipeline.preflight import check_config
-from graphshard.pipeline.publish import published_by
+from graphshard.pipeline.publish import published_record
 from graphshard.pipeline.steps.assign import assign_task
 from graphshard.pipeline.steps.common import one_line_failure
 from graphshard.pipeline.steps.ingest import ingest_task
@@ -146,7 +146,7 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
     start = time.perf_counter()
     cfg: PipelineConfig = load_config(config, [*(overrides or []), *_PRIVATE_OVERRIDES])
     store = StepStore(cfg.work, cfg.storage)
-    graph = check_config(cfg, published_by_us=published_by(cfg.work, cfg.output.dir, cfg.storage),
+    graph = check_config(cfg, published_by_us=published_record(cfg),
                          warn=get_run_logger().warning)
     gate.check(cfg, graph, force=force_plan)  # a deployment calling the flow gets `graphshard run`'s plan check too
     forced = forced_steps(from_step, force)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Callable
@@ -113,9 +114,27 @@ def published_by(work_dir: Path | Location, out_dir: Path | Location, storage: S
     return bool(read_record(work_dir, out_dir, storage))
 
 
+def _there(out: Path | Location, storage: Storage) -> bool:
+    """The output exists (an output that cannot be reached: no; the pre-flight says what is wrong with it)."""
+    try:
+        return storage.exists(location(out))
+    except GraphshardError:
+        return False
+
+
 def published_record(cfg: PipelineConfig) -> bool:
-    """The run's work folder has published a set at the run's output before."""
-    return published_by(cfg.work, cfg.output.dir, cfg.storage)
+    """The run's work folder has published a set at the run's output before (what the pre-flight asks). An output
+    there but not recorded may be another run of the same work folder's set, in place a moment before its record:
+    that publish is waited for, then the record read again."""
+    work, out, storage = cfg.work, cfg.output.dir, cfg.storage
+    if (ours := published_by(work, out, storage)) or not _there(out, storage):
+        return ours
+    try:
+        with publishing(work, out, storage, lambda who: print(f"waiting for another run publishing to {out} ({who})",
+                                                              file=sys.stderr)):
+            return published_by(work, out, storage)
+    except GraphshardError:  # a work folder that cannot be written: the pre-flight says so
+        return ours
 
 
 def run_id(digests: dict[str, str | None]) -> str:
