@@ -77,7 +77,11 @@ def publishing(work_dir: Path | Location, out_dir: Path | Location, storage: Sto
     """Hold this work folder's publishing at `out_dir` alone (a lease beside its record): two runs of one config
     that finish together publish one after the other, and the second finds the set current, instead of finding
     the first's set half in place (not yet recorded as this work folder's) and refusing to replace it."""
-    return lease.claimed(storage, location(work_dir) / RECORDS, digest_of(output_key(out_dir))[:16], waiting)
+    return lease.claimed(storage, *_publishing_lease(work_dir, out_dir), waiting)
+
+
+def _publishing_lease(work_dir: Path | Location, out_dir: Path | Location) -> tuple[Location, str]:
+    return location(work_dir) / RECORDS, digest_of(output_key(out_dir))[:16]
 
 
 def read_record(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> dict:
@@ -114,27 +118,24 @@ def published_by(work_dir: Path | Location, out_dir: Path | Location, storage: S
     return bool(read_record(work_dir, out_dir, storage))
 
 
-def _there(out: Path | Location, storage: Storage) -> bool:
-    """The output exists (an output that cannot be reached: no; the pre-flight says what is wrong with it)."""
-    try:
-        return storage.exists(location(out))
-    except GraphshardError:
-        return False
-
-
 def published_record(cfg: PipelineConfig) -> bool:
     """The run's work folder has published a set at the run's output before (what the pre-flight asks). An output
     there but not recorded may be another run of the same work folder's set, in place a moment before its record:
-    that publish is waited for, then the record read again."""
+    a publish under way is waited for (nothing is written otherwise: a refused run leaves no trace), then the record
+    read again."""
     work, out, storage = cfg.work, cfg.output.dir, cfg.storage
-    if (ours := published_by(work, out, storage)) or not _there(out, storage):
-        return ours
+    if published_by(work, out, storage):
+        return True
     try:
-        with publishing(work, out, storage, lambda who: print(f"waiting for another run publishing to {out} ({who})",
-                                                              file=sys.stderr)):
-            return published_by(work, out, storage)
-    except GraphshardError:  # a work folder that cannot be written: the pre-flight says so
-        return ours
+        if not storage.exists(location(out)):
+            return False
+        if lease.claimed_now(storage, *_publishing_lease(work, out)):
+            with publishing(work, out, storage, lambda who: print(
+                    f"waiting for another run publishing to {out} ({who})", file=sys.stderr)):
+                pass  # until it has ended
+    except GraphshardError:  # an output or work folder that cannot be reached: the pre-flight says so
+        return False
+    return published_by(work, out, storage)  # a publish that ended since the first look recorded its set first
 
 
 def run_id(digests: dict[str, str | None]) -> str:

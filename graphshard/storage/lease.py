@@ -49,6 +49,12 @@ def _record(where: Location, name: str) -> Location:
     return where.join(LEASES).join(f"{name}.json")
 
 
+def claimed_now(storage: Storage, where: Location, name: str) -> bool:
+    """Whether a record of `name` under `where` is there now (its holder at work, or dead and not yet taken over):
+    a caller that must not write where nothing is claimed asks this before `claimed`."""
+    return storage.exists(_record(where, name))
+
+
 def _body() -> bytes:
     """A record's content: who holds it, and a token that no other holding shares (a takeover compares it)."""
     return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "token": uuid.uuid4().hex}).encode()
