@@ -68,8 +68,14 @@ def _sizes(src: Path | Location, storage: Storage) -> dict[str, int]:
     return {p.relative_to(src).as_posix(): p.stat().st_size for p in src.rglob("*") if p.is_file()}
 
 
+def _records(work_dir: Path | Location, out_dir: Path | Location) -> tuple[Location, str]:
+    """The folder of this work folder's publish records, and the name that `out_dir`'s record and lease go by."""
+    return location(work_dir) / RECORDS, digest_of(output_key(out_dir))[:16]
+
+
 def _record(work_dir: Path | Location, out_dir: Path | Location) -> Location:
-    return location(work_dir) / RECORDS / f"{digest_of(output_key(out_dir))[:16]}.json"
+    folder, name = _records(work_dir, out_dir)
+    return folder / f"{name}.json"
 
 
 def publishing(work_dir: Path | Location, out_dir: Path | Location, storage: Storage,
@@ -77,11 +83,7 @@ def publishing(work_dir: Path | Location, out_dir: Path | Location, storage: Sto
     """Hold this work folder's publishing at `out_dir` alone (a lease beside its record): two runs of one config
     that finish together publish one after the other, and the second finds the set current, instead of finding
     the first's set half in place (not yet recorded as this work folder's) and refusing to replace it."""
-    return lease.claimed(storage, *_publishing_lease(work_dir, out_dir), waiting)
-
-
-def _publishing_lease(work_dir: Path | Location, out_dir: Path | Location) -> tuple[Location, str]:
-    return location(work_dir) / RECORDS, digest_of(output_key(out_dir))[:16]
+    return lease.claimed(storage, *_records(work_dir, out_dir), waiting)
 
 
 def read_record(work_dir: Path | Location, out_dir: Path | Location, storage: Storage | None = None) -> dict:
@@ -129,7 +131,7 @@ def published_record(cfg: PipelineConfig) -> bool:
     try:
         if not storage.exists(location(out)):
             return False
-        if lease.claimed_now(storage, *_publishing_lease(work, out)):
+        if lease.claimed_now(storage, *_records(work, out)):
             with publishing(work, out, storage, lambda who: print(
                     f"waiting for another run publishing to {out} ({who})", file=sys.stderr)):
                 pass  # until it has ended
