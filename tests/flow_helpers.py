@@ -54,7 +54,8 @@ def run(config: Path, overrides: list[str] | None = None, from_step: str | None 
 def subprocess_env(**changes: str) -> dict:
     """The environment of a `graphshard run` subprocess: the session's background Prefect server (started by the
     first such run, stopped at the end of the session), Prefect's state not shared with this process."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL", "GRAPHSHARD_PREFECT")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PREFECT_HOME", "PREFECT_API_URL", "GRAPHSHARD_PREFECT",
+                                                               "PREFECT_LOGGING_SETTINGS_PATH")}
     env.update(changes)
     return env
 

@@ -32,7 +32,8 @@ def _closed_port() -> int:
 def clean_env(monkeypatch, tmp_path):
     """Prefect/graphshard variables of this test only (restored after it); a private graphshard home."""
     for name in ("PREFECT_API_URL", "PREFECT_PROFILE", "PREFECT_PROFILES_PATH", "GRAPHSHARD_PREFECT",
-                 "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE", "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED"):
+                 "PREFECT_SERVER_ALLOW_EPHEMERAL_MODE", "PREFECT_CLIENT_CSRF_SUPPORT_ENABLED",
+                 "PREFECT_LOGGING_SETTINGS_PATH"):
         # set, then delete: monkeypatch records each, so what `connect()` writes into os.environ is undone too
         # (a bare delenv of an absent name records nothing, and a profile's API URL leaked into later tests)
         monkeypatch.setenv(name, "")
@@ -124,6 +125,30 @@ def test_ephemeral_opt_out_and_bad_mode(clean_env, tmp_path):
     clean_env.setenv("GRAPHSHARD_PREFECT", "temporary")
     with pytest.raises(GraphshardError, match=r"GRAPHSHARD_PREFECT='temporary': expected one of server, ephemeral"):
         prefect_env.connect()
+
+
+EPHEMERAL_ON_A_TAKEN_PORT = """
+import socket, sys
+from pathlib import Path
+from graphshard.pipeline import prefect_env
+prefect_env.connect(Path(sys.argv[1]))
+from prefect.server.api.server import SubprocessASGIServer
+with socket.socket() as taken:
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    print(SubprocessASGIServer(port=taken.getsockname()[1])._run_uvicorn_command().wait())
+"""
+
+
+def test_ephemeral_server_failing_to_bind_logs_to_a_file_not_the_terminal(tmp_path):
+    """Prefect starts its temporary server on a random port and tries another when uvicorn exits with 3; what uvicorn
+    says then (its error and a traceback) goes to <work>/prefect/server.log, not the run's stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+    env["GRAPHSHARD_PREFECT"] = "ephemeral"
+    done = subprocess.run([sys.executable, "-c", EPHEMERAL_ON_A_TAKEN_PORT, str(tmp_path / "work")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "3" and done.stderr == ""  # uvicorn's exit status for a failed start
+    assert "address already in use" in (tmp_path / "work" / "prefect" / "server.log").read_text()
 
 
 def test_status_when_no_server_runs(clean_env, capsys):

@@ -7,12 +7,14 @@ Telemetry is always off. Which API a `graphshard run` talks to, first match wins
 3. otherwise (`GRAPHSHARD_PREFECT=server`, the default): graphshard's background server
    (graphshard.pipeline.prefect_server), started by the first run and reused by later ones.
 Prefect 3.8.8 allows ephemeral mode only through its default `ephemeral` profile
-(`PREFECT_SERVER_ALLOW_EPHEMERAL_MODE`; the setting's own default is off), so it is set explicitly here.
+(`PREFECT_SERVER_ALLOW_EPHEMERAL_MODE`; the setting's own default is off), so it is set explicitly here. Its
+temporary server, a subprocess writing to our stderr, logs to `<PREFECT_HOME>/server.log` instead (server_logging).
 """
 
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import tomllib
@@ -39,6 +41,32 @@ def prefect_environment(work_dir: Path | None = None) -> None:
             home = Path(work_dir) / "prefect"
             home.mkdir(parents=True, exist_ok=True)  # Prefect creates only the last level itself
             os.environ["PREFECT_HOME"] = str(home)
+        server_logging(Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect"))
+
+
+def server_logging(home: Path) -> None:
+    """Ephemeral mode: the temporary API server's own lines (its uvicorn and fastapi loggers) go to
+    `<home>/server.log`, not to the terminal it inherits. Prefect picks its port at random and tries another when
+    the bind fails; uvicorn's "address already in use" is not the run's problem. Done through a logging config
+    derived from Prefect's default (`PREFECT_LOGGING_SETTINGS_PATH`), unless the user set one."""
+    if os.environ.get("PREFECT_LOGGING_SETTINGS_PATH"):
+        return
+    import yaml
+
+    default = Path(importlib.util.find_spec("prefect").submodule_search_locations[0]) / "logging" / "logging.yml"
+    config = yaml.safe_load(default.read_text())
+    log = str(home / "server.log").replace("$", "$$")  # Prefect fills ${SETTING}s in the config's text
+    config["handlers"]["server_file"] = {"class": "logging.FileHandler", "filename": log, "delay": True,
+                                         "formatter": "standard", "level": 0}
+    for name in ("uvicorn", "fastapi"):
+        config["loggers"][name]["handlers"] = ["server_file"]
+    path = home / "graphshard-logging.yml"
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+    except OSError:  # Prefect's own first write there reports an unwritable home
+        return
+    os.environ["PREFECT_LOGGING_SETTINGS_PATH"] = str(path)
 
 
 def profile_api_url() -> str | None:
