@@ -107,6 +107,30 @@ def test_relative_and_absolute_paths(tmp_path):
     assert check_graph(g) == []
 
 
+def test_a_checkout_of_links_into_a_store_reads_its_files_beside_the_links(tmp_path):
+    """DVC and git-annex check a graph out as links into a content store (metadata.json, the config too): chunk paths
+    are relative to the folder the user named, as DGL joins them, never to the store the link points into."""
+    import shutil
+
+    from graphshard.ingest import fingerprint
+    from graphshard.pipeline.config import load_config
+
+    plain = _tiny(tmp_path / "plain").parent
+    store, checkout = tmp_path / "store", tmp_path / "checkout" / "g"
+    store.mkdir()
+    shutil.copytree(plain, checkout)
+    for i, f in enumerate(sorted(p for p in checkout.rglob("*") if p.is_file())):
+        f.rename(store / f"object{i}")
+        f.symlink_to(store / f"object{i}")
+    (store / "job.yaml").write_text("input:\n  metadata: g/metadata.json\noutput:\n  dir: out\nnum_parts: 2\n")
+    (checkout.parent / "job.yaml").symlink_to(store / "job.yaml")
+    config = load_config(checkout.parent / "job.yaml")
+    assert Path(config.input.metadata) == checkout / "metadata.json"
+    g = load_metadata(config.input.metadata)
+    assert g.base_dir == checkout and check_graph(g) == []
+    assert fingerprint(g)["digest"] == fingerprint(load_metadata(plain))["digest"]  # the same bytes, the same names
+
+
 def test_parquet_list_column_feature(tmp_path):
     meta = _tiny(tmp_path / "g", "parquet")
     data = json.loads(meta.read_text())
@@ -324,15 +348,15 @@ def test_a_file_listed_twice_with_rows_is_warned_of(tmp_path, caplog) -> None:
     assert not any("edges" in r.getMessage() for r in caplog.records), caplog.records
 
 
-@pytest.mark.parametrize("fmt", ["csv", "numpy"])
-def test_an_empty_feature_file_has_no_shape_or_dtype_to_disagree(tmp_path, fmt: str) -> None:
+@pytest.mark.parametrize("fmt, text", [("csv", ""), ("csv", "\n"), ("numpy", None)])
+def test_an_empty_feature_file_has_no_shape_or_dtype_to_disagree(tmp_path, fmt: str, text: str | None) -> None:
     """An empty chunk file in a feature's list (an empty csv reads as int64 of no columns; an empty float64 npy beside
     float32 ones) passes both checks, first in the list or not, and leaves the feature's dtype as its rows have it."""
     g = load_metadata(_tiny(tmp_path / "g", fmt))
     name = "node_data/empty" + (".csv" if fmt == "csv" else ".npy")
     empty = g.path(name)
     if fmt == "csv":
-        empty.write_text("")
+        empty.write_text(text)
     else:
         np.save(empty, np.zeros(0, dtype=np.float64))
     x = g.node_data["a"]["x"]

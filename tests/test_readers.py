@@ -104,13 +104,16 @@ def test_head_reads_leading_rows(make_graph, fmt):
         assert np.array_equal(head, full[: len(head)])
 
 
-def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path):
-    """An empty csv chunk (a chunk with zero edges) is valid input, not a parse error."""
+@pytest.mark.parametrize("text", ["", "\n", "\r\n\n"])
+def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path, text):
+    """An empty csv chunk (a chunk with zero edges) is valid input, not a parse error: no bytes, or blank lines only
+    (`"\\n".join(rows) + "\\n"` of no rows), which pyarrow skips as it does anywhere else."""
     from graphshard.formats.chunked import parse_metadata
     from graphshard.formats.readers import read_edge_chunk
+    from graphshard.precheck import precheck
 
     (tmp_path / "e0.csv").write_text("0 1\n1 0\n")
-    (tmp_path / "e1.csv").write_text("")
+    (tmp_path / "e1.csv").write_bytes(text.encode())
     meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[2]], "edge_type": ["n:r:n"],
             "num_edges_per_chunk": [[2, 0]],
             "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "}, "data": ["e0.csv", "e1.csv"]}}}
@@ -118,6 +121,41 @@ def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path):
     src, dst = read_edge_chunk(graph, "n:r:n", 1)
     assert src.dtype == dst.dtype == np.int64 and len(src) == len(dst) == 0
     assert read_edge_chunk(graph, "n:r:n", 0)[1].tolist() == [1, 0]
+    assert precheck(graph) == []
+
+
+@pytest.mark.parametrize("codec, ext", [("gzip", "gz"), ("bz2", "bz2"), ("zstd", "zst")])
+def test_compressed_csv_chunks_read_as_their_text(tmp_path, codec, ext):
+    """A `.csv.gz` (.bz2, .zst) chunk is read decompressed, as pyarrow's read_csv, so DGL's reader, reads it: rows
+    counted, values read locally and from bytes a store served, and a bad value named by its line and text."""
+    import pyarrow as pa
+
+    from graphshard.formats.chunked import parse_metadata
+    from graphshard.formats.readers import read_edge_chunk
+    from graphshard.ingest import check_graph
+    from graphshard.precheck import precheck
+    from graphshard.storage import StoredFile
+
+    def write(name: str, text: str) -> None:
+        with pa.CompressedOutputStream(str(tmp_path / name), codec) as out:
+            out.write(text.encode())
+
+    write(f"e0.csv.{ext}", "0 1\r\n1 0\n\n2 1\n")
+    write(f"e1.csv.{ext}", "\n")
+    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[3]], "edge_type": ["n:r:n"],
+            "num_edges_per_chunk": [[3, 0]], "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "},
+                                                                 "data": [f"e0.csv.{ext}", f"e1.csv.{ext}"]}}}
+    graph = parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+    assert precheck(graph) == [] and check_graph(graph) == []
+    assert [c.tolist() for c in read_edge_chunk(graph, "n:r:n", 0)] == [[0, 1, 2], [1, 0, 1]]
+    assert len(read_edge_chunk(graph, "n:r:n", 1)[0]) == 0
+    f = StoredFile.of(tmp_path / f"e0.csv.{ext}")
+    served = f.holding((tmp_path / f"e0.csv.{ext}").read_bytes())
+    fmt = graph.edges["n:r:n"].format
+    assert reader_for(fmt).table(served, fmt).tolist() == [[0, 1], [1, 0], [2, 1]]
+    write(f"e0.csv.{ext}", "0 1\n1 NA\n2 1\n")
+    (problem,) = precheck(graph)
+    assert "found 'NA' in column 2 of line 2: '1 NA'" in str(problem), problem
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32"])

@@ -25,6 +25,7 @@ from pydantic import (
 from graphshard.errors import InputError
 from graphshard.formats.jsonfile import read_json_object
 from graphshard.storage import Location, Storage, StoredFile, location
+from graphshard.storage.locations import beside_link
 
 FORMAT_NAMES = ("csv", "numpy", "parquet")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_\-.]+$")
@@ -384,7 +385,7 @@ def load_metadata(path: str | os.PathLike | Location, storage: Storage | None = 
     """
     loc = metadata_location(path, storage)
     if loc.is_local:
-        local = Path(loc.path).resolve()
+        local = beside_link(loc.path)
         return parse_metadata(read_json_object(local, "metadata.json file"), local.parent, local, storage)
     data = read_json_object(loc, "metadata.json file", storage)
     (storage or Storage()).prime(loc.parent)  # the chunk files' sizes and ETags from one listing, not a HEAD each

@@ -6,6 +6,7 @@ count a file's rows cheaply (npy header, parquet footer, a line scan for csv) wi
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import math
@@ -441,11 +442,31 @@ class ParquetReader(ChunkReader):
             raise _open_error(f, err) from None
 
 
+# What pyarrow's read_csv decompresses by a path's extension, so DGL's csv reader too (a `.csv.gz` chunk)
+CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".lz4": "lz4"}
+
+
+def _codec(f: StoredFile) -> str | None:
+    return CODECS.get(os.path.splitext(f.loc.path)[1].lower())
+
+
 def _csv_source(f: StoredFile, block: int):
-    """What pyarrow's csv reader takes: a local path, bytes already read, or the object streamed by ranges."""
-    if f.is_local:
+    """What pyarrow's csv reader takes: a local path, bytes already read, or the object streamed by ranges; a
+    compressed file's text as a stream that decompresses it."""
+    codec = _codec(f)
+    if f.is_local and not codec:
         return f.loc.path
-    return pa.BufferReader(f.data) if f.data is not None else f.open(block_size=block)
+    raw = pa.BufferReader(f.data) if f.data is not None else \
+        pa.OSFile(f.loc.path) if f.is_local else f.open(block_size=block)
+    return pa.CompressedInputStream(raw, codec) if codec else raw
+
+
+@contextlib.contextmanager
+def _text(f: StoredFile) -> Iterator:
+    """The csv file's text as bytes, decompressed when its extension names a codec: what its rows are read from."""
+    with f.open(block_size=1 << 24) as fh:
+        codec = _codec(f)
+        yield pa.CompressedInputStream(pa.PythonFile(fh, mode="r"), codec) if codec else fh
 
 
 NO_LINE_END = "cannot infer number of columns"  # pyarrow's words for a non-empty csv file without a line end
@@ -499,8 +520,11 @@ class CsvReader(ChunkReader):
             if not f.exists():
                 raise _open_error(f, err) from None
             if NO_LINE_END in str(err) and f.size():  # one row without a final newline: pyarrow sees no line
+                if not self._scan(f, fmt)[0]:
+                    return pa.table({})  # blank lines only (one writer's empty chunk): no rows, as an empty file
                 try:
-                    return _parse_csv(pa.BufferReader(f.read_all() + b"\n"), fmt)
+                    with _text(f) as fh:
+                        return _parse_csv(pa.BufferReader(fh.read() + b"\n"), fmt)
                 except Exception as again:  # noqa: BLE001
                     err = again
             raise _ragged_line(f, fmt) or InputError(
@@ -517,6 +541,8 @@ class CsvReader(ChunkReader):
         if f.exists() and f.size() == 0:
             return np.zeros((0, 0), dtype=np.int64)  # pyarrow refuses empty files; an empty chunk is valid
         table = self._read(f, fmt)
+        if not table.num_columns:
+            return np.zeros((0, 0), dtype=np.int64)
         if (problem := _csv_value_problem(f, fmt, table)) is not None:
             raise problem
         return _arrow_to_numpy(table, f.shown)
@@ -543,7 +569,7 @@ class CsvReader(ChunkReader):
         pyarrow read its column as float64 however many whole numbers come first."""
         marks = re.compile(b"[" + re.escape(FLOAT_MARKS.replace(fmt.delimiter.encode(), b"")) + b"]")
         try:
-            with f.open(block_size=1 << 24) as fh:
+            with _text(f) as fh:
                 count, last, floats = 0, b"\n", False
                 while block := fh.read(1 << 24):
                     count += _line_ends(last + block)
@@ -557,7 +583,7 @@ class CsvReader(ChunkReader):
 def _csv_lines(f: StoredFile) -> Iterator[tuple[int, str]]:
     """The non-blank lines of a csv file and their 1-based numbers (LF, CRLF or CR ends; blank lines skipped, as
     pyarrow does): for messages, so only on an error path."""
-    with f.open(block_size=1 << 24) as fh:
+    with _text(f) as fh:
         for number, line in enumerate(io.TextIOWrapper(fh, encoding="utf-8", errors="replace", newline=None), 1):
             if line := line.rstrip("\n"):
                 yield number, line
@@ -639,7 +665,8 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 def _first_line(path: Source) -> str:
     """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
-    return _file(path).read_range(0, 80).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    with _text(_file(path)) as fh:
+        return fh.read(80).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
 
 
 def not_numeric_problem(path: Source, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:

@@ -11,6 +11,7 @@ from graphshard.digests import INPUT, hash_file
 from graphshard.errors import GraphshardError, InputError
 from graphshard.formats.chunked import ChunkedGraph, as_graph
 from graphshard.storage import Location, Storage
+from graphshard.storage.locations import beside_link
 
 
 def _display_path(graph: ChunkedGraph, p: str) -> str:
@@ -21,7 +22,7 @@ def _display_path(graph: ChunkedGraph, p: str) -> str:
             return loc.relative_to(graph.base)
         except GraphshardError:
             return loc.url
-    path = Path(graph.path(p)).resolve()
+    path = beside_link(graph.path(p))
     try:
         return path.relative_to(Path(graph.base_dir).resolve()).as_posix()
     except ValueError:

@@ -26,6 +26,7 @@ from graphshard.shuffle.graphbolt import GraphboltOptions
 from graphshard.shuffle.options import ShuffleOptions
 from graphshard.storage import Location, Storage, StorageOptions, location
 from graphshard.storage.field import Where
+from graphshard.storage.locations import beside_link
 
 STEPS = ("ingest", "assign", "shuffle", "validate")
 
@@ -178,7 +179,7 @@ def _resolve_paths(data: dict, source: Path | Location) -> None:
                     raise GraphshardError(f"{source}: field '{'.'.join(keys)}': {err}") from None
                 continue
             p = Path(text).expanduser()
-            node[keys[-1]] = str(p if p.is_absolute() else (base / p).resolve())
+            node[keys[-1]] = str(p if p.is_absolute() else beside_link(base / p))
 
 
 def apply_override(data: dict, assignment: str) -> None:
@@ -333,7 +334,7 @@ def load_config(path: str | Path | Location, overrides: list[str] | None = None)
         The validated config.
     """
     loc = location(Path(path).expanduser() if isinstance(path, (str, Path)) and str(path).startswith("~") else path)
-    source: Path | Location = loc.local_path().resolve() if loc.is_local else loc
+    source: Path | Location = beside_link(loc.local_path()) if loc.is_local else loc
     text = _config_text(source)
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader)

@@ -96,6 +96,14 @@ def inside(child: str | os.PathLike | Location, parent: str | os.PathLike | Loca
     return child.protocol == parent.protocol and (child.path == root or child.path.startswith(root + "/"))
 
 
+def beside_link(path: str | os.PathLike) -> Path:
+    """`path` absolute, its folder's symlinks resolved but not its own: a file of a DVC or git-annex checkout is a
+    link into a content store, and the files named relative to it lie beside the link, not in the store (as DGL
+    joins a chunk's path onto the folder it was given)."""
+    path = Path(path).expanduser().absolute()
+    return path.parent.resolve() / path.name
+
+
 def _normal(path: str) -> str:
     """A normalised POSIX path that keeps a trailing slash off and never climbs above its root."""
     lead = "/" if path.startswith("/") else ""
