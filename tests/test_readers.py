@@ -276,20 +276,22 @@ def test_a_recorded_parquet_shape_that_does_not_fit_the_file_is_refused_in_one_l
         assert repr(shape) in str(problem) and "\n" not in str(problem)
 
 
-def test_a_csv_edge_file_names_its_first_non_integer_value_wherever_it_is(tmp_path):
-    """pyarrow reads a column as float64 from a value like 'NA' on, however deep in the file: the refusal names
-    that value and its line, not the dtype."""
+@pytest.mark.parametrize("line, found", [("12 NA", "'NA' in column 2 of line 199996: '12 NA'"),
+                                         ("+12 3", "'+12' in column 1 of line 199996: '+12 3'")])
+def test_a_csv_edge_file_names_its_first_non_integer_value_wherever_it_is(tmp_path, line, found):
+    """pyarrow reads a column as float64 from a value like 'NA' (or '+12') on, however deep in the file: the refusal
+    names that value and its line, not the dtype."""
     from graphshard.formats.chunked import parse_metadata
     from graphshard.precheck import precheck
 
     lines = [f"{i % 50} {(i * 7) % 50}" for i in range(200_000)]
-    lines[-5] = "12 NA"
+    lines[-5] = line
     (tmp_path / "e.csv").write_text("\n".join(lines) + "\n")
     meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[50]], "edge_type": ["n:r:n"],
             "num_edges_per_chunk": [[200_000]],
             "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "}, "data": ["e.csv"]}}}
     (problem,) = precheck(parse_metadata(meta, tmp_path, tmp_path / "metadata.json"))
-    assert "expected integer node IDs, found 'NA' in column 2 of line 199996: '12 NA'" in str(problem)
+    assert f"expected integer node IDs, found {found}" in str(problem), problem
 
 
 @pytest.mark.parametrize("type_", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -49,7 +49,7 @@ VALID_KINDS = "biuf"  # bool, signed, unsigned, float: what DGL's NDArray can ho
 CSV_SCAN_LIMIT = 64 << 20  # csv files up to this size have their rows counted by `header` (a line scan, ~50 ms)
 NPY_PROBE = 4096  # bytes read for an .npy header (one ranged request; a longer header costs a second one)
 HEAD_BLOCK = 1 << 16  # bytes per request while reading a remote file's first rows (csv head, parquet footer)
-FLOAT_MARKS = b".eEiInN"  # a csv value with one of these reads as a float: 1.5, 1e3, inf, nan
+FLOAT_MARKS = b".eEiInN+"  # a csv value with one of these reads as a float: 1.5, 1e3, inf, nan, +1
 RUN_GAP = 1 << 20  # bytes of unwanted rows worth reading to save a request (`take` on an object)
 
 
@@ -162,21 +162,24 @@ def _arrow_to_numpy(table: pa.Table, path: object, first_row: int = 0) -> np.nda
     cols = [column_to_numpy(table.column(i)) for i in range(table.num_columns)]
     dtypes = {c.dtype for c in cols}
     if len(dtypes) != 1:
-        common = common_dtype(dtypes)
+        common = common_dtype(dtypes, columns=True)
         if common is None:
-            raise InputError(path, None, "columns of one dtype", sorted(str(d) for d in dtypes))
+            raise InputError(path, None, "columns of one dtype, or numbers whose common dtype loses no value (cast "
+                             "the columns to one dtype)", sorted(str(d) for d in dtypes))
         cols = [c.astype(common, copy=False) for c in cols]
     return np.stack(cols, axis=1)
 
 
-def common_dtype(dtypes: set[np.dtype]) -> np.dtype | None:
-    """The dtype numeric columns of different dtypes share, as numpy (and DGL's pandas read) promotes them, when it is
-    one of theirs: int32 beside int64 IDs, a csv feature column of whole numbers (int64) beside float64 ones. None
-    for bool or text columns, or when promotion would make a dtype no column has (int64 beside uint64 or float32)."""
+def common_dtype(dtypes: set[np.dtype], columns: bool = False) -> np.dtype | None:
+    """The dtype numeric columns or files of different dtypes share, as numpy (and DGL's pandas read) promotes them,
+    when it is one of theirs: int32 beside int64 IDs, a csv feature column of whole numbers (int64) beside float64
+    ones. `columns`: one file's columns, which DGL's pandas read promotes to a float any of them is or not (a count
+    column beside float32 ones: float64). None for bool or text, or when files (or integers) would promote to a
+    dtype none has (int64 beside uint64 or float32)."""
     if not all(d.kind in "iuf" for d in dtypes):
         return None
     common = np.result_type(*dtypes)
-    return common if common in dtypes else None
+    return common if common in dtypes or (columns and any(d.kind == "f" for d in dtypes)) else None
 
 
 @dataclass(frozen=True)
@@ -621,12 +624,12 @@ def _csv_value_problem(f: StoredFile, fmt: FileFormat, table: pa.Table) -> Input
 
 def _first_non_integer(f: StoredFile, fmt: FileFormat, columns: int) -> str | None:
     """The first value in a csv file's first `columns` columns that is not a whole number int64 holds (an empty
-    value, 'NA', a fraction, an exponent, too many digits), by its line and column as a message shows it; None if
-    there is none. A whole-file scan, on an error path only: pyarrow reads a column as float64 from such a value on,
-    wherever it is, and the dtype alone does not say where."""
+    value, 'NA', a fraction, an exponent, too many digits, a '+' sign: pyarrow reads '+1' as a float), by its line
+    and column as a message shows it; None if there is none. A whole-file scan, on an error path only: pyarrow reads
+    a column as float64 from such a value on, wherever it is, and the dtype alone does not say where."""
     for number, line in _csv_lines(f):
         for column, token in enumerate(line.split(fmt.delimiter)[:columns]):
-            if not (re.fullmatch(r"[+-]?\d+", token.strip()) and -2**63 <= int(token) < 2**63):
+            if not (re.fullmatch(r"-?\d+", token.strip()) and -2**63 <= int(token) < 2**63):  # '+1': a float
                 return f"{repr(token) if token else 'an empty value'} in column {column + 1} of " \
                        f"{_shown_line(number, line)}"
     return None
