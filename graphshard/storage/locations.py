@@ -101,7 +101,7 @@ def beside_link(path: str | os.PathLike) -> Path:
     link into a content store, and the files named relative to it lie beside the link, not in the store (as DGL
     joins a chunk's path onto the folder it was given)."""
     path = Path(path).expanduser().absolute()
-    return path.parent.resolve() / path.name
+    return path.resolve() if path.name == ".." else path.parent.resolve() / path.name
 
 
 def _normal(path: str) -> str:
