@@ -124,28 +124,36 @@ def test_empty_csv_edge_chunk_reads_as_no_edges(tmp_path, text):
     assert precheck(graph) == []
 
 
+def _compressed_csv_graph(folder, codec: str, ext: str) -> None:
+    """Two compressed csv edge chunks (CRLF and a blank line in the first, blank lines only in the second) and their
+    metadata.json in `folder`."""
+    import json
+
+    import pyarrow as pa
+
+    for name, text in ((f"e0.csv.{ext}", "0 1\r\n1 0\n\n2 1\n"), (f"e1.csv.{ext}", "\n")):
+        with pa.CompressedOutputStream(str(folder / name), codec) as out:
+            out.write(text.encode())
+    (folder / "metadata.json").write_text(json.dumps({
+        "graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[3]], "edge_type": ["n:r:n"],
+        "num_edges_per_chunk": [[3, 0]], "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "},
+                                                             "data": [f"e0.csv.{ext}", f"e1.csv.{ext}"]}}}))
+
+
 @pytest.mark.parametrize("codec, ext", [("gzip", "gz"), ("bz2", "bz2"), ("zstd", "zst")])
 def test_compressed_csv_chunks_read_as_their_text(tmp_path, codec, ext):
     """A `.csv.gz` (.bz2, .zst) chunk is read decompressed, as pyarrow's read_csv, so DGL's reader, reads it: rows
     counted, values read locally and from bytes a store served, and a bad value named by its line and text."""
     import pyarrow as pa
 
-    from graphshard.formats.chunked import parse_metadata
+    from graphshard.formats.chunked import load_metadata
     from graphshard.formats.readers import read_edge_chunk
     from graphshard.ingest import check_graph
     from graphshard.precheck import precheck
     from graphshard.storage import StoredFile
 
-    def write(name: str, text: str) -> None:
-        with pa.CompressedOutputStream(str(tmp_path / name), codec) as out:
-            out.write(text.encode())
-
-    write(f"e0.csv.{ext}", "0 1\r\n1 0\n\n2 1\n")
-    write(f"e1.csv.{ext}", "\n")
-    meta = {"graph_name": "g", "node_type": ["n"], "num_nodes_per_chunk": [[3]], "edge_type": ["n:r:n"],
-            "num_edges_per_chunk": [[3, 0]], "edges": {"n:r:n": {"format": {"name": "csv", "delimiter": " "},
-                                                                 "data": [f"e0.csv.{ext}", f"e1.csv.{ext}"]}}}
-    graph = parse_metadata(meta, tmp_path, tmp_path / "metadata.json")
+    _compressed_csv_graph(tmp_path, codec, ext)
+    graph = load_metadata(tmp_path)
     assert precheck(graph) == [] and check_graph(graph) == []
     assert [c.tolist() for c in read_edge_chunk(graph, "n:r:n", 0)] == [[0, 1, 2], [1, 0, 1]]
     assert len(read_edge_chunk(graph, "n:r:n", 1)[0]) == 0
@@ -153,9 +161,28 @@ def test_compressed_csv_chunks_read_as_their_text(tmp_path, codec, ext):
     served = f.holding((tmp_path / f"e0.csv.{ext}").read_bytes())
     fmt = graph.edges["n:r:n"].format
     assert reader_for(fmt).table(served, fmt).tolist() == [[0, 1], [1, 0], [2, 1]]
-    write(f"e0.csv.{ext}", "0 1\n1 NA\n2 1\n")
+    with pa.CompressedOutputStream(str(tmp_path / f"e0.csv.{ext}"), codec) as out:
+        out.write(b"0 1\n1 NA\n2 1\n")
     (problem,) = precheck(graph)
     assert "found 'NA' in column 2 of line 2: '1 NA'" in str(problem), problem
+
+
+def test_compressed_csv_chunks_on_a_store_read_as_local_ones(tmp_path, s3_server):
+    """The same graph on S3: rows counted and values read from the objects, decompressed."""
+    from test_storage_steps import upload_tree
+
+    from graphshard.formats.chunked import load_metadata
+    from graphshard.formats.readers import read_edge_chunk
+    from graphshard.ingest import check_graph
+    from graphshard.precheck import precheck
+    from graphshard.storage import Storage
+
+    _compressed_csv_graph(tmp_path, "gzip", "gz")
+    storage = Storage({"s3://": s3_server.options()})
+    url = upload_tree(storage, tmp_path, f"{s3_server.new_bucket()}/g")
+    graph = load_metadata(f"{url}/metadata.json", storage)
+    assert precheck(graph) == [] and check_graph(graph) == []
+    assert [c.tolist() for c in read_edge_chunk(graph, "n:r:n", 0)] == [[0, 1, 2], [1, 0, 1]]
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32"])
