@@ -143,7 +143,10 @@ def _compressed_csv_graph(folder, codec: str, ext: str) -> None:
 @pytest.mark.parametrize("codec, ext", [("gzip", "gz"), ("bz2", "bz2"), ("zstd", "zst")])
 def test_compressed_csv_chunks_read_as_their_text(tmp_path, codec, ext):
     """A `.csv.gz` (.bz2, .zst) chunk is read decompressed, as pyarrow's read_csv, so DGL's reader, reads it: rows
-    counted, values read locally and from bytes a store served, and a bad value named by its line and text."""
+    counted, values read locally and from bytes a store served, a bad value named by its line and text, and a wrong
+    delimiter by the first line's text."""
+    import json
+
     import pyarrow as pa
 
     from graphshard.formats.chunked import load_metadata
@@ -165,6 +168,11 @@ def test_compressed_csv_chunks_read_as_their_text(tmp_path, codec, ext):
         out.write(b"0 1\n1 NA\n2 1\n")
     (problem,) = precheck(graph)
     assert "found 'NA' in column 2 of line 2: '1 NA'" in str(problem), problem
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    meta["edges"]["n:r:n"]["format"]["delimiter"] = ","
+    (tmp_path / "metadata.json").write_text(json.dumps(meta))
+    problems = precheck(load_metadata(tmp_path))
+    assert problems and "found first line '0 1'" in str(problems[0]), problems  # its text, not compressed bytes
 
 
 def test_compressed_csv_chunks_on_a_store_read_as_local_ones(tmp_path, s3_server):

@@ -668,8 +668,13 @@ def reader_for(fmt: FileFormat) -> ChunkReader:
 
 def _first_line(path: Source) -> str:
     """The first line of a text file (at most 80 characters), to show what a csv file really holds."""
-    with _text(_file(path)) as fh:
-        return fh.read(80).split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
+    f = _file(path)
+    if _codec(f):
+        with _text(f) as fh:
+            head = fh.read(80)
+    else:
+        head = f.read_range(0, 80)  # one small request on a store
+    return head.split(b"\n", 1)[0].decode("utf-8", "replace").rstrip("\r")
 
 
 def not_numeric_problem(path: Source, fmt: FileFormat, field: str, dtype: np.dtype) -> InputError:
