@@ -40,9 +40,11 @@ setup() {
     "$pip" install --no-deps -e "$REPO"
     # graphshard's other dependencies, each only if it resolves under numpy<2 (dask runs the dispatch, numba the
     # multilevel kernels and the geometric generator; prefect, s3fs and moto, the S3 server of the fetch tests, are
-    # optional here; s3fs and moto resolve together, so that botocore stays within aiobotocore's pin).
+    # optional here; s3fs and moto resolve together, so that botocore stays within aiobotocore's pin; PyG, whose
+    # Data/HeteroData the Python API takes).
     local dep
     for dep in "dask[dataframe,distributed]" pymetis cmeel-metis kaminpar "numba>=0.60" "fsspec>=2024.6 s3fs>=2024.6 moto[server]" \
+               "torch_geometric==2.5.3" \
                "prefect==3.8.8 prefect-dask==0.3.7 fastapi<0.151"; do
         # shellcheck disable=SC2086  # the prefect group is three requirements installed together
         "$pip" install -c "$constraints" $dep || echo "dgl_compat: optional dependency $dep not installed" >&2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -191,6 +192,43 @@ def test_chunk_graph_round_trip_through_inspect(tmp_path):
             spec = chunked.node_data[nt][name]
             np.testing.assert_allclose(np.concatenate([read_chunk(chunked, spec, i) for i in range(3)]), arr,
                                        rtol=1e-6)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "numpy"])
+def test_chunk_graph_writes_an_empty_edge_type_with_a_3d_feature(tmp_path, fmt):
+    """An edge type with no edges keeps its (0, 2, 4) feature: an empty chunk file that reads back in its shape."""
+    g = hetero()
+    g["edges"][("item", "returned-by", "user")] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    g["edge_feats"][("item", "returned-by", "user")] = {"why": np.zeros((0, 2, 4), np.float32)}
+    meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 2, fmt, "shop", num_nodes=g["num_nodes"],
+                                  node_feats=g["node_feats"], edge_feats=g["edge_feats"])
+    chunked = load_metadata(meta)
+    spec = chunked.edge_data["item:returned-by:user"]["why"]
+    assert [read_chunk(chunked, spec, i).shape for i in range(2)] == [(0, 2, 4)] * 2
+
+
+def test_out_path_none_is_one_clear_error(tmp_path, monkeypatch):
+    """An unset option passed on (None) is refused, not written to a folder named 'None'."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(GraphshardError, match=r"^out_path: expected a folder's path or URL, found NoneType None$"):
+        partition(hetero(), None, 2, part_method="random")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_out_path_that_is_a_mount_point_is_refused_before_any_work(tmp_path):
+    """A mount point (a Docker volume, a disk) cannot be renamed aside: refused at once, nothing written beside it."""
+    mount = tmp_path / "volume"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(mount)], check=True)
+    try:
+        with pytest.raises(GraphshardError, match="a mount point, which partition_graph cannot replace"):
+            partition(hetero(), mount, 2, part_method="random")
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["volume"] and list(mount.iterdir()) == []
+        partition(hetero(), mount / "sets" / "shop", 2, part_method="random")  # inside it, as the line says
+        assert (mount / "sets" / "shop" / "shop-graph.json").is_file()
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
 
 
 @pytest.mark.parametrize("change, message", [

@@ -39,7 +39,7 @@ def _write_numpy(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
 def _write_parquet(fh: BinaryIO, arr: np.ndarray, delimiter: str) -> None:
     """One column per value of a row; rows of more than one dimension flattened, their shape recorded in the schema
     metadata as DGL's parquet writer does (`shape`, which its reader and ours reshape by)."""
-    flat = arr.reshape(len(arr), -1) if arr.ndim > 2 else arr
+    flat = arr.reshape(len(arr), int(np.prod(arr.shape[1:]))) if arr.ndim > 2 else arr  # no rows: still its width
     cols = [flat] if flat.ndim == 1 else [flat[:, i] for i in range(flat.shape[1])]
     table = numpy_table(cols, [f"c{i}" for i in range(len(cols))])
     if arr.ndim > 2:

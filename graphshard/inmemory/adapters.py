@@ -114,16 +114,42 @@ def _pyg_split(store: Any, n_nodes: int | None, n_edges: int | None, skip: tuple
     return nodes, edges
 
 
+def _pyg_count(store: Any, shown: str) -> int:
+    """A PyG store's node count; one line when PyG cannot tell it (no `num_nodes`, no node attribute to infer it)."""
+    count = store.num_nodes
+    if count is None:
+        raise GraphshardError(f"{shown}.num_nodes: expected a node count, found None (PyG infers it from a node "
+                              f"attribute such as x); set {shown}.num_nodes")
+    return int(count)
+
+
+def _pyg_edges_present(stores: dict[Canonical, Any], shown: Callable[[Canonical], str]) -> None:
+    """Every edge store holds `edge_index`: a sparse adjacency (T.ToSparseTensor's `adj_t`) is named, with the way
+    back, before PyG's attribute tests trip over it."""
+    for can, store in stores.items():
+        if "edge_index" not in store.keys():
+            held = [k for k in store.keys() if k in ("adj_t", "adj")]
+            raise GraphshardError(f"{shown(can)}.edge_index: expected the edges as edge_index, found "
+                                  f"{held[0] if held else 'none'}; partition before T.ToSparseTensor, or set "
+                                  "edge_index from it (torch_geometric.utils.to_edge_index of adj_t.t())")
+
+
 def from_pyg(data: Any) -> InMemoryGraph:
     """A PyG `Data` (one node and edge type) or `HeteroData`."""
     if hasattr(data, "node_types"):
-        num_nodes = {nt: int(data[nt].num_nodes) for nt in data.node_types}
         stores = {tuple(et): data[et] for et in data.edge_types}
+        _pyg_edges_present(stores, lambda can: f"data[{can}]")
+        missing = sorted({nt for can in stores for nt in (can[0], can[2])} - set(data.node_types))
+        if missing:
+            raise GraphshardError(f"data['{missing[0]}']: node type of an edge type, expected its node count, found "
+                                  f"no node store; set data['{missing[0]}'].num_nodes")
+        num_nodes = {nt: _pyg_count(data[nt], f"data['{nt}']") for nt in data.node_types}
         node_feats = {nt: _pyg_split(data[nt], num_nodes[nt], None, ("num_nodes",))[0] for nt in data.node_types}
         homogeneous = False
     else:
-        num_nodes = {HOMO_NTYPE: int(data.num_nodes)}
         stores = {HOMO_ETYPE: data}
+        _pyg_edges_present(stores, lambda can: "data")
+        num_nodes = {HOMO_NTYPE: _pyg_count(data, "data")}
         node_feats = {HOMO_NTYPE: _pyg_split(data, num_nodes[HOMO_NTYPE], None, ("edge_index", "num_nodes"))[0]}
         homogeneous = True
     edges, edge_feats, example = {}, {}, None

@@ -11,6 +11,7 @@ the config last). DGL's arguments keep their meanings (see `_assign_options`); t
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 import time
@@ -156,6 +157,9 @@ def _check_out_path(out: Path | Location, storage: Storage) -> None:
         raise GraphshardError(f"out_path {out}: expected a folder, found a file")
     elif not out.is_dir():
         return
+    if os.path.ismount(out):  # the set is renamed into place, which a mount point refuses: said before any work
+        raise GraphshardError(f"out_path {out}: a mount point, which partition_graph cannot replace (the finished set "
+                              f"is renamed into place); give a folder inside it, e.g. {out}/sets/<name>")
     if foreign := foreign_entries(out, storage, REPORT_FILES):
         raise GraphshardError(f"out_path {out}: holds {foreign[:3]}, which are not part of a partition set; "
                               "partition_graph replaces the whole folder, so give it a new or empty one")
@@ -222,6 +226,9 @@ def _run_steps(graph: InMemoryGraph, metadata: Path, name: str, num_parts: int, 
 
 
 def _out_location(out_path: str | Path | Location) -> Path | Location:
+    if not isinstance(out_path, (str, os.PathLike, Location)):
+        raise GraphshardError(f"out_path: expected a folder's path or URL, found {type(out_path).__name__} "
+                              f"{out_path!r}")
     loc = location(out_path)
     return Path(loc.path).resolve() if loc.is_local else loc
 

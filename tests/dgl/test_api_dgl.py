@@ -156,3 +156,41 @@ def test_csc_only_graph_is_partitioned(tmp_path: Path) -> None:
     mapping = graphshard.partition_graph(g.formats("csc"), "csc", 2, tmp_path / "gs", part_method="random",
                                          return_mapping=True)
     check_with_dgl(tmp_path / "gs" / "csc.json", g, *mapping)
+
+
+def test_pyg_graphs_partition_and_what_they_lack_is_one_line(tmp_path: Path) -> None:
+    """A PyG HeteroData partitions and DGL loads it; a node type known only from an edge type, a node store PyG
+    cannot count, and a Data after T.ToSparseTensor (adj_t, no edge_index) are each one line naming what to set."""
+    pyg = pytest.importorskip("torch_geometric")
+    from torch_geometric.data import Data, HeteroData
+
+    from graphshard.errors import GraphshardError
+
+    torch.manual_seed(0)
+    writes = torch.stack([torch.randint(0, 300, (900,)), torch.randint(0, 600, (900,))])
+    h = HeteroData()
+    h["paper"].x = torch.randn(600, 4)
+    h["author"].num_nodes = 300
+    h["author", "writes", "paper"].edge_index = writes
+    orig_nids, _ = graphshard.partition_graph(h, "pyg", 2, tmp_path / "out", part_method="random",
+                                              return_mapping=True)
+    _, nfeat, _, gpb, _, _, _ = dgl.distributed.load_partition(str(tmp_path / "out" / "pyg.json"), 0)
+    rows = orig_nids["paper"].numpy()[gpb.partid2nids(0, "paper").numpy()]
+    np.testing.assert_array_equal(nfeat["paper/x"].numpy(), h["paper"].x.numpy()[rows])
+
+    no_store = HeteroData()
+    no_store["paper"].x = torch.randn(600, 4)
+    no_store["author", "writes", "paper"].edge_index = writes
+    uncounted = HeteroData()
+    uncounted["paper"].x = torch.randn(600, 4)
+    uncounted["author"].label = torch.randint(0, 3, (300,))
+    uncounted["author", "writes", "paper"].edge_index = writes
+    sparse = pyg.transforms.ToSparseTensor()(Data(x=torch.randn(50, 3), edge_index=torch.randint(0, 50, (2, 200))))
+    for graph, expected in [(no_store, "data['author']: node type of an edge type, expected its node count, found "
+                                       "no node store; set data['author'].num_nodes"),
+                            (uncounted, "data['author'].num_nodes: expected a node count, found None"),
+                            (sparse, "data.edge_index: expected the edges as edge_index, found adj_t")]:
+        with pytest.raises(GraphshardError) as err:
+            graphshard.partition_graph(graph, "pyg", 2, tmp_path / "bad", part_method="random")
+        assert expected in str(err.value) and "\n" not in str(err.value), err.value
+        assert not (tmp_path / "bad").exists()
