@@ -120,8 +120,13 @@ def test_attainable_bounds_are_whole_nodes(total, nparts, ub):
 
 
 def test_trainers_per_machine_write_dgl_trainer_ids(tmp_path, dask_cluster_client):
+    """DGL's trainer ids, written over any `trainer_id` the graph holds (DGL's own call leaves one in the caller's
+    graph, and DGL overwrites it), the caller's feature dicts untouched."""
     g = hetero(1)
+    stale = np.full(300, 7, dtype=np.int64)
+    g["node_feats"]["user"]["trainer_id"], g["edge_feats"][BUYS]["trainer_id"] = stale, np.full(1500, 7)
     partition(g, tmp_path / "out", 2, part_method="metis", num_trainers_per_machine=2, client=dask_cluster_client)
+    assert g["node_feats"]["user"]["trainer_id"] is stale
     config = tmp_path / "out" / "shop-graph.json"
     for p in range(2):
         part = load_partition(config, p)

@@ -17,6 +17,7 @@ import tempfile
 import time
 import warnings
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -30,7 +31,7 @@ from graphshard.assign.options import HONOURS, AssignOptions
 from graphshard.atomic import move_into_place, publish_on_store
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
-from graphshard.formats.assignment import read_parts
+from graphshard.formats.assignment import TRAINER_FEAT, read_parts
 from graphshard.formats.partition_config import PartitionConfig
 from graphshard.formats.set_digests import digests_name, foreign_entries, unprefixed_set
 from graphshard.inmemory import heap
@@ -126,6 +127,15 @@ def _assign_options(graph: InMemoryGraph, part_method: str, num_parts: int, bala
                        objtype=objtype, num_trainers_per_machine=num_trainers_per_machine,
                        **({"metis_niter": DGL_METIS_NITER} if part_method == "metis" else {}))
     return options, classes
+
+
+def _without_trainer_ids(graph: InMemoryGraph) -> InMemoryGraph:
+    """With several trainers per machine DGL writes `trainer_id` features of its own over any the caller's graph has
+    (its own call leaves them there, so a second call meets them): theirs are not partitioned, as in DGL."""
+    def kept(feats: dict) -> dict:
+        return {key: {name: a for name, a in f.items() if name != TRAINER_FEAT} for key, f in feats.items()}
+
+    return replace(graph, node_feats=kept(graph.node_feats), edge_feats=kept(graph.edge_feats))
 
 
 def _options(**fields: Any) -> AssignOptions:
@@ -313,6 +323,8 @@ def partition_graph(g: Any, graph_name: str, num_parts: int, out_path: str | Pat
     graph = from_input(g, num_nodes, node_feats, edge_feats)
     options, classes = _assign_options(graph, part_method, num_parts, balance_ntypes, balance_edges,
                                        num_trainers_per_machine, objtype, seed)
+    if options.num_trainers_per_machine > 1:
+        graph = _without_trainer_ids(graph)
     shuffle_options = _shuffle_options(num_hops, graph_formats)
     if (expected := shuffle_options.halo_problem(num_parts)) is not None:
         raise GraphshardError(f"num_hops: expected {expected}, found {num_hops}")
