@@ -198,7 +198,9 @@ def from_dicts(edges: dict, num_nodes: Any) -> InMemoryGraph:
         if not (isinstance(pair, (tuple, list)) and len(pair) == 2):
             raise GraphshardError(f"edges[{can}]: expected a pair (src, dst) of ID arrays, found {type(pair).__name__}")
         arrays[can] = (as_numpy(pair[0], f"edges[{can}] src"), as_numpy(pair[1], f"edges[{can}] dst"))
-    return InMemoryGraph({str(nt): int(n) for nt, n in num_nodes.items()}, arrays)
+    example = edges[cans[0]][0] if cans else None  # the mapping comes back as the caller's tensors (torch, numpy)
+    return InMemoryGraph({str(nt): int(n) for nt, n in num_nodes.items()}, arrays,
+                         to_output=_tensor_maker(example) if example is not None else (lambda a: a))
 
 
 def _typed_feats(feats: Any, types: list, what: str) -> dict:

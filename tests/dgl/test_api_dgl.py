@@ -194,3 +194,11 @@ def test_pyg_graphs_partition_and_what_they_lack_is_one_line(tmp_path: Path) -> 
             graphshard.partition_graph(graph, "pyg", 2, tmp_path / "bad", part_method="random")
         assert expected in str(err.value) and "\n" not in str(err.value), err.value
         assert not (tmp_path / "bad").exists()
+
+
+def test_a_dict_of_torch_tensors_gets_its_mapping_as_torch_tensors(tmp_path: Path) -> None:
+    """The mapping comes back in the input's library, for a dict of tensors as for a DGLGraph."""
+    edges = {("user", "buys", "item"): (torch.randint(0, 30, (100,)), torch.randint(0, 20, (100,)))}
+    nids, eids = graphshard.partition_graph(edges, "shop", 2, tmp_path / "out", part_method="random",
+                                            num_nodes={"user": 30, "item": 20}, return_mapping=True)
+    assert all(isinstance(t, torch.Tensor) for t in [*nids.values(), *eids.values()]), (nids, eids)
