@@ -167,7 +167,7 @@ def _check_out_path(out: Path | Location, storage: Storage) -> None:
         raise GraphshardError(f"out_path {out}: expected a folder, found a file")
     elif not out.is_dir():
         return
-    if os.path.ismount(out):  # the set is renamed into place, which a mount point refuses: said before any work
+    if isinstance(out, Path) and os.path.ismount(out):  # renamed into place, which a mount point refuses
         raise GraphshardError(f"out_path {out}: a mount point, which partition_graph cannot replace (the finished set "
                               f"is renamed into place); give a folder inside it, e.g. {out}/sets/<name>")
     if foreign := foreign_entries(out, storage, REPORT_FILES):
