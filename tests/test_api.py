@@ -8,6 +8,8 @@ import re
 import shutil
 import subprocess
 import sys
+import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -181,8 +183,9 @@ def test_numpy_integer_arguments_are_taken(tmp_path):
 
 def test_chunk_graph_round_trip_through_inspect(tmp_path):
     g = hetero(3)
-    meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 3, "mixed", "shop", num_nodes=g["num_nodes"],
-                                  node_feats=g["node_feats"], edge_feats=g["edge_feats"])
+    with pytest.warns(UserWarning, match="^user/feat: float32 written as csv reads back as float64"):
+        meta = graphshard.chunk_graph(g["edges"], tmp_path / "chunked", 3, "mixed", "shop",
+                                      num_nodes=g["num_nodes"], node_feats=g["node_feats"], edge_feats=g["edge_feats"])
     result = subprocess.run([sys.executable, "-m", "graphshard.cli", "inspect", str(meta), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -376,3 +379,64 @@ def test_a_script_calling_partition_graph_gets_no_log_lines_on_its_terminal(tmp_
               f"partition_graph(g, 'n', 2, {str(tmp_path / 'out')!r}, num_nodes={{'a': 500}}); print('done')")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout == "done\n" and proc.stderr == "", proc.stderr[-2000:]
+
+
+def test_a_killed_call_leaves_a_work_folder_the_next_call_deletes(tmp_path):
+    """SIGKILL mid-call leaves its hidden work folder beside out_path (nothing can run after it); the next call on
+    that out_path deletes it, and keeps a live call's folder."""
+    script = ("import numpy as np, time; import graphshard.inmemory.partition as api; "
+              "api._publish = lambda *a: time.sleep(600); rng = np.random.default_rng(0); "
+              "g = {('a', 'r', 'a'): (rng.integers(0, 500, 3000), rng.integers(0, 500, 3000))}; "
+              f"api.partition_graph(g, 'n', 2, {str(tmp_path / 'out')!r}, num_nodes={{'a': 500}}, "
+              "part_method='random')")
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 240
+        while not list(tmp_path.glob(".out.*/partitions/n.json")) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the call never reached publishing"
+            time.sleep(0.2)
+    finally:
+        proc.kill()
+        proc.wait()
+    left = list(tmp_path.glob(".out.*"))
+    assert len(left) == 1, left
+    live = tmp_path / f".out.tmp-{os.getpid()}-0123abcd"  # a staging name of this (live) process
+    live.mkdir()
+    graphshard.partition_graph(hetero()["edges"], "n", 2, tmp_path / "out", num_nodes=hetero()["num_nodes"],
+                               part_method="random")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [live.name, "out"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"fmt": "hdf5"}, "^fmt: expected one of .*mixed, found 'hdf5'$"),
+    ({"num_chunks": 0}, "^num_chunks: expected an integer >= 1, found 0$"),
+    ({"out_dir": "taken"}, "^out_dir: .*taken exists; pass overwrite=True to replace it$"),
+])
+def test_chunk_graph_errors_name_its_own_arguments(tmp_path, kwargs, message):
+    """A Python caller is told the keyword to change, not a CLI flag; nothing is written."""
+    (tmp_path / "taken").mkdir()
+    g = hetero()
+    args = {"out_dir": tmp_path / "chunked", "num_chunks": 2, "fmt": "numpy"} | kwargs
+    if kwargs.get("out_dir"):
+        args["out_dir"] = tmp_path / kwargs["out_dir"]
+    with pytest.raises(GraphshardError, match=message):
+        graphshard.chunk_graph(g["edges"], num_nodes=g["num_nodes"], **args)
+    assert [p.name for p in tmp_path.iterdir()] == ["taken"]
+
+
+def test_chunk_graph_warns_once_per_feature_csv_widens(tmp_path):
+    """csv holds no dtype: a float32 or int8 feature reads back as float64 / int64, so the caller is told which."""
+    g = hetero()
+    g["node_feats"]["item"]["rank"] = np.arange(200, dtype=np.int8) % 7
+    with pytest.warns(UserWarning) as caught:
+        meta = graphshard.chunk_graph(g["edges"], tmp_path / "csv", 2, "csv", num_nodes=g["num_nodes"],
+                                      node_feats=g["node_feats"], edge_feats=g["edge_feats"])
+    assert sorted(str(w.message) for w in caught) == [
+        "item/rank: int8 written as csv reads back as int64; use fmt='numpy' or 'parquet' to keep it",
+        "user/feat: float32 written as csv reads back as float64; use fmt='numpy' or 'parquet' to keep it"]
+    assert all(w.filename == __file__ for w in caught)
+    assert read_chunk(load_metadata(meta), load_metadata(meta).node_data["item"]["rank"], 0).dtype == np.int64
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graphshard.chunk_graph(g["edges"], tmp_path / "npy", 2, "numpy", num_nodes=g["num_nodes"],
+                               node_feats=g["node_feats"], edge_feats=g["edge_feats"])

@@ -163,10 +163,10 @@ class ChunkedGraphWriter:
             self.abort()
 
 
-def check_format(fmt: str) -> None:
-    """Reject a format name the writers cannot write."""
+def check_format(fmt: str, option: str = "--format") -> None:
+    """Reject a format name the writers cannot write (`option`: how the caller's user names it)."""
     if fmt not in WRITE_FORMATS:
-        raise GraphshardError(f"--format: expected one of {', '.join(WRITE_FORMATS)}, found '{fmt}'")
+        raise GraphshardError(f"{option}: expected one of {', '.join(WRITE_FORMATS)}, found '{fmt}'")
 
 
 def spec_format(fmt: str, index: int) -> str:
@@ -179,10 +179,10 @@ def spec_formats(fmt: str, names: Sequence[str]) -> dict[str, str]:
     return {name: spec_format(fmt, i) for i, name in enumerate(names)}
 
 
-def positive(name: str, value: int, minimum: int = 1) -> int:
-    """Validate a size option."""
+def positive(name: str, value: int, minimum: int = 1, prefix: str = "--") -> int:
+    """Validate a size option (`prefix` + `name`: how the caller's user names it, a CLI flag by default)."""
     if int(value) < minimum:
-        raise GraphshardError(f"--{name}: expected an integer >= {minimum}, found {value}")
+        raise GraphshardError(f"{prefix}{name}: expected an integer >= {minimum}, found {value}")
     return int(value)
 
 

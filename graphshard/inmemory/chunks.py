@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,7 @@ def write_chunked(graph: InMemoryGraph, out_dir: Path, graph_name: str, num_chun
                   fmt: str = "numpy", overwrite: bool = False) -> Path:
     """Write `graph` as a chunked graph (`num_chunks` per type, or ~2M rows each when None); returns metadata.json."""
     etypes = [etype_name(c) for c in graph.etypes]
-    specs = etypes + [f"{etype_name(c)}/{f}" for c, fs in graph.edge_feats.items() for f in fs]
-    specs += [f"{nt}/{f}" for nt, fs in graph.node_feats.items() for f in fs]
-    formats = spec_formats(fmt, specs)
+    formats = spec_formats(fmt, etypes + list(_features(graph)))
     with ChunkedGraphWriter(out_dir, graph_name, graph.ntypes, etypes, overwrite=overwrite) as writer:
         for can, (src, dst) in graph.edges.items():
             write_edge_type(writer, etype_name(can), _bounds(len(src), num_chunks), _checked_ends(graph, can),
@@ -63,6 +62,12 @@ def write_chunked(graph: InMemoryGraph, out_dir: Path, graph_name: str, num_chun
         for nt, n in graph.num_nodes.items():
             write_node_type(writer, nt, _bounds(n, num_chunks), graph.node_feats.get(nt, {}), formats)
         return writer.finish()
+
+
+def _features(graph: InMemoryGraph) -> dict[str, np.ndarray]:
+    """Every feature by its spec name (`<edge type>/<name>`, then `<node type>/<name>`), in the order written."""
+    feats = {f"{etype_name(c)}/{f}": a for c, fs in graph.edge_feats.items() for f, a in fs.items()}
+    return feats | {f"{nt}/{f}": a for nt, fs in graph.node_feats.items() for f, a in fs.items()}
 
 
 def _checked_ends(graph: InMemoryGraph, can: tuple[str, str, str]):
@@ -133,9 +138,24 @@ def chunk_graph(g: Any, out_dir: str | Path, num_chunks: int, fmt: str = "numpy"
     Path
         The `metadata.json`, ready for `graphshard run`/`assign`/`shuffle`.
     """
-    check_format(fmt)
-    num_chunks = positive("num_chunks", num_chunks)
+    check_format(fmt, "fmt")
+    num_chunks = positive("num_chunks", num_chunks, prefix="")
     if not re.match(r"^[A-Za-z0-9_]+$", graph_name):
         raise GraphshardError(f"graph_name: expected letters, digits and '_' only, found {graph_name!r}")
+    if Path(out_dir).exists() and not overwrite:
+        raise GraphshardError(f"out_dir: {out_dir} exists; pass overwrite=True to replace it")
     graph = from_input(g, num_nodes, node_feats, edge_feats)
+    _warn_widened(graph, fmt)
     return write_chunked(graph, Path(out_dir), graph_name, num_chunks, fmt, overwrite)
+
+
+def _warn_widened(graph: InMemoryGraph, fmt: str) -> None:
+    """A warning per feature that a csv chunk reads back wider than given: csv holds text, no dtype, so every
+    reader (DGL's too) takes its numbers as int64 or float64."""
+    feats = _features(graph)
+    formats = spec_formats(fmt, [etype_name(c) for c in graph.etypes] + list(feats))
+    for name, arr in feats.items():
+        wide = np.dtype(np.float64 if arr.dtype.kind == "f" else np.int64)
+        if formats[name] == "csv" and arr.dtype.kind in "iuf" and arr.dtype != wide:
+            warnings.warn(f"{name}: {arr.dtype} written as csv reads back as {wide}; use fmt='numpy' or "
+                          "'parquet' to keep it", stacklevel=3)

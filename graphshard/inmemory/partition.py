@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from graphshard.assign import PARTITIONERS, REPORT_FILE, assign
 from graphshard.assign.constraints import FEATURE_RADIX
 from graphshard.assign.options import HONOURS, AssignOptions
-from graphshard.atomic import move_into_place, publish_on_store
+from graphshard.atomic import move_into_place, publish_on_store, remove_stale, staging_dir
 from graphshard.cluster import ClusterSpec, dask_client
 from graphshard.errors import GraphshardError
 from graphshard.formats.assignment import TRAINER_FEAT, read_parts
@@ -244,11 +244,11 @@ def _out_location(out_path: str | Path | Location) -> Path | Location:
 
 
 def _work_folder(out: Path | Location) -> Path:
-    """A hidden work folder beside a local `out_path` (same filesystem: publishing renames), else a temporary one."""
-    if isinstance(out, Location):
-        return Path(tempfile.mkdtemp(prefix="graphshard-partition-"))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix=f".{out.name}.graphshard-", dir=out.parent))
+    """A hidden work folder beside a local `out_path` (same filesystem: publishing renames), else one in the
+    system's temporary folder; what killed calls of this host left there is deleted first."""
+    beside = Path(tempfile.gettempdir()) / "graphshard-partition" if isinstance(out, Location) else out
+    remove_stale(beside)
+    return staging_dir(beside)
 
 
 def _publish(config: Path, out: Path | Location, validate: bool, storage: Storage) -> None:
