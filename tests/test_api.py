@@ -424,15 +424,40 @@ def test_chunk_graph_errors_name_its_own_arguments(tmp_path, kwargs, message):
     assert [p.name for p in tmp_path.iterdir()] == ["taken"]
 
 
+@pytest.mark.parametrize("fmt, shape", [("parquet", (200, 0)), ("csv", (200, 0)), ("csv", (200, 2, 2))])
+def test_chunk_graph_refuses_rows_its_format_cannot_hold(tmp_path, fmt, shape):
+    """Rows of no values leave a parquet or csv file of no rows (the run then refused the chunk); csv rows are flat."""
+    g = hetero()
+    g["node_feats"]["item"]["x"] = np.zeros(shape, np.float32)
+    message = f"item/x: rows of shape {shape[1:]} cannot be written as {fmt}; use fmt='numpy'"
+    with pytest.raises(GraphshardError, match="^" + re.escape(message)):
+        graphshard.chunk_graph(g["edges"], tmp_path / "out", 2, fmt, num_nodes=g["num_nodes"],
+                               node_feats=g["node_feats"])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_complex_features_are_refused_with_what_to_pass_instead(tmp_path):
+    g = hetero()
+    g["node_feats"]["item"]["c"] = np.ones(200, np.complex64)
+    with pytest.raises(GraphshardError, match=r"^node feature 'c' of 'item': expected a real dtype, found complex64; "
+                                              r"pass its real and imaginary parts"):
+        partition(g, tmp_path / "out", 2, part_method="random")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_chunk_graph_warns_once_per_feature_csv_widens(tmp_path):
     """csv holds no dtype: a float32 or int8 feature reads back as float64 / int64, so the caller is told which."""
     g = hetero()
     g["node_feats"]["item"]["rank"] = np.arange(200, dtype=np.int8) % 7
+    g["edges"][("item", "returned-by", "user")] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    g["edge_feats"][("item", "returned-by", "user")] = {"why": np.zeros((0, 2), np.float32)}
     with pytest.warns(UserWarning) as caught:
         meta = graphshard.chunk_graph(g["edges"], tmp_path / "csv", 2, "csv", num_nodes=g["num_nodes"],
                                       node_feats=g["node_feats"], edge_feats=g["edge_feats"])
     assert sorted(str(w.message) for w in caught) == [
         "item/rank: int8 written as csv reads back as int64; use fmt='numpy' or 'parquet' to keep it",
+        "item:returned-by:user/why: a csv chunk of no rows keeps no dtype or width: reads back as (0, 0) int64; use "
+        "fmt='numpy' or 'parquet' to keep it",
         "user/feat: float32 written as csv reads back as float64; use fmt='numpy' or 'parquet' to keep it"]
     assert all(w.filename == __file__ for w in caught)
     assert read_chunk(load_metadata(meta), load_metadata(meta).node_data["item"]["rank"], 0).dtype == np.int64

@@ -266,6 +266,10 @@ def check(graph: InMemoryGraph) -> None:
                 if arr.ndim == 0 or arr.shape[0] != counts[t]:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected an array of {counts[t]} "
                                           f"rows, found shape {arr.shape}")
+                if arr.dtype.kind == "c":  # DGL takes complex tensors; no chunk format holds them
+                    raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a real dtype, found "
+                                          f"{arr.dtype}; pass its real and imaginary parts, e.g. "
+                                          "np.stack([x.real, x.imag], axis=-1)")
                 if arr.dtype.kind not in VALID_KINDS:
                     raise GraphshardError(f"{kind} feature '{name}' of {t!r}: expected a numeric or bool dtype, "
                                           f"found {arr.dtype}")

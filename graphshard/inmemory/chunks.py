@@ -145,17 +145,25 @@ def chunk_graph(g: Any, out_dir: str | Path, num_chunks: int, fmt: str = "numpy"
     if Path(out_dir).exists() and not overwrite:
         raise GraphshardError(f"out_dir: {out_dir} exists; pass overwrite=True to replace it")
     graph = from_input(g, num_nodes, node_feats, edge_feats)
-    _warn_widened(graph, fmt)
+    _check_features(graph, fmt)
     return write_chunked(graph, Path(out_dir), graph_name, num_chunks, fmt, overwrite)
 
 
-def _warn_widened(graph: InMemoryGraph, fmt: str) -> None:
-    """A warning per feature that a csv chunk reads back wider than given: csv holds text, no dtype, so every
-    reader (DGL's too) takes its numbers as int64 or float64."""
+def _check_features(graph: InMemoryGraph, fmt: str) -> None:
+    """Refuse a feature its file format cannot hold (parquet and csv columns are a row's values: rows of no values
+    leave no rows; csv rows are one value or a list of them); warn where a csv chunk reads back otherwise than
+    given: csv holds text, no dtype, so every reader (DGL's too) takes numbers as int64 or float64."""
     feats = _features(graph)
     formats = spec_formats(fmt, [etype_name(c) for c in graph.etypes] + list(feats))
+    changed = []
     for name, arr in feats.items():
-        wide = np.dtype(np.float64 if arr.dtype.kind == "f" else np.int64)
-        if formats[name] == "csv" and arr.dtype.kind in "iuf" and arr.dtype != wide:
-            warnings.warn(f"{name}: {arr.dtype} written as csv reads back as {wide}; use fmt='numpy' or "
-                          "'parquet' to keep it", stacklevel=3)
+        form, wide = formats[name], np.dtype(np.float64 if arr.dtype.kind == "f" else np.int64)
+        if form != "numpy" and (arr.ndim > 2 and form == "csv" or 0 in arr.shape[1:]):
+            raise GraphshardError(f"{name}: rows of shape {arr.shape[1:]} cannot be written as {form}; use "
+                                  "fmt='numpy' (or 'parquet' for rows of several dimensions)")
+        if form == "csv" and len(arr) == 0:
+            changed.append(f"{name}: a csv chunk of no rows keeps no dtype or width: reads back as (0, 0) int64")
+        elif form == "csv" and arr.dtype.kind in "iuf" and arr.dtype != wide:
+            changed.append(f"{name}: {arr.dtype} written as csv reads back as {wide}")
+    for line in changed:
+        warnings.warn(f"{line}; use fmt='numpy' or 'parquet' to keep it", stacklevel=3)
