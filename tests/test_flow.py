@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import re
+import shutil
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -99,6 +102,16 @@ def test_a_work_folder_may_replace_every_output_it_published(tmp_path, rmat_smal
     assert json.loads((tmp_path / "elsewhere" / "rmat.json").read_text())["num_parts"] == 3
 
 
+def test_a_cleared_work_folder_is_told_why_its_earlier_output_is_refused(tmp_path, rmat_small, dask_address):
+    config = write_config(tmp_path, rmat_small, dask_address)
+    run(config)
+    shutil.rmtree(tmp_path / "work")  # the README's way to clear the cache: the publish record goes with it
+    with pytest.raises(GraphshardError, match=r"expected a folder that does not exist yet \(or output.overwrite: "
+                                              r"true\), found .*out exists, and work_dir holds no record of"):
+        run(config)
+    assert run(config, ["output.overwrite=true"])["steps"]["publish"] == "Completed"
+
+
 def test_editing_one_input_chunk_reruns_everything_downstream(tmp_path, rmat_small, dask_address):
     metadata = copy_graph(rmat_small, tmp_path / "graph")
     config = write_config(tmp_path, metadata, dask_address)
@@ -142,6 +155,55 @@ def test_a_forced_step_replaces_a_published_file_changed_in_place(tmp_path, rmat
     assert _ran(run(config)) == set()  # and then cached again
 
 
+def test_a_published_file_changed_in_place_is_rebuilt_by_the_next_run(tmp_path, rmat_small, dask_address):
+    """Published files are hard links to the shuffle artifact's: writing one in place (same size) changed the
+    cached set too, which every later run, into any output, then reused and published as validated."""
+    config = write_config(tmp_path, rmat_small, dask_address)
+    run(config)
+    reference = tree_bytes(tmp_path / "out", skip=("report.json", "report.html"))
+    damaged = tmp_path / "out" / "part1" / "node_feat.dgl"
+    data = bytearray(damaged.read_bytes())
+    data[-9] ^= 0x40
+    with open(damaged, "r+b") as fh:
+        fh.write(bytes(data))
+    summary = run(config, ["output.dir=" + str(tmp_path / "out2")])
+    assert _ran(summary) == {"shuffle", "publish"}, summary  # the same set again: validate stays cached
+    assert tree_bytes(tmp_path / "out2", skip=("report.json", "report.html")) == reference
+    assert _ran(run(config)) == {"publish"}  # the first output is replaced by the rebuilt set's files
+    assert tree_bytes(tmp_path / "out", skip=("report.json", "report.html")) == reference
+
+
+def test_an_input_file_changed_during_the_run_keeps_nothing(tmp_path, rmat_small, dask_address, monkeypatch):
+    """A chunk rewritten while the shuffle reads the input (a checkout switched mid-run): the run fails in one line
+    naming it, and keeps no artifact built from it; put back, it is not reused, and the set is a clean run's."""
+    import graphshard.pipeline.steps.shuffle as shuffle_step
+
+    metadata = copy_graph(rmat_small, tmp_path / "graph")
+    chunk = tmp_path / "graph" / json.loads(metadata.read_text())["node_data"]["_N"]["feat"]["data"][1]
+    original = chunk.read_bytes()
+    (tmp_path / "clean").mkdir()
+    run(write_config(tmp_path / "clean", metadata, dask_address))
+    build = shuffle_step.build
+
+    def switched(*args, **kwargs):
+        feat = np.load(chunk)
+        feat[0] += 1.0
+        np.save(chunk, feat)  # the shuffle reads this content, ingest hashed the other
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(shuffle_step, "build", switched)
+    config = write_config(tmp_path, metadata, dask_address)
+    line = f"{chunk}: changed while this run read it (1 input file(s) changed since ingest hashed them); nothing"
+    with pytest.raises(GraphshardError, match="^" + re.escape(line + " was kept or published")):
+        run(config)
+    assert not (tmp_path / "out").exists()
+    monkeypatch.setattr(shuffle_step, "build", build)
+    chunk.write_bytes(original)
+    assert _ran(run(config)) >= {"shuffle", "publish"}
+    assert tree_bytes(tmp_path / "out", skip=("report.json", "report.html")) \
+        == tree_bytes(tmp_path / "clean" / "out", skip=("report.json", "report.html"))
+
+
 def test_failed_validation_publishes_nothing(tmp_path, rmat_small, dask_address):
     """A partition artifact tampered with in the work folder fails validation: no output, report kept aside."""
     config = write_config(tmp_path, rmat_small, dask_address)
@@ -152,7 +214,9 @@ def test_failed_validation_publishes_nothing(tmp_path, rmat_small, dask_address)
     end = json.loads(text)["node_map"]["_N"][0][1]
     shifted = end - 1 if len(str(end - 1)) == len(str(end)) else end + 1
     at = text.index(str(end), text.index('"node_map"'))  # shift a boundary, same file size: same artifact key
+    stat = layout_path.stat()
     layout_path.write_text(text[:at] + str(shifted) + text[at + len(str(end)):])
+    os.utime(layout_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # damage the cache's own checks cannot see
     with pytest.raises(GraphshardError, match="validation failed: .*node_map"):
         run(config, ["output.dir=" + str(tmp_path / "out2")])
     assert not (tmp_path / "out2").exists()

@@ -93,29 +93,35 @@ class StepStore:
         return self.root / step / key
 
     def lookup(self, step: str, key: str) -> StepResult | None:
-        """The finished artifact for this key, if its manifest is there and every file it lists has its size."""
+        """The finished artifact for this key, if its manifest is there and every file it lists has its size (and
+        locally its modification time: a published file is a hard link to the artifact's, so writing to it in place
+        changes the artifact, whatever the size)."""
         folder = self.folder(step, key)
         try:
             data = json.loads(read_text(folder / MANIFEST, self.storage))
         except (OSError, ValueError, StorageError):
             return None
-        sizes = self._sizes(folder, data["files"])
+        found = self._states(folder, data["files"])
         if product := data.get("summary", {}).get("product"):
-            sizes.update({f"{PRODUCT[step]}/{e.rel}": e.size for e in self.storage.listing(location(product))})
-        if any(sizes.get(name) != entry["size"] for name, entry in data["files"].items()):
+            found.update({f"{PRODUCT[step]}/{e.rel}": [e.size] for e in self.storage.listing(location(product))})
+        mtimes = data.get("mtimes", {})
+        if any(found.get(name, [None])[0] != entry["size"] or name in mtimes and found[name][1:] != [mtimes[name]]
+               for name, entry in data["files"].items()):
             return None
         return StepResult(step, key, folder, data["digest"], data.get("summary", {}), reused=True)
 
-    def _sizes(self, folder: Path | Location, names: dict) -> dict[str, int]:
-        """Sizes of the named files (one listing on a store, a stat each locally); missing ones absent."""
+    def _states(self, folder: Path | Location, names: dict) -> dict[str, list[int]]:
+        """[size] of the named files on a store (one listing), [size, mtime_ns] locally (a stat each); missing ones
+        absent."""
         if self.on_store:
-            return {e.rel: e.size for e in self.storage.listing(folder)}
+            return {e.rel: [e.size] for e in self.storage.listing(folder)}
         found = {}
         for name in names:
             try:
-                found[name] = (folder / name).stat().st_size
+                st = (folder / name).stat()
             except OSError:
-                pass
+                continue
+            found[name] = [st.st_size, st.st_mtime_ns]
         return found
 
     def build(self, step: str, key: str, make: Callable[[Path], dict], inputs: dict[str, str],
@@ -155,6 +161,8 @@ class StepStore:
             digest = Manifest({k: v for k, v in files.items() if k not in volatile}).digest
             record = {"step": step, "key": key, "version": __version__, "inputs": inputs, "summary": summary,
                       "digest": digest, "files": files}
+            if isinstance(stage, Path):  # what `lookup` compares (a rename keeps them)
+                record["mtimes"] = {k: (stage / k).stat().st_mtime_ns for k in files}
             write_text(stage / MANIFEST, json.dumps(record, indent=1, sort_keys=True, default=str), self.storage)
             return digest
 

@@ -170,7 +170,7 @@ def _partition(config: str, overrides: list[str] | None, from_step: str | None, 
             ingested = step("ingest", ingest_task, cfg, graph, store, cluster)
             assigned = step("assign", assign_task, cfg, graph, store, ingested, cluster)
             shuffled = step("shuffle", shuffle_task, cfg, graph, store, ingested, assigned, cluster)
-            validated = (step("validate", validate_task, cfg, store, ingested, assigned, shuffled, cluster)
+            validated = (step("validate", validate_task, cfg, graph, store, ingested, assigned, shuffled, cluster)
                          if cfg.validate_.enabled else None)
         finally:
             cluster.close_in_background()  # overlaps publishing, the report and Prefect's end; run_pipeline waits

@@ -186,7 +186,7 @@ def check_output_free(cfg: PipelineConfig, published_by_us: bool) -> None:
         raise InputError(src, "output.dir", "a folder (or a path that does not exist yet)", f"{out}, a file")
     if out.exists() and not (cfg.output.overwrite or published_by_us):
         raise InputError(src, "output.dir", "a folder that does not exist yet (or output.overwrite: true)",
-                         f"{out} exists")
+                         f"{out} exists, and work_dir holds no record of publishing it")
     if out.exists() and (foreign := foreign_entries(out, cfg.storage, REPORT_FILES)):
         raise InputError(src, "output.dir", "a folder holding only an earlier partition set, which is replaced whole "
                          "(give a new folder, or move the other files away)", f"{out} holds {foreign[:3]}")
@@ -202,7 +202,7 @@ def _check_stored_output(cfg: PipelineConfig, published_by_us: bool) -> None:
     if all(e.rel.startswith(f"{RUNS}/") for e in cfg.storage.listing(out)):
         return
     raise InputError(cfg.source, "output.dir", "a prefix that holds nothing yet (or output.overwrite: true)",
-                     f"{out} holds objects")
+                     f"{out} holds objects, and work_dir holds no record of publishing them")
 
 
 def _check_assignment_dir(cfg: PipelineConfig) -> None:

@@ -20,7 +20,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import read_text
 from graphshard.pipeline.manifest import folder_manifest
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import run_step, step_task
+from graphshard.pipeline.steps.common import input_unchanged, run_step, step_task
 from graphshard.storage import Location, location
 
 if TYPE_CHECKING:
@@ -73,6 +73,5 @@ def assign_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, inge
         inputs["assign_dir"] = folder_manifest(cfg.assign.dir, storage=cfg.storage).digest
     section = {"num_parts": cfg.num_parts, **cfg.section("assign"), "dir": None, "edge_report": edge_report(cfg)}
     key = step_key("assign", inputs, section)
-    return run_step(store, "assign", key, inputs, lambda stage, client: build(cfg, graph, client, stage), cluster,
-                    force,
-                    volatile=(f"{OUTPUT}/{assign.REPORT_FILE}",))
+    make = input_unchanged(cfg, graph, store, lambda stage, client: build(cfg, graph, client, stage))
+    return run_step(store, "assign", key, inputs, make, cluster, force, volatile=(f"{OUTPUT}/{assign.REPORT_FILE}",))

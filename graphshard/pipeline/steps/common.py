@@ -23,8 +23,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Completed, Failed, State
 
 from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import StepResult, StepStore
 from graphshard.pipeline.config import PipelineConfig
+from graphshard.pipeline.manifest import HashCache, graph_files
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.storage import Location
 
@@ -137,6 +139,31 @@ def scratch_dir(cfg: PipelineConfig, stage: Path | Location) -> Path | Location 
     return None
 
 
+def input_hashes(cfg: PipelineConfig, store: StepStore) -> HashCache:
+    """The input files' remembered hashes, by their state (ingest's record, in the work folder)."""
+    return HashCache(store.root / "input-hashes.json", cfg.storage)
+
+
+Make = Callable[[Path | Location, "Client"], dict]
+
+
+def input_unchanged(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, make: Make) -> Make:
+    """`make`, then a check that every input file is in the state ingest hashed it in: a step that read a file
+    changed meanwhile (a checkout switched during the run) built from content no key names, so it fails and keeps
+    nothing; its artifact would otherwise be reused once the file is back to the hashed content."""
+
+    def checked(stage: Path | Location, client: Client) -> dict:
+        summary = make(stage, client)
+        files = graph_files(graph)
+        if changed := input_hashes(cfg, store).unknown(files):
+            raise GraphshardError(f"{files[changed[0]]}: changed while this run read it ({len(changed)} input "
+                                  "file(s) changed since ingest hashed them); nothing was kept or published: run "
+                                  "again once the input stays as it is")
+        return summary
+
+    return checked
+
+
 def step_progress(step: str, client: Client | None) -> StepProgress | nullcontext:
     """The step's Dask tasks counted on the terminal and in a Prefect progress artifact while the block runs."""
     if client is None:
@@ -158,7 +185,7 @@ def _waiting(logger: logging.Logger, step: str, key: str, holder: str) -> None:
 
 
 def run_step(store: StepStore, step: str, key: str, inputs: dict[str, str],
-             make: Callable[[Path | Location, Client], dict],
+             make: Make,
              cluster: ClusterOnDemand | None, force: bool, volatile: tuple[str, ...] = (),
              progress: bool = True) -> StepResult | State:
     """A step's artifact: reused when complete (a Cached state), else built.

@@ -23,7 +23,7 @@ from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_text
 from graphshard.pipeline.manifest import HashCache, graph_files
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import run_step, step_progress, step_task
+from graphshard.pipeline.steps.common import input_hashes, run_step, step_progress, step_task
 from graphshard.precheck import refuse
 from graphshard.storage import Location, Storage
 
@@ -83,7 +83,7 @@ def ingest_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, clus
         The artifact (`fingerprint.json`, `summary.json`), or a Cached state holding it.
     """
     files = graph_files(graph)
-    hashes = HashCache(store.root / "input-hashes.json", cfg.storage)
+    hashes = input_hashes(cfg, store)
     problems = check_new_files(graph, files, hashes, cluster)
     inputs = {"graph_files": hashes.manifest(files).digest}
     key = step_key("ingest", inputs)

@@ -19,7 +19,7 @@ from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.ondemand import ClusterOnDemand
 from graphshard.pipeline.publish import run_name
-from graphshard.pipeline.steps.common import run_step, scratch_dir, step_task
+from graphshard.pipeline.steps.common import input_unchanged, run_step, scratch_dir, step_task
 from graphshard.shuffle.graphbolt import to_graphbolt
 from graphshard.shuffle.step import write_set
 from graphshard.storage import Location, location
@@ -85,5 +85,5 @@ def shuffle_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ing
         section["graphbolt"] = graphbolt.model_dump()
     key = step_key("shuffle", inputs, section)
     assignment = assigned.path(PRODUCT["assign"])
-    return run_step(store, "shuffle", key, inputs,
-                    lambda stage, client: build(cfg, graph, assignment, client, stage, key), cluster, force)
+    make = input_unchanged(cfg, graph, store, lambda stage, client: build(cfg, graph, assignment, client, stage, key))
+    return run_step(store, "shuffle", key, inputs, make, cluster, force)

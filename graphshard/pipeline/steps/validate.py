@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from graphshard import assign
 from graphshard.errors import GraphshardError
+from graphshard.formats.chunked import ChunkedGraph
 from graphshard.pipeline.cache import PRODUCT, StepResult, StepStore, step_key
 from graphshard.pipeline.config import PipelineConfig
 from graphshard.pipeline.files import write_report_to
 from graphshard.pipeline.ondemand import ClusterOnDemand
-from graphshard.pipeline.steps.common import run_step, scratch_dir, step_task
+from graphshard.pipeline.steps.common import input_unchanged, run_step, scratch_dir, step_task
 from graphshard.storage import Location
 
 if TYPE_CHECKING:
@@ -50,15 +51,17 @@ def build(cfg: PipelineConfig, store: StepStore, partition_config: Path | Locati
 
 
 @step_task("validate")
-def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, assigned: StepResult,
-                  shuffled: StepResult,
-                  cluster: ClusterOnDemand, force: bool = False) -> StepResult:
+def validate_task(cfg: PipelineConfig, graph: ChunkedGraph, store: StepStore, ingested: StepResult,
+                  assigned: StepResult, shuffled: StepResult, cluster: ClusterOnDemand, force: bool = False
+                  ) -> StepResult:
     """Prove the partitions right (every invariant of formats.md §5) once per distinct partition set.
 
     Parameters
     ----------
     cfg : PipelineConfig
         The run's config.
+    graph : ChunkedGraph
+        The input's metadata.
     store : StepStore
         The work folder's step artifacts.
     ingested, assigned, shuffled : StepResult
@@ -78,6 +81,6 @@ def validate_task(cfg: PipelineConfig, store: StepStore, ingested: StepResult, a
     config = shuffled.path(shuffled.summary["config"])
     assignment_report = assigned.path(f"{PRODUCT['assign']}/{assign.REPORT_FILE}")
     times = {r.step: r.summary["seconds"] for r in (ingested, assigned, shuffled)}
-    return run_step(store, "validate", key, inputs,
-                    lambda stage, client: build(cfg, store, config, assignment_report, times, client, stage),
-                    cluster, force)
+    make = input_unchanged(cfg, graph, store,
+                           lambda stage, client: build(cfg, store, config, assignment_report, times, client, stage))
+    return run_step(store, "validate", key, inputs, make, cluster, force)
